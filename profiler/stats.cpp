@@ -1,0 +1,120 @@
+#include "profiler/stats.h"
+
+#include <algorithm>
+#include <tuple>
+
+namespace npusim::profiler {
+namespace {
+
+__extension__ using U128 = unsigned __int128;
+
+Cycles ceil_div(U128 num, U128 den) { return static_cast<Cycles>((num + den - 1) / den); }
+
+// Length of the union of [start, end) intervals.
+Cycles union_length(std::vector<CommandTiming>& intervals) {
+  std::sort(intervals.begin(), intervals.end(),
+            [](const CommandTiming& a, const CommandTiming& b) { return a.start < b.start; });
+  Cycles total = 0;
+  Cycles covered_until = 0;
+  for (const CommandTiming& t : intervals) {
+    const Cycles from = std::max(t.start, covered_until);
+    if (t.end > from) {
+      total += t.end - from;
+      covered_until = t.end;
+    }
+  }
+  return total;
+}
+
+LramStats lram_occupancy(const Workload& workload, const Timeline& timeline) {
+  struct Change {
+    Cycles at;
+    bool is_alloc;  // false sorts first: frees before allocations at the same cycle
+    std::uint32_t command;
+  };
+  std::vector<Change> changes;
+  for (std::uint32_t i = 0; i < workload.commands.size(); ++i) {
+    const CommandInfo& c = workload.commands[i];
+    if (c.lram_alloc_bytes > 0) changes.push_back({timeline.commands[i].start, true, i});
+    if (c.lram_free_bytes > 0) changes.push_back({timeline.commands[i].end, false, i});
+  }
+  std::sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) {
+    return std::tie(a.at, a.is_alloc, a.command) < std::tie(b.at, b.is_alloc, b.command);
+  });
+  LramStats stats;
+  std::uint64_t in_use = 0;
+  for (const Change& ch : changes) {
+    const CommandInfo& c = workload.commands[ch.command];
+    if (ch.is_alloc) {
+      in_use += c.lram_alloc_bytes;
+      if (in_use > stats.peak_bytes) {
+        stats.peak_bytes = in_use;
+        stats.peak_at = ch.at;
+      }
+      if (!stats.overflow && in_use > workload.device.lram_bytes) {
+        stats.overflow = LramStats::Overflow{ch.command, ch.at, in_use};
+      }
+    } else {
+      // The schedule loader guarantees every free matches an earlier allocation.
+      in_use -= std::min(in_use, c.lram_free_bytes);
+    }
+  }
+  return stats;
+}
+
+}  // namespace
+
+RunStats compute_stats(const Workload& workload, const Timeline& timeline) {
+  RunStats stats;
+  stats.total_cycles = timeline.total_cycles();
+  stats.engines.resize(workload.engines.size());
+  stats.programs.resize(workload.programs.size());
+
+  std::vector<std::vector<CommandTiming>> per_engine(workload.engines.size());
+  for (std::uint32_t i = 0; i < workload.commands.size(); ++i) {
+    const CommandInfo& c = workload.commands[i];
+    const CommandTiming& t = timeline.commands[i];
+    per_engine[c.engine].push_back(t);
+    stats.engines[c.engine].commands += 1;
+    ProgramStats& p = stats.programs[c.program];
+    p.start = p.commands == 0 ? t.start : std::min(p.start, t.start);
+    p.end = std::max(p.end, t.end);
+    p.commands += 1;
+    stats.dram_read_bytes += c.dram_read_bytes;
+    stats.dram_write_bytes += c.dram_write_bytes;
+    stats.macs += c.macs;
+  }
+  for (std::size_t e = 0; e < per_engine.size(); ++e) {
+    stats.engines[e].busy_cycles = union_length(per_engine[e]);
+  }
+  stats.lram = lram_occupancy(workload, timeline);
+  return stats;
+}
+
+Bounds compute_bounds(const Workload& workload) {
+  const DeviceInfo& d = workload.device;
+  U128 macs = 0;
+  U128 bytes = 0;
+  for (const CommandInfo& c : workload.commands) {
+    macs += c.macs;
+    bytes += c.dram_read_bytes + c.dram_write_bytes;
+  }
+  Bounds b;
+  const U128 peak_macs_per_cycle = U128{d.slices} * d.array_rows * d.array_cols;
+  if (peak_macs_per_cycle > 0) b.compute_cycles = ceil_div(macs, peak_macs_per_cycle);
+  // DRAM moves mbps * 10^6 bytes/s and the clock ticks khz * 10^3 times/s, so one cycle moves
+  // mbps * 1000 / khz bytes: cycles = ceil(bytes * khz / (mbps * 1000)).
+  if (d.dram_bandwidth_mbps > 0) {
+    b.dram_cycles = ceil_div(bytes * d.clock_khz, U128{d.dram_bandwidth_mbps} * 1000u);
+  }
+  return b;
+}
+
+double achieved_gbps(std::uint64_t bytes, Cycles cycles, std::uint64_t clock_khz) {
+  if (cycles == 0) return 0.0;
+  // bytes / (cycles / (khz * 1e3)) / 1e9 = bytes * khz / (cycles * 1e6)
+  return static_cast<double>(bytes) * static_cast<double>(clock_khz) /
+         (static_cast<double>(cycles) * 1e6);
+}
+
+}  // namespace npusim::profiler

@@ -1,0 +1,38 @@
+#include "profiler/timeline.h"
+
+#include <algorithm>
+
+namespace npusim::profiler {
+
+Cycles Timeline::total_cycles() const {
+  Cycles last = 0;
+  for (const CommandTiming& t : commands) last = std::max(last, t.end);
+  return last;
+}
+
+TimelineRecorder::TimelineRecorder(std::size_t command_count) {
+  timeline_.commands.resize(command_count);
+}
+
+void TimelineRecorder::command_started(std::uint32_t command, Cycles at) {
+  timeline_.commands.at(command).start = at;
+}
+
+void TimelineRecorder::command_finished(std::uint32_t command, Cycles at) {
+  timeline_.commands.at(command).end = at;
+}
+
+double Clock::to_us(Cycles cycles) const {
+  // cycles / (khz * 1e3) s = cycles * 1e3 / khz us.
+  return static_cast<double>(cycles) * 1000.0 / static_cast<double>(khz);
+}
+
+std::uint64_t Clock::to_us_rounded(Cycles cycles) const {
+  // round(cycles * 1000 / khz) = floor((2 * cycles * 1000 + khz) / (2 * khz)), in 128 bits so that
+  // no cycle count representable in 64 bits can overflow.
+  __extension__ using U128 = unsigned __int128;
+  const U128 num = U128{cycles} * 2000u + khz;
+  return static_cast<std::uint64_t>(num / (U128{khz} * 2u));
+}
+
+}  // namespace npusim::profiler

@@ -1,0 +1,105 @@
+// The profiler's data model: what ran (Workload, static facts from the schedule) and when it ran
+// (Timeline, cycles from the estimator or the simulation). Writers take both.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace npusim::profiler {
+
+using Cycles = std::uint64_t;
+
+// What kind of hardware unit an engine is; fixes its place in reports and traces.
+enum class EngineKind : std::uint8_t { kArray, kVector, kDmaIn, kDmaOut };
+
+struct EngineInfo {
+  std::string name;  // "SLICE0.ARRAY", "DMA_IN", ...
+  EngineKind kind = EngineKind::kArray;
+  std::uint32_t channels = 1;  // commands it can run at once (DMA channels)
+};
+
+// Static facts about one command, known before it runs.
+struct CommandInfo {
+  std::string id;        // "DI0", "S3", "DO1"
+  std::uint32_t engine;  // index into Workload::engines
+  std::string op_type;   // "DMA_IN", "DMA_OUT" or the slice op ("Conv", "Gemm", ...)
+  std::string layer;
+  std::string location;
+  std::uint32_t program = 0;  // index into Workload::programs
+  std::uint64_t dram_read_bytes = 0;
+  std::uint64_t dram_write_bytes = 0;
+  std::uint64_t macs = 0;
+  std::uint64_t lram_alloc_bytes = 0;  // local memory taken when the command starts
+  std::uint64_t lram_free_bytes = 0;   // local memory given back when the command ends
+};
+
+struct ProgramInfo {
+  std::string name;
+  std::string location;
+};
+
+// The device as reports need it, with units already converted once.
+struct DeviceInfo {
+  std::string config_name;
+  std::uint64_t clock_khz = 0;
+  std::uint32_t slices = 0;
+  std::uint32_t array_rows = 0;
+  std::uint32_t array_cols = 0;
+  std::string dataflow;
+  std::uint64_t lram_bytes = 0;
+  std::uint64_t dram_bandwidth_mbps = 0;  // MB/s, 10^6 bytes per second
+};
+
+struct Workload {
+  std::string model_name;
+  std::string model_file;  // base name only, so outputs do not depend on where a file lives
+  DeviceInfo device;
+  std::vector<EngineInfo> engines;
+  std::vector<ProgramInfo> programs;
+  std::vector<CommandInfo> commands;
+};
+
+struct CommandTiming {
+  Cycles start = 0;  // first cycle the command occupies its engine (after dispatch)
+  Cycles end = 0;    // cycle at which it completes; end >= start
+};
+
+// When each command ran, indexed like Workload::commands.
+struct Timeline {
+  std::vector<CommandTiming> commands;
+  // Cycle at which the last command completes (0 for an empty schedule).
+  Cycles total_cycles() const;
+};
+
+// What the estimator and the SystemC platform report as they run commands. The profiler defines
+// it so that producers depend on the profiler, never the other way round.
+class EventSink {
+ public:
+  virtual ~EventSink() = default;
+  virtual void command_started(std::uint32_t command, Cycles at) = 0;
+  virtual void command_finished(std::uint32_t command, Cycles at) = 0;
+};
+
+// Collects start/end events into a Timeline.
+class TimelineRecorder final : public EventSink {
+ public:
+  explicit TimelineRecorder(std::size_t command_count);
+  void command_started(std::uint32_t command, Cycles at) override;
+  void command_finished(std::uint32_t command, Cycles at) override;
+  const Timeline& timeline() const { return timeline_; }
+  Timeline take() { return std::move(timeline_); }
+
+ private:
+  Timeline timeline_;
+};
+
+// Converts cycles to microseconds at a clock given in kHz, exactly where the result is integer.
+struct Clock {
+  std::uint64_t khz = 0;
+  double to_us(Cycles cycles) const;
+  // Nearest integer microsecond, halves rounded up; exact integer arithmetic.
+  std::uint64_t to_us_rounded(Cycles cycles) const;
+};
+
+}  // namespace npusim::profiler

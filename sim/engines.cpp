@@ -1,0 +1,73 @@
+#include "sim/engines.h"
+
+#include <filesystem>
+
+namespace npusim {
+
+EngineLayout::EngineLayout(const HwConfig& config) : slices_(config.slices.count) {
+  using profiler::EngineKind;
+  for (std::uint32_t s = 0; s < slices_; ++s) {
+    const std::string slice = "SLICE" + std::to_string(s);
+    engines_.push_back({slice + ".ARRAY", EngineKind::kArray, 1});
+    engines_.push_back({slice + ".VECTOR", EngineKind::kVector, 1});
+  }
+  engines_.push_back({"DMA_IN", EngineKind::kDmaIn, config.dma.in_channels});
+  engines_.push_back({"DMA_OUT", EngineKind::kDmaOut, config.dma.out_channels});
+}
+
+std::uint32_t EngineLayout::of(const Command& command) const {
+  switch (command.engine) {
+    case EngineType::kDmaIn:
+      return 2 * slices_;
+    case EngineType::kDmaOut:
+      return 2 * slices_ + 1;
+    case EngineType::kSlice:
+      break;
+  }
+  return 2 * command.slice + (command.unit() == Unit::kArray ? 0 : 1);
+}
+
+std::vector<std::vector<std::uint32_t>> EngineLayout::queues(const Schedule& schedule) const {
+  std::vector<std::vector<std::uint32_t>> queues(engines_.size());
+  for (std::uint32_t i = 0; i < schedule.commands.size(); ++i) {
+    queues[of(schedule.commands[i])].push_back(i);
+  }
+  return queues;
+}
+
+profiler::Workload make_workload(const Schedule& schedule, const HwConfig& config) {
+  const EngineLayout layout(config);
+  profiler::Workload w;
+  w.model_name = schedule.model.name;
+  w.model_file = std::filesystem::path(schedule.file).filename().string();
+  w.device.config_name = config.name;
+  w.device.clock_khz = config.clock_khz;
+  w.device.slices = config.slices.count;
+  w.device.array_rows = config.slices.rows;
+  w.device.array_cols = config.slices.cols;
+  w.device.dataflow = dataflow_name(config.slices.dataflow);
+  w.device.lram_bytes = config.lram_bytes;
+  w.device.dram_bandwidth_mbps = config.dram.bandwidth_mbps;
+  w.engines = layout.all();
+  for (const Program& p : schedule.programs) w.programs.push_back({p.name, p.loc});
+  w.commands.reserve(schedule.commands.size());
+  for (const Command& c : schedule.commands) {
+    profiler::CommandInfo info;
+    info.id = c.id;
+    info.engine = layout.of(c);
+    info.op_type = c.engine == EngineType::kSlice ? std::string(op_table()[c.op].name)
+                                                  : engine_type_name(c.engine);
+    info.layer = c.layer;
+    info.location = c.loc;
+    info.program = c.program;
+    info.dram_read_bytes = c.engine == EngineType::kDmaIn ? c.bytes : 0;
+    info.dram_write_bytes = c.engine == EngineType::kDmaOut ? c.bytes : 0;
+    info.macs = c.macs;
+    info.lram_alloc_bytes = c.lram_alloc_bytes;
+    info.lram_free_bytes = c.lram_free_bytes;
+    w.commands.push_back(std::move(info));
+  }
+  return w;
+}
+
+}  // namespace npusim

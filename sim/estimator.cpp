@@ -1,0 +1,119 @@
+#include "sim/estimator.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "sim/cost_model.h"
+#include "sim/engines.h"
+#include "sim/error.h"
+
+namespace npusim {
+namespace {
+
+std::uint64_t checked_add(std::uint64_t a, std::uint64_t b, const Schedule& schedule) {
+  std::uint64_t r = 0;
+  if (__builtin_add_overflow(a, b, &r)) {
+    throw InputError(schedule.file, "/commands", "total time exceeds 2^64 cycles");
+  }
+  return r;
+}
+
+}  // namespace
+
+std::string describe_deadlock(const Schedule& schedule, const HwConfig& config,
+                              const std::vector<bool>& finished,
+                              const std::vector<std::size_t>& heads) {
+  const EngineLayout layout(config);
+  const auto queues = layout.queues(schedule);
+  // Where each command sits: its engine and position in that engine's queue.
+  std::vector<std::size_t> position(schedule.commands.size());
+  for (const auto& q : queues) {
+    for (std::size_t p = 0; p < q.size(); ++p) position[q[p]] = p;
+  }
+  std::string text = "deadlock: no engine can start its next command";
+  for (std::uint32_t e = 0; e < queues.size(); ++e) {
+    if (heads[e] >= queues[e].size()) continue;
+    const Command& head = schedule.commands[queues[e][heads[e]]];
+    std::string waits;
+    for (std::uint32_t d : head.deps) {
+      if (finished[d]) continue;
+      const std::uint32_t de = layout.of(schedule.commands[d]);
+      const std::size_t ahead = position[d] - std::min(position[d], heads[de]);
+      waits += (waits.empty() ? "" : ", ") + schedule.commands[d].id + " (queued on " +
+               layout.info(de).name +
+               (ahead == 0 ? ", not started" : " behind " + std::to_string(ahead) + " command(s)") +
+               ")";
+    }
+    text += "\n  " + layout.info(e).name + " holds " + head.id + ", waiting for " +
+            (waits.empty() ? "a free channel" : waits);
+  }
+  return text;
+}
+
+profiler::Timeline estimate(const Schedule& schedule, const HwConfig& config) {
+  const EngineLayout layout(config);
+  const auto queues = layout.queues(schedule);
+  const cost::DmaTiming dma(config);
+  const cost::DramTiming dram(config);
+  const std::size_t n = schedule.commands.size();
+
+  std::vector<std::vector<std::uint32_t>> dependants(n);
+  std::vector<std::uint32_t> unfinished_deps(n);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    unfinished_deps[i] = static_cast<std::uint32_t>(schedule.commands[i].deps.size());
+    for (std::uint32_t d : schedule.commands[i].deps) dependants[d].push_back(i);
+  }
+
+  // Per engine: when each channel is next free, and when the last command was dispatched (an
+  // engine dispatches in queue order, so a command is never ready before its predecessor).
+  std::vector<std::vector<std::uint64_t>> channel_free(layout.count());
+  for (std::uint32_t e = 0; e < layout.count(); ++e) channel_free[e].assign(layout.info(e).channels, 0);
+  std::vector<std::uint64_t> last_ready(layout.count(), 0);
+  std::vector<std::size_t> heads(layout.count(), 0);
+  std::unordered_map<std::uint64_t, std::uint64_t> transfer_cycles;  // by byte count
+
+  profiler::Timeline timeline;
+  timeline.commands.resize(n);
+  std::vector<bool> finished(n, false);
+  std::vector<std::uint32_t> to_check(layout.count());
+  for (std::uint32_t e = 0; e < layout.count(); ++e) to_check[e] = e;
+
+  while (!to_check.empty()) {
+    const std::uint32_t e = to_check.back();
+    to_check.pop_back();
+    while (heads[e] < queues[e].size() && unfinished_deps[queues[e][heads[e]]] == 0) {
+      const std::uint32_t i = queues[e][heads[e]++];
+      const Command& cmd = schedule.commands[i];
+      std::uint64_t ready = last_ready[e];
+      for (std::uint32_t d : cmd.deps) ready = std::max(ready, timeline.commands[d].end);
+      auto& channels = channel_free[e];
+      ready = std::max(ready, *std::min_element(channels.begin(), channels.end()));
+      // The lowest-numbered channel that is free by then.
+      const auto channel = std::find_if(channels.begin(), channels.end(),
+                                        [&](std::uint64_t free) { return free <= ready; });
+      std::uint64_t duration = cmd.compute_cycles;
+      if (cmd.engine != EngineType::kSlice) {
+        auto [it, inserted] = transfer_cycles.try_emplace(cmd.bytes, 0);
+        if (inserted) it->second = cost::isolated_transfer_cycles(cmd.bytes, dma, dram);
+        duration = it->second;
+      }
+      const std::uint64_t start = checked_add(ready, config.dispatch_cycles, schedule);
+      const std::uint64_t end = checked_add(start, duration, schedule);
+      timeline.commands[i] = {start, end};
+      *channel = end;
+      last_ready[e] = ready;
+      finished[i] = true;
+      for (std::uint32_t j : dependants[i]) {
+        if (--unfinished_deps[j] == 0) to_check.push_back(layout.of(schedule.commands[j]));
+      }
+    }
+  }
+  for (std::uint32_t e = 0; e < layout.count(); ++e) {
+    if (heads[e] < queues[e].size()) {
+      throw SimulationError(describe_deadlock(schedule, config, finished, heads));
+    }
+  }
+  return timeline;
+}
+
+}  // namespace npusim

@@ -1,0 +1,421 @@
+#include "sim/schedule.h"
+
+#include <algorithm>
+#include <map>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "sim/cost_model.h"
+
+namespace npusim {
+namespace {
+
+const Json kEmptyObject = Json::object();
+const Json kEmptyArray = Json::array();
+
+// An array field: the array itself, or an empty one (with a problem recorded) when it is not.
+const Json& array_field(JsonObject& obj, const std::string& key, bool required) {
+  const Json* v = obj.get(key);
+  if (!v) {
+    if (required) obj.diagnostics().error(obj.pointer(key), "missing required field");
+    return kEmptyArray;
+  }
+  if (!v->is_array()) {
+    obj.diagnostics().error(obj.pointer(key), std::string("expected an array, found ") + v->type_name());
+    return kEmptyArray;
+  }
+  return *v;
+}
+
+std::vector<TensorInfo> parse_tensors(JsonObject& model, const std::string& key) {
+  std::vector<TensorInfo> tensors;
+  const Json& list = array_field(model, key, false);
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    JsonObject t(list[i], model.pointer(key) + "/" + std::to_string(i), model.diagnostics());
+    TensorInfo info;
+    info.name = t.require_string("name").value_or("");
+    info.dtype = t.get_string("dtype", "int8");
+    info.layout = t.get_string("layout", "");
+    const Json* shape = t.get("shape");
+    if (shape && shape->is_array()) {
+      for (std::size_t d = 0; d < shape->size(); ++d) {
+        const Json& dim = (*shape)[d];
+        if (!dim.is_number_unsigned()) {
+          model.diagnostics().error(t.pointer("shape") + "/" + std::to_string(d),
+                                    "expected a non-negative integer, found " + dim.dump());
+          continue;
+        }
+        info.shape.push_back(dim.get<std::uint64_t>());
+      }
+    } else if (shape) {
+      model.diagnostics().error(t.pointer("shape"), "expected an array of dimensions");
+    }
+    t.finish();
+    tensors.push_back(std::move(info));
+  }
+  return tensors;
+}
+
+ModelInfo parse_model(JsonObject& top) {
+  ModelInfo model;
+  const Json* v = top.get("model");
+  if (!v) top.diagnostics().error("/model", "missing required field");
+  JsonObject m(v ? *v : kEmptyObject, "/model", top.diagnostics());
+  model.name = m.require_string("name").value_or("");
+  model.batch = m.get_uint("batch", 1, 1, kMaxDimension);
+  model.weights_bytes = m.get_uint("weights_bytes", 0, 0, kMaxTransferBytes);
+  model.inputs = parse_tensors(m, "inputs");
+  model.outputs = parse_tensors(m, "outputs");
+  m.finish();
+  return model;
+}
+
+Shape parse_shape(JsonObject& cmd, const OpInfo& op) {
+  const Json* v = cmd.get("shape");
+  if (!v) {
+    cmd.diagnostics().error(cmd.pointer("shape"), "missing required field for op " + std::string(op.name));
+    return {};
+  }
+  JsonObject s(*v, cmd.pointer("shape"), cmd.diagnostics());
+  auto dim = [&](const char* key) { return s.require_uint(key, 1, kMaxDimension).value_or(1); };
+  auto opt = [&](const char* key, std::uint64_t fallback, std::uint64_t min) {
+    return s.get_uint(key, fallback, min, kMaxDimension);
+  };
+  Shape shape;
+  switch (op.shape) {
+    case ShapeKind::kGemm: {
+      GemmShape g;
+      g.batch = opt("batch", 1, 1);
+      g.m = dim("m");
+      g.n = dim("n");
+      g.k = dim("k");
+      shape = g;
+      break;
+    }
+    case ShapeKind::kConv:
+    case ShapeKind::kPool:
+    case ShapeKind::kGlobalPool: {
+      ConvShape c;
+      c.batch = opt("batch", 1, 1);
+      c.in_h = dim("in_h");
+      c.in_w = dim("in_w");
+      if (op.shape == ShapeKind::kConv) {
+        c.in_c = dim("in_c");
+        c.out_c = op.unit == Unit::kArray ? dim("out_c") : opt("out_c", c.in_c, 1);
+      } else {
+        c.in_c = c.out_c = dim("channels");
+      }
+      if (op.shape == ShapeKind::kGlobalPool) {
+        c.kernel_h = c.in_h;
+        c.kernel_w = c.in_w;
+      } else {
+        c.kernel_h = dim("kernel_h");
+        c.kernel_w = dim("kernel_w");
+        c.stride_h = opt("stride_h", 1, 1);
+        c.stride_w = opt("stride_w", 1, 1);
+        c.pad_h = opt("pad_h", 0, 0);
+        c.pad_w = opt("pad_w", 0, 0);
+      }
+      if (op.shape == ShapeKind::kConv && op.unit == Unit::kArray) {
+        c.groups = opt("groups", 1, 1);
+        if (c.in_c % c.groups != 0 || c.out_c % c.groups != 0) {
+          s.diagnostics().error(s.pointer("groups"), "groups " + std::to_string(c.groups) +
+                                                         " must divide in_c and out_c");
+          c.groups = 1;
+        }
+      } else if (op.shape == ShapeKind::kConv && c.out_c % c.in_c != 0) {
+        s.diagnostics().error(s.pointer("out_c"),
+                              "a depthwise conv's out_c must be a multiple of in_c");
+      }
+      if (c.in_h + 2 * c.pad_h < c.kernel_h || c.in_w + 2 * c.pad_w < c.kernel_w) {
+        s.diagnostics().error(s.pointer("kernel_h"), "kernel larger than the padded input");
+        c.kernel_h = c.kernel_w = 1;
+      }
+      shape = c;
+      break;
+    }
+    case ShapeKind::kElements: {
+      ElementsShape e;
+      e.elements = s.require_uint("elements", 1, kMaxTransferBytes).value_or(1);
+      shape = e;
+      break;
+    }
+  }
+  s.finish();
+  return shape;
+}
+
+// The id convention of timeline.csv: DI<n> for DMA_IN, DO<n> for DMA_OUT, S<n> for slice ops.
+bool id_follows_convention(const std::string& id, EngineType engine) {
+  const std::string prefix = engine == EngineType::kDmaIn    ? "DI"
+                             : engine == EngineType::kDmaOut ? "DO"
+                                                             : "S";
+  if (id.size() <= prefix.size() || id.compare(0, prefix.size(), prefix) != 0) return false;
+  return std::all_of(id.begin() + static_cast<std::ptrdiff_t>(prefix.size()), id.end(),
+                     [](char ch) { return ch >= '0' && ch <= '9'; });
+}
+
+struct Buffer {
+  std::uint32_t allocated_by;
+  std::uint64_t bytes;
+  bool freed = false;
+};
+
+// Raw per-command references that can only be resolved once every id is known.
+struct PendingRefs {
+  std::vector<std::pair<std::string, std::string>> deps;  // (id, pointer)
+  std::vector<std::pair<std::string, std::string>> frees;  // (buffer, pointer)
+};
+
+Command parse_command(const Json& value, std::size_t index, const HwConfig& config,
+                      std::size_t program_count, Diagnostics& diag, PendingRefs& refs,
+                      std::map<std::string, Buffer>& buffers) {
+  const std::string ptr = "/commands/" + std::to_string(index);
+  JsonObject c(value, ptr, diag);
+  Command cmd;
+  cmd.id = c.require_string("id").value_or("");
+  const std::string engine = c.require_string("engine").value_or("");
+  if (engine == "DMA_IN") {
+    cmd.engine = EngineType::kDmaIn;
+  } else if (engine == "DMA_OUT") {
+    cmd.engine = EngineType::kDmaOut;
+  } else if (engine == "SLICE") {
+    cmd.engine = EngineType::kSlice;
+  } else if (c.has("engine")) {
+    diag.error(c.pointer("engine"), "unknown engine '" + engine + "' (expected DMA_IN, DMA_OUT or SLICE)");
+  }
+  if (!cmd.id.empty() && c.has("engine") && !id_follows_convention(cmd.id, cmd.engine)) {
+    diag.error(c.pointer("id"), "id '" + cmd.id + "' does not follow the convention DI<n> (DMA_IN), DO<n> (DMA_OUT), S<n> (SLICE) for engine " + engine);
+  }
+  if (cmd.engine == EngineType::kSlice) {
+    cmd.slice = static_cast<std::uint32_t>(c.require_uint("slice", 0, 1u << 20).value_or(0));
+    if (c.has("slice") && cmd.slice >= config.slices.count) {
+      diag.error(c.pointer("slice"), "slice " + std::to_string(cmd.slice) + " out of range: the config '" + config.name + "' has " + std::to_string(config.slices.count) + " slice(s)");
+      cmd.slice = 0;
+    }
+    const std::string op = c.require_string("op").value_or("");
+    cmd.op = find_op(op);
+    if (cmd.op == op_table().size()) {
+      if (c.has("op")) diag.error(c.pointer("op"), "unknown op '" + op + "' (known: " + known_op_names() + ")");
+      cmd.op = 0;
+      c.get("shape");
+    } else {
+      cmd.shape = parse_shape(c, op_table()[cmd.op]);
+    }
+    if (c.has("bytes")) diag.error(c.pointer("bytes"), "bytes applies to DMA commands only");
+  } else {
+    cmd.bytes = c.require_uint("bytes", 1, kMaxTransferBytes).value_or(1);
+    const std::string op = c.get_string("op", engine);
+    if (op != engine) diag.error(c.pointer("op"), "a " + engine + " command's op must be " + engine);
+    if (c.has("slice")) diag.error(c.pointer("slice"), "slice applies to SLICE commands only");
+    if (c.has("shape")) diag.error(c.pointer("shape"), "shape applies to SLICE commands only");
+  }
+  cmd.layer = c.get_string("layer", "");
+  cmd.loc = c.get_string("loc", "");
+  cmd.program = static_cast<std::uint32_t>(c.get_uint("program", 0, 0, program_count - 1));
+
+  const Json& deps = array_field(c, "deps", false);
+  for (std::size_t d = 0; d < deps.size(); ++d) {
+    const std::string dptr = c.pointer("deps") + "/" + std::to_string(d);
+    if (!deps[d].is_string()) {
+      diag.error(dptr, "expected a command id, found " + deps[d].dump());
+      continue;
+    }
+    refs.deps.emplace_back(deps[d].get<std::string>(), dptr);
+  }
+
+  const Json& allocs = array_field(c, "alloc", false);
+  for (std::size_t a = 0; a < allocs.size(); ++a) {
+    JsonObject alloc(allocs[a], c.pointer("alloc") + "/" + std::to_string(a), diag);
+    const auto name = alloc.require_string("buffer");
+    const auto bytes = alloc.require_uint("bytes", 1, kMaxTransferBytes);
+    if (bytes && *bytes > config.lram_bytes) {
+      diag.error(alloc.pointer("bytes"), "buffer of " + std::to_string(*bytes) + " bytes can never fit the local memory of " + std::to_string(config.lram_bytes) + " bytes");
+    }
+    if (name && bytes) {
+      if (!buffers.emplace(*name, Buffer{static_cast<std::uint32_t>(index), *bytes}).second) {
+        diag.error(alloc.pointer("buffer"), "buffer '" + *name + "' is allocated twice");
+      }
+      cmd.lram_alloc_bytes += *bytes;
+    }
+    alloc.finish();
+  }
+  const Json& frees = array_field(c, "free", false);
+  for (std::size_t f = 0; f < frees.size(); ++f) {
+    const std::string fptr = c.pointer("free") + "/" + std::to_string(f);
+    if (!frees[f].is_string()) {
+      diag.error(fptr, "expected a buffer name, found " + frees[f].dump());
+      continue;
+    }
+    refs.frees.emplace_back(frees[f].get<std::string>(), fptr);
+  }
+  c.finish();
+  return cmd;
+}
+
+// Finds one dependency cycle among the commands Kahn's algorithm could not order, and names it.
+std::string describe_cycle(const std::vector<Command>& commands, const std::vector<int>& indegree) {
+  // Every unordered command has an unordered dependency; walking deps from one must revisit.
+  std::uint32_t at = 0;
+  while (indegree[at] == 0) ++at;
+  std::vector<int> seen_at(commands.size(), -1);
+  std::vector<std::uint32_t> path;
+  while (seen_at[at] < 0) {
+    seen_at[at] = static_cast<int>(path.size());
+    path.push_back(at);
+    for (std::uint32_t d : commands[at].deps) {
+      if (indegree[d] > 0) {
+        at = d;
+        break;
+      }
+    }
+  }
+  std::string text;
+  for (std::size_t i = static_cast<std::size_t>(seen_at[at]); i < path.size(); ++i) {
+    text += commands[path[i]].id + " -> ";
+  }
+  return text + commands[at].id;
+}
+
+void check_acyclic(const std::vector<Command>& commands, Diagnostics& diag) {
+  // indegree here counts unfinished dependencies; dependants[d] lists who waits on d.
+  std::vector<int> indegree(commands.size(), 0);
+  std::vector<std::vector<std::uint32_t>> dependants(commands.size());
+  for (std::uint32_t i = 0; i < commands.size(); ++i) {
+    for (std::uint32_t d : commands[i].deps) {
+      ++indegree[i];
+      dependants[d].push_back(i);
+    }
+  }
+  std::vector<std::uint32_t> ready;
+  for (std::uint32_t i = 0; i < commands.size(); ++i) {
+    if (indegree[i] == 0) ready.push_back(i);
+  }
+  std::size_t ordered = 0;
+  while (!ready.empty()) {
+    const std::uint32_t i = ready.back();
+    ready.pop_back();
+    ++ordered;
+    for (std::uint32_t j : dependants[i]) {
+      if (--indegree[j] == 0) ready.push_back(j);
+    }
+  }
+  if (ordered < commands.size()) {
+    diag.error("/commands", "dependency cycle: " + describe_cycle(commands, indegree));
+  }
+}
+
+}  // namespace
+
+Unit Command::unit() const { return op_table().at(op).unit; }
+
+const char* engine_type_name(EngineType type) {
+  switch (type) {
+    case EngineType::kDmaIn:
+      return "DMA_IN";
+    case EngineType::kDmaOut:
+      return "DMA_OUT";
+    case EngineType::kSlice:
+      return "SLICE";
+  }
+  return "?";
+}
+
+Schedule parse_schedule(const Json& root, const std::string& origin, const HwConfig& config) {
+  Diagnostics diag(origin);
+  Schedule sched;
+  sched.file = origin;
+  JsonObject top(root, "", diag);
+  const std::string format = top.require_string("format").value_or("");
+  if (top.has("format") && format != "npusim-schedule") {
+    diag.error("/format", "expected \"npusim-schedule\", found \"" + format + "\"");
+  }
+  const auto version = top.require_uint("version", 0, 1000);
+  if (version && *version != 1) {
+    diag.error("/version", "unsupported version " + std::to_string(*version) + " (this npusim reads version 1)");
+  }
+  sched.model = parse_model(top);
+
+  if (const Json* target = top.get("target")) {
+    JsonObject t(*target, "/target", diag);
+    sched.target_config = t.get_string("config", "");
+    sched.target_slices = static_cast<std::uint32_t>(t.get_uint("slices", 0, 0, 1024));
+    t.finish();
+  }
+
+  const Json& programs = array_field(top, "programs", false);
+  for (std::size_t p = 0; p < programs.size(); ++p) {
+    JsonObject prog(programs[p], "/programs/" + std::to_string(p), diag);
+    sched.programs.push_back({prog.require_string("name").value_or(""), prog.get_string("loc", "")});
+    prog.finish();
+  }
+  if (sched.programs.empty()) sched.programs.push_back({sched.model.name, ""});
+
+  const Json& commands = array_field(top, "commands", true);
+  if (commands.size() > kMaxCommands) {
+    diag.error("/commands", std::to_string(commands.size()) + " commands exceed the limit of " + std::to_string(kMaxCommands));
+    diag.throw_if_any();
+  }
+  std::vector<PendingRefs> refs(commands.size());
+  std::map<std::string, Buffer> buffers;
+  sched.commands.reserve(commands.size());
+  for (std::size_t i = 0; i < commands.size(); ++i) {
+    sched.commands.push_back(parse_command(commands[i], i, config, sched.programs.size(), diag, refs[i], buffers));
+  }
+  top.finish();
+
+  std::unordered_map<std::string, std::uint32_t> by_id;
+  for (std::uint32_t i = 0; i < sched.commands.size(); ++i) {
+    const std::string& id = sched.commands[i].id;
+    if (id.empty()) continue;
+    auto [it, inserted] = by_id.emplace(id, i);
+    if (!inserted) {
+      diag.error("/commands/" + std::to_string(i) + "/id", "duplicate id '" + id + "', first used at /commands/" + std::to_string(it->second));
+    }
+  }
+  for (std::uint32_t i = 0; i < sched.commands.size(); ++i) {
+    Command& cmd = sched.commands[i];
+    for (const auto& [id, ptr] : refs[i].deps) {
+      auto it = by_id.find(id);
+      if (it == by_id.end()) {
+        diag.error(ptr, "unknown command id '" + id + "'");
+      } else if (it->second == i) {
+        diag.error(ptr, "command '" + id + "' depends on itself");
+      } else if (std::find(cmd.deps.begin(), cmd.deps.end(), it->second) != cmd.deps.end()) {
+        diag.error(ptr, "duplicate dependency '" + id + "'");
+      } else {
+        cmd.deps.push_back(it->second);
+      }
+    }
+    for (const auto& [name, ptr] : refs[i].frees) {
+      auto it = buffers.find(name);
+      if (it == buffers.end()) {
+        diag.error(ptr, "buffer '" + name + "' is never allocated");
+      } else if (it->second.freed) {
+        diag.error(ptr, "buffer '" + name + "' is freed twice");
+      } else {
+        it->second.freed = true;
+        cmd.lram_free_bytes += it->second.bytes;
+      }
+    }
+    if (cmd.engine == EngineType::kSlice && !std::holds_alternative<std::monostate>(cmd.shape)) {
+      try {
+        const cost::SliceCost c = cost::slice_op_cost(cmd.op, cmd.shape, config);
+        cmd.compute_cycles = c.cycles;
+        cmd.macs = c.macs;
+      } catch (const std::overflow_error&) {
+        diag.error("/commands/" + std::to_string(i) + "/shape", "shape too large: its cycle or MAC count exceeds 64 bits");
+      }
+    }
+  }
+  diag.throw_if_any();
+  check_acyclic(sched.commands, diag);
+  diag.throw_if_any();
+  return sched;
+}
+
+Schedule load_schedule(const std::string& path, const HwConfig& config) {
+  return parse_schedule(read_json_file(path), path, config);
+}
+
+}  // namespace npusim

@@ -1,0 +1,102 @@
+// The op schedule: what a compiler hands the NPU's command processor (docs/schedule.md is the
+// format). Loaded from JSON and checked against a HwConfig, which also fixes each slice
+// command's cost, so the estimator and the simulation read one number.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "sim/hw_config.h"
+#include "sim/json_reader.h"
+#include "sim/ops.h"
+
+namespace npusim {
+
+struct GemmShape {
+  std::uint64_t batch = 1;  // independent GEMMs of the same size (batched matmul)
+  std::uint64_t m = 0;      // rows of the left operand and of the result
+  std::uint64_t n = 0;      // columns of the right operand and of the result
+  std::uint64_t k = 0;      // the reduction dimension
+};
+
+// Conv, DepthwiseConv, pools and global pools; pools have out_c == in_c.
+struct ConvShape {
+  std::uint64_t batch = 1;
+  std::uint64_t in_h = 0, in_w = 0, in_c = 0, out_c = 0;
+  std::uint64_t kernel_h = 1, kernel_w = 1;
+  std::uint64_t stride_h = 1, stride_w = 1;
+  std::uint64_t pad_h = 0, pad_w = 0;  // on each side
+  std::uint64_t groups = 1;
+  std::uint64_t out_h() const { return (in_h + 2 * pad_h - kernel_h) / stride_h + 1; }
+  std::uint64_t out_w() const { return (in_w + 2 * pad_w - kernel_w) / stride_w + 1; }
+};
+
+struct ElementsShape {
+  std::uint64_t elements = 0;
+};
+
+using Shape = std::variant<std::monostate, GemmShape, ConvShape, ElementsShape>;
+
+enum class EngineType : std::uint8_t { kDmaIn, kDmaOut, kSlice };
+const char* engine_type_name(EngineType type);  // "DMA_IN", "DMA_OUT", "SLICE"
+
+struct Command {
+  std::string id;  // DI<n>, DO<n>, S<n>
+  EngineType engine = EngineType::kSlice;
+  std::uint32_t slice = 0;  // slice commands only
+  OpId op = 0;              // slice commands only
+  Shape shape;              // slice commands only
+  std::uint64_t bytes = 0;  // DMA commands only
+  std::vector<std::uint32_t> deps;  // indices into Schedule::commands
+  std::string layer;
+  std::string loc;
+  std::uint32_t program = 0;
+  std::uint64_t lram_alloc_bytes = 0;  // taken at start
+  std::uint64_t lram_free_bytes = 0;   // given back at end
+  // Fixed by the cost model for the config the schedule was loaded with:
+  std::uint64_t macs = 0;            // on the systolic array
+  std::uint64_t compute_cycles = 0;  // slice commands: cycles on their unit
+  Unit unit() const;                 // slice commands only
+};
+
+struct TensorInfo {
+  std::string name;
+  std::string dtype;
+  std::string layout;
+  std::vector<std::uint64_t> shape;
+};
+
+struct ModelInfo {
+  std::string name;
+  std::uint64_t batch = 1;
+  std::uint64_t weights_bytes = 0;
+  std::vector<TensorInfo> inputs;
+  std::vector<TensorInfo> outputs;
+};
+
+struct Program {
+  std::string name;
+  std::string loc;
+};
+
+struct Schedule {
+  std::string file;
+  ModelInfo model;
+  std::string target_config;          // the config it was compiled for, if stated
+  std::uint32_t target_slices = 0;    // 0 when not stated
+  std::vector<Program> programs;      // at least one
+  std::vector<Command> commands;
+};
+
+// Documented limits (docs/schedule.md); past them a schedule is rejected, never wrapped.
+inline constexpr std::uint64_t kMaxCommands = std::uint64_t{1} << 24;
+inline constexpr std::uint64_t kMaxDimension = std::uint64_t{1} << 32;
+inline constexpr std::uint64_t kMaxTransferBytes = std::uint64_t{1} << 48;
+
+// Throws InputError listing every problem, each with the file and a JSON pointer.
+Schedule load_schedule(const std::string& path, const HwConfig& config);
+Schedule parse_schedule(const Json& root, const std::string& origin, const HwConfig& config);
+
+}  // namespace npusim
