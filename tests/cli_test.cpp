@@ -1,0 +1,297 @@
+// End-to-end tests of the npusim binary: what a user and a CI job see.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using Json = nlohmann::json;
+
+const fs::path kSource = NPUSIM_SOURCE_DIR;
+
+struct Result {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string quote(const std::string& arg) {
+  std::string q = "'";
+  for (char ch : arg) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return q + "'";
+}
+
+// A fresh, empty folder per test.
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() / ("npusim_cli_" + std::string(info->name()) + "_" +
+                                        std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  Result npusim(const std::vector<std::string>& args) const {
+    std::string cmd = quote(NPUSIM_BINARY);
+    for (const std::string& a : args) cmd += " " + quote(a);
+    cmd += " >" + quote((dir_ / "stdout").string()) + " 2>" + quote((dir_ / "stderr").string());
+    const int status = std::system(cmd.c_str());
+    Result r;
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = read_file(dir_ / "stdout");
+    r.err = read_file(dir_ / "stderr");
+    return r;
+  }
+
+  fs::path write(const std::string& name, const std::string& text) const {
+    std::ofstream(dir_ / name, std::ios::binary) << text;
+    return dir_ / name;
+  }
+
+  fs::path dir_;
+};
+
+std::string model(const std::string& name) { return (kSource / "models" / (name + ".json")).string(); }
+
+std::map<std::string, std::string> files_in(const fs::path& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    files[entry.path().filename().string()] = read_file(entry.path());
+  }
+  return files;
+}
+
+// Rows of a timeline CSV by id: (start, end).
+std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> timeline_rows(const fs::path& csv) {
+  std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> rows;
+  std::istringstream in(read_file(csv));
+  std::string line;
+  std::getline(in, line);  // header
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string id, start, end;
+    std::getline(fields, id, ',');
+    std::getline(fields, start, ',');
+    std::getline(fields, end, ',');
+    rows[id] = {std::stoull(start), std::stoull(end)};
+  }
+  return rows;
+}
+
+const std::vector<std::string> kRunOutputs = {"runtime.csv", "runtime_timeline.csv", "stats.json",
+                                              "summary.txt", "timeline.csv"};
+
+TEST_F(Cli, RunWritesEveryOutput) {
+  const Result r = npusim({"run", "-m", model("fc"), "-o", (dir_ / "out").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> names;
+  for (const auto& [name, text] : files_in(dir_ / "out")) names.push_back(name);
+  EXPECT_EQ(names, kRunOutputs);
+  EXPECT_THAT(r.out, HasSubstr("total cycles"));  // the summary is printed
+  EXPECT_EQ(r.err, "");
+}
+
+TEST_F(Cli, QuietPrintsNothing) {
+  const Result r = npusim({"run", "-m", model("fc"), "-o", (dir_ / "out").string(), "--quiet"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "");
+}
+
+TEST_F(Cli, EstimateWritesOnlyTheEstimate) {
+  const Result r = npusim({"estimate", "-m", model("convnet"), "-o", (dir_ / "out").string(), "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> names;
+  for (const auto& [name, text] : files_in(dir_ / "out")) names.push_back(name);
+  EXPECT_EQ(names, (std::vector<std::string>{"stats.json", "summary.txt", "timeline.csv"}));
+  EXPECT_FALSE(Json::parse(read_file(dir_ / "out" / "stats.json")).contains("runtime"));
+}
+
+TEST_F(Cli, GoldenOutputs) {
+  // Regenerate with scripts/update_goldens.sh after an intended change, and review the diff.
+  for (const std::string name : {"fc", "convnet"}) {
+    const fs::path out = dir_ / name;
+    const Result r = npusim({"run", "-m", model(name), "-o", out.string(), "-q"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto actual = files_in(out);
+    const auto golden = files_in(kSource / "traces" / "golden" / name);
+    ASSERT_EQ(golden.size(), kRunOutputs.size()) << "golden folder for " << name << " incomplete";
+    for (const auto& [file, text] : golden) {
+      ASSERT_TRUE(actual.count(file)) << file;
+      EXPECT_EQ(actual.at(file), text) << name << "/" << file << " differs from its golden copy";
+    }
+  }
+}
+
+TEST_F(Cli, TwoRunsAreByteIdentical) {
+  for (const std::string config : {"default", "server"}) {
+    const fs::path a = dir_ / (config + "_a");
+    const fs::path b = dir_ / (config + "_b");
+    ASSERT_EQ(npusim({"run", "-m", model("convnet"), "-c", config, "-o", a.string(), "-q"}).exit_code, 0);
+    ASSERT_EQ(npusim({"run", "-m", model("convnet"), "-c", config, "-o", b.string(), "-q"}).exit_code, 0);
+    EXPECT_EQ(files_in(a), files_in(b)) << config;
+  }
+}
+
+TEST_F(Cli, InvariantsHoldOnEveryExample) {
+  for (const std::string name : {"fc", "convnet"}) {
+    for (const std::string config : {"default", "server"}) {
+      SCOPED_TRACE(name + " on " + config);
+      const fs::path out = dir_ / (name + "_" + config);
+      const Result r = npusim({"run", "-m", model(name), "-c", config, "-o", out.string(), "-q"});
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      const Json stats = Json::parse(read_file(out / "stats.json"));
+      const auto total = stats["runtime"]["total_cycles"].get<std::uint64_t>();
+      // Never faster than the compute bound nor the DRAM bound.
+      EXPECT_GE(total, stats["bounds"]["compute_cycles"].get<std::uint64_t>());
+      EXPECT_GE(total, stats["bounds"]["dram_cycles"].get<std::uint64_t>());
+      EXPECT_GT(stats["bounds"]["dram_cycles"].get<std::uint64_t>(), 0u);
+      // No command finishes before the estimate says it can.
+      const auto est = timeline_rows(out / "timeline.csv");
+      const auto sim = timeline_rows(out / "runtime_timeline.csv");
+      ASSERT_EQ(est.size(), sim.size());
+      ASSERT_EQ(est.size(), stats["commands"].get<std::size_t>());
+      for (const auto& [id, times] : est) {
+        EXPECT_GE(sim.at(id).second, times.second) << id;
+        EXPECT_GE(sim.at(id).first, times.first) << id;
+      }
+    }
+  }
+}
+
+TEST_F(Cli, OneTransferAtATimeWithFastDramMeansEstimateEqualsSimulation) {
+  // fc moves its transfers one after another, and DRAM (16 B/cycle) outruns a DMA channel
+  // (8 B/cycle): the two timelines agree to the cycle.
+  const fs::path out = dir_ / "out";
+  ASSERT_EQ(npusim({"run", "-m", model("fc"), "-o", out.string(), "-q"}).exit_code, 0);
+  EXPECT_EQ(read_file(out / "timeline.csv"), read_file(out / "runtime_timeline.csv"));
+  const Json stats = Json::parse(read_file(out / "stats.json"));
+  // DI0 262144 B: 4 + 32 + 1024 * 32 + 16 + 80 = 32900; DI1 1024 B: 32904 + 256 = 33160;
+  // S0: 33164 + 1024 folds * 47 = 81292; DO0 256 B: 81296 + 32 + 32 + 16 + 80 = 81456.
+  EXPECT_EQ(stats["runtime"]["total_cycles"], 81456);
+  EXPECT_EQ(stats["estimate"]["total_cycles"], 81456);
+}
+
+TEST_F(Cli, SetOverridesReachTheSimulation) {
+  const fs::path out = dir_ / "out";
+  ASSERT_EQ(npusim({"run", "-m", model("fc"), "-o", out.string(), "-q", "--set", "dma.setup_cycles=0",
+                    "--set", "dispatch_cycles=0"}).exit_code, 0);
+  const Json stats = Json::parse(read_file(out / "stats.json"));
+  // 81456 - 4 dispatches * 4 - 3 transfers * 32 setup = 81344.
+  EXPECT_EQ(stats["runtime"]["total_cycles"], 81344);
+}
+
+// Bad input: exit 2, a message naming the file and the field, and no output at all.
+void expect_bad_input(const Result& r, const fs::path& out, const std::string& message) {
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr(message));
+  EXPECT_FALSE(fs::exists(out)) << "output written for bad input";
+}
+
+TEST_F(Cli, MalformedJsonIsBadInput) {
+  const fs::path bad = write("bad.json", "{\"format\": \"npusim-schedule\", \"commands\": [");
+  const fs::path out = dir_ / "out";
+  expect_bad_input(npusim({"run", "-m", bad.string(), "-o", out.string()}), out,
+                   "bad.json: byte 44: malformed JSON");
+}
+
+TEST_F(Cli, UnknownConfigKeyIsBadInput) {
+  const fs::path cfg = write("cfg.json", R"({"slices": {"count": 2, "colour": "red"}})");
+  const fs::path out = dir_ / "out";
+  expect_bad_input(npusim({"run", "-m", model("fc"), "-c", cfg.string(), "-o", out.string()}), out,
+                   "cfg.json: /slices/colour: unknown key");
+}
+
+TEST_F(Cli, DependencyCycleIsBadInput) {
+  Json s = Json::parse(read_file(model("fc")));
+  s["commands"][0]["deps"] = {"DO0"};
+  const fs::path bad = write("cycle.json", s.dump());
+  const fs::path out = dir_ / "out";
+  expect_bad_input(npusim({"run", "-m", bad.string(), "-o", out.string()}), out,
+                   "cycle.json: /commands: dependency cycle: DI0 -> DO0 -> S0 -> DI0");
+}
+
+TEST_F(Cli, SliceOutOfRangeIsBadInput) {
+  const fs::path out = dir_ / "out";
+  expect_bad_input(npusim({"run", "-m", model("convnet"), "--set", "slices.count=1", "-o", out.string()}),
+                   out, "convnet.json: /commands/5/slice: slice 1 out of range");
+}
+
+TEST_F(Cli, ZeroBandwidthIsBadInput) {
+  const fs::path out = dir_ / "out";
+  expect_bad_input(
+      npusim({"run", "-m", model("fc"), "--set", "dram.bandwidth_gbps=0", "-o", out.string()}), out,
+      "built-in:default (with --set): /dram/bandwidth_gbps: value 0 out of range");
+}
+
+TEST_F(Cli, UsageErrorsAreBadInput) {
+  const fs::path out = dir_ / "out";
+  expect_bad_input(npusim({"run", "-o", out.string()}), out, "--model is required");
+  expect_bad_input(npusim({"run", "-m", model("fc"), "--frobnicate", "-o", out.string()}), out,
+                   "unrecognised option '--frobnicate'");
+  expect_bad_input(npusim({"fly"}), out, "unknown command 'fly'");
+  expect_bad_input(npusim({"run", "-m", "/no/such.json", "-o", out.string()}), out,
+                   "/no/such.json: cannot open file");
+}
+
+TEST_F(Cli, DeadlockExitsThreeNamingTheCommands) {
+  Json s = Json::parse(read_file(model("fc")));
+  // No dependency cycle, but the in-order DMA_IN queue closes one: DI0 waits for S0, which waits
+  // for DI1, queued on DMA_IN behind DI0.
+  s["commands"][0]["deps"] = {"S0"};
+  s["commands"][2]["deps"] = {"DI1"};
+  const fs::path bad = write("deadlock.json", s.dump());
+  const fs::path out = dir_ / "out";
+  const Result r = npusim({"run", "-m", bad.string(), "-o", out.string()});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_THAT(r.err, HasSubstr("DMA_IN holds DI0, waiting for S0 (queued on SLICE0.ARRAY, not started)"));
+  EXPECT_THAT(r.err, HasSubstr("SLICE0.ARRAY holds S0, waiting for DI1 (queued on DMA_IN behind 1 command(s))"));
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST_F(Cli, LocalMemoryOverflowExitsThree) {
+  // Two 300 KiB buffers live at once in 512 KiB.
+  Json s = Json::parse(read_file(model("fc")));
+  s["commands"][0]["bytes"] = 300 * 1024;
+  s["commands"][0]["alloc"][0]["bytes"] = 300 * 1024;
+  s["commands"][1]["bytes"] = 300 * 1024;
+  s["commands"][1]["alloc"][0]["bytes"] = 300 * 1024;
+  const fs::path bad = write("big.json", s.dump());
+  const fs::path out = dir_ / "out";
+  const Result r = npusim({"run", "-m", bad.string(), "-o", out.string()});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_THAT(r.err, HasSubstr("local memory capacity exceeded in the estimate: DI1 allocates at cycle"));
+  EXPECT_THAT(r.err, HasSubstr("bringing occupancy to 614400 of 524288 bytes"));
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST_F(Cli, HelpDescribesEachCommand) {
+  const Result r = npusim({"run", "--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_THAT(r.out, HasSubstr("--model"));
+  EXPECT_THAT(r.out, HasSubstr("--set"));
+  const Result top = npusim({"--help"});
+  EXPECT_EQ(top.exit_code, 0);
+  EXPECT_THAT(top.out, HasSubstr("exit codes"));
+}
+
+}  // namespace

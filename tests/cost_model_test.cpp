@@ -1,0 +1,171 @@
+// Exact cycle counts of the cost model, with the arithmetic in a comment.
+#include "sim/cost_model.h"
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+namespace npusim::cost {
+namespace {
+
+HwConfig config_with(std::uint32_t rows, std::uint32_t cols, Dataflow dataflow) {
+  HwConfig c = parse_hw_config("{}", "test");
+  c.slices.rows = rows;
+  c.slices.cols = cols;
+  c.slices.dataflow = dataflow;
+  return c;
+}
+
+TEST(SystolicGemm, WeightStationaryFoldsOverKAndN) {
+  // ws maps (Sr, Sc, T) = (k, n, m) = (64, 32, 100) onto 16x16:
+  // folds = ceil(64/16) * ceil(32/16) = 4 * 2 = 8; per fold 2*16 + 16 + 100 - 2 = 146.
+  EXPECT_EQ(systolic_gemm_cycles(16, 16, Dataflow::kWeightStationary, 100, 32, 64), 8u * 146u);
+}
+
+TEST(SystolicGemm, OutputStationaryFoldsOverMAndN) {
+  // os: (Sr, Sc, T) = (m, n, k) = (100, 32, 64): folds = ceil(100/16) * 2 = 7 * 2 = 14;
+  // per fold 2*16 + 16 + 64 - 2 = 110.
+  EXPECT_EQ(systolic_gemm_cycles(16, 16, Dataflow::kOutputStationary, 100, 32, 64), 14u * 110u);
+}
+
+TEST(SystolicGemm, InputStationaryFoldsOverKAndM) {
+  // is: (Sr, Sc, T) = (k, m, n) = (64, 100, 32): folds = 4 * 7 = 28; per fold 32 + 16 + 32 - 2 = 78.
+  EXPECT_EQ(systolic_gemm_cycles(16, 16, Dataflow::kInputStationary, 100, 32, 64), 28u * 78u);
+}
+
+TEST(SystolicGemm, NonSquareArrayUsesRowsForFillAndColsForDrain) {
+  // ws on 8 rows x 32 cols, (k, n, m) = (8, 32, 1): one fold of 2*8 + 32 + 1 - 2 = 47.
+  EXPECT_EQ(systolic_gemm_cycles(8, 32, Dataflow::kWeightStationary, 1, 32, 8), 47u);
+}
+
+TEST(SystolicGemm, OverflowIsReportedNotWrapped) {
+  const std::uint64_t huge = std::uint64_t{1} << 40;
+  EXPECT_THROW(systolic_gemm_cycles(1, 1, Dataflow::kWeightStationary, huge, huge, 1),
+               std::overflow_error);
+}
+
+TEST(SliceOpCost, ConvIsAnIm2colGemm) {
+  const HwConfig c = config_with(16, 16, Dataflow::kWeightStationary);
+  ConvShape s;
+  s.in_h = 8, s.in_w = 8, s.in_c = 16, s.out_c = 32, s.kernel_h = 3, s.kernel_w = 3;
+  s.pad_h = 1, s.pad_w = 1;
+  // Output 8x8 = 64 pixels; GEMM (m, n, k) = (64, 32, 3*3*16 = 144).
+  // ws: folds = ceil(144/16) * ceil(32/16) = 9 * 2 = 18; per fold 32 + 16 + 64 - 2 = 110.
+  const SliceCost cost = slice_op_cost(find_op("Conv"), s, c);
+  EXPECT_EQ(cost.cycles, 18u * 110u);
+  EXPECT_EQ(cost.macs, 64u * 32u * 144u);
+}
+
+TEST(SliceOpCost, GroupedConvRunsOneGemmPerGroup) {
+  const HwConfig c = config_with(16, 16, Dataflow::kWeightStationary);
+  ConvShape s;
+  s.in_h = 4, s.in_w = 4, s.in_c = 32, s.out_c = 32, s.groups = 2;
+  // 1x1 kernel, 16 pixels; per group (m, n, k) = (16, 16, 16): 1 fold of 32 + 16 + 16 - 2 = 62.
+  const SliceCost cost = slice_op_cost(find_op("Conv"), s, c);
+  EXPECT_EQ(cost.cycles, 2u * 62u);
+  EXPECT_EQ(cost.macs, 2u * 16u * 16u * 16u);
+}
+
+TEST(SliceOpCost, BatchedGemmRepeatsTheGemm) {
+  const HwConfig c = config_with(16, 16, Dataflow::kOutputStationary);
+  GemmShape g;
+  g.batch = 3, g.m = 16, g.n = 16, g.k = 10;
+  // os: 1 fold of 32 + 16 + 10 - 2 = 56, three times.
+  EXPECT_EQ(slice_op_cost(find_op("Gemm"), g, c).cycles, 3u * 56u);
+}
+
+TEST(SliceOpCost, VectorOpsSpreadWorkOverLanes) {
+  const HwConfig c = parse_hw_config("{}", "test");  // 16 lanes; Exp 4 cycles per element
+  // Add: ceil(1000 * 1 / 16) = 63. Exp: ceil(1000 * 4 / 16) = 250.
+  EXPECT_EQ(slice_op_cost(find_op("Add"), ElementsShape{1000}, c).cycles, 63u);
+  EXPECT_EQ(slice_op_cost(find_op("Exp"), ElementsShape{1000}, c).cycles, 250u);
+  // Never less than one cycle.
+  EXPECT_EQ(slice_op_cost(find_op("Add"), ElementsShape{1}, c).cycles, 1u);
+  EXPECT_EQ(slice_op_cost(find_op("Add"), ElementsShape{1}, c).macs, 0u);
+}
+
+TEST(SliceOpCost, VectorOpCyclesComeFromTheConfig) {
+  const HwConfig c = parse_hw_config(R"({"slices": {"vector_op_cycles": {"Exp": 10}}})", "test");
+  // ceil(1000 * 10 / 16) = 625.
+  EXPECT_EQ(slice_op_cost(find_op("Exp"), ElementsShape{1000}, c).cycles, 625u);
+}
+
+TEST(SliceOpCost, PoolsAndDepthwiseRunOnTheVectorUnit) {
+  const HwConfig c = parse_hw_config("{}", "test");  // 16 lanes
+  ConvShape pool;
+  pool.in_h = 8, pool.in_w = 8, pool.in_c = pool.out_c = 16;
+  pool.kernel_h = pool.kernel_w = 2, pool.stride_h = pool.stride_w = 2;
+  // Output 4x4x16 = 256 elements, 4 window elements each: ceil(1024 / 16) = 64.
+  EXPECT_EQ(slice_op_cost(find_op("MaxPool"), pool, c).cycles, 64u);
+  ConvShape dw;
+  dw.in_h = 8, dw.in_w = 8, dw.in_c = dw.out_c = 32, dw.kernel_h = dw.kernel_w = 3;
+  dw.pad_h = dw.pad_w = 1;
+  // 8*8*32 = 2048 outputs * 9 MACs = 18432 / 16 lanes = 1152; no array MACs.
+  const SliceCost cost = slice_op_cost(find_op("DepthwiseConv"), dw, c);
+  EXPECT_EQ(cost.cycles, 1152u);
+  EXPECT_EQ(cost.macs, 0u);
+}
+
+TEST(DramTiming, ReducesTicksExactly) {
+  // 12.8 GB/s at 800 MHz is 16 bytes per cycle: a cycle is 16 ticks and a byte 1 tick.
+  const DramTiming t(parse_hw_config("{}", "test"));
+  EXPECT_EQ(t.ticks_per_cycle, Ticks{16});
+  EXPECT_EQ(t.ticks_per_byte, Ticks{1});
+  EXPECT_EQ(t.latency_cycles, 80u);  // 100 ns * 800 MHz
+}
+
+TEST(DramState, FractionalServiceTimesDoNotDrift) {
+  // 12.8 GB/s at 600 MHz: 21 1/3 bytes per cycle, so a 64-byte burst takes exactly 3 cycles and
+  // a 16-byte one 3/4 of a cycle. Latency 0.
+  const HwConfig c = parse_hw_config(
+      R"({"clock_mhz": 600, "dram": {"bandwidth_gbps": 12.8, "latency_ns": 0}})", "test");
+  DramState dram{DramTiming(c)};
+  // Four 16-byte bursts arriving at cycle 0 end at 0.75, 1.5, 2.25, 3 cycles: rounded up 1, 2, 3, 3.
+  EXPECT_EQ(dram.serve(0, 0, 16), 1u);
+  EXPECT_EQ(dram.serve(0, 0, 16), 2u);
+  EXPECT_EQ(dram.serve(0, 0, 16), 3u);
+  EXPECT_EQ(dram.serve(0, 0, 16), 3u);  // per-burst rounding would have said 4
+  // A burst arriving after the channel is free starts on arrival: 10 + 3 = 13.
+  EXPECT_EQ(dram.serve(0, 10, 64), 13u);
+}
+
+TEST(DramState, ChannelsEachCarryAShareOfTheBandwidth) {
+  // 2 channels of 8 bytes/cycle each (16 total at 800 MHz), latency 80.
+  const HwConfig c = parse_hw_config(R"({"dram": {"channels": 2}})", "test");
+  DramState dram{DramTiming(c)};
+  EXPECT_EQ(dram.earliest_channel(), 0u);
+  EXPECT_EQ(dram.serve(0, 0, 64), 8u + 80u);  // 64 / 8
+  EXPECT_EQ(dram.earliest_channel(), 1u);
+  EXPECT_EQ(dram.serve(1, 0, 64), 8u + 80u);  // in parallel on the other channel
+}
+
+TEST(IsolatedTransfer, PortBoundWhenDramIsFaster) {
+  // Default config: setup 32, port 8 B/cycle, 256-byte bursts (32 port cycles), DRAM 16 B/cycle
+  // (16 cycles per burst), latency 80, 8 outstanding. Burst b leaves the port at
+  // 32 + 32(b+1), is served by +16 and has its data by +80:
+  // 1024 bytes = 4 bursts: 32 + 32*4 + 16 + 80 = 256.
+  const HwConfig c = parse_hw_config("{}", "test");
+  EXPECT_EQ(isolated_transfer_cycles(1024, DmaTiming(c), DramTiming(c)), 256u);
+  // A short last burst: 1000 bytes = 3 * 256 + 232; the last takes ceil(232/8) = 29 port cycles
+  // and 232/16 = 14.5 DRAM cycles: 32 + 96 + 29 = 157, 157 + 14.5 = 171.5 -> 172, + 80 = 252.
+  EXPECT_EQ(isolated_transfer_cycles(1000, DmaTiming(c), DramTiming(c)), 252u);
+}
+
+TEST(IsolatedTransfer, DramBoundWhenDramIsSlower) {
+  // DRAM 3.2 GB/s at 800 MHz = 4 B/cycle: a 256-byte burst takes 64 DRAM cycles, the port 32.
+  // Bursts reach DRAM at 64, 96, 128, 160 (after setup 32) but DRAM serves back to back from 64:
+  // ends 128, 192, 256, 320; + latency 80 = 400.
+  const HwConfig c = parse_hw_config(R"({"dram": {"bandwidth_gbps": 3.2}})", "test");
+  EXPECT_EQ(isolated_transfer_cycles(1024, DmaTiming(c), DramTiming(c)), 400u);
+}
+
+TEST(IsolatedTransfer, OutstandingLimitStallsThePort) {
+  // One burst in flight at a time: each waits for the previous one's data.
+  // Burst b: issue when b-1 completes; port 32, DRAM 16, latency 80 => 128 per burst.
+  // 4 bursts: 32 + 4 * 128 = 544.
+  const HwConfig c = parse_hw_config(R"({"dma": {"max_outstanding": 1}})", "test");
+  EXPECT_EQ(isolated_transfer_cycles(1024, DmaTiming(c), DramTiming(c)), 544u);
+}
+
+}  // namespace
+}  // namespace npusim::cost

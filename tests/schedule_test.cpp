@@ -1,0 +1,151 @@
+#include "sim/schedule.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "sim/error.h"
+
+namespace npusim {
+namespace {
+
+using ::testing::HasSubstr;
+
+Json schedule_with(Json commands) {
+  return Json{{"format", "npusim-schedule"},
+              {"version", 1},
+              {"model", {{"name", "t"}}},
+              {"commands", std::move(commands)}};
+}
+
+Json dma_in(const std::string& id, std::uint64_t bytes) {
+  return {{"id", id}, {"engine", "DMA_IN"}, {"bytes", bytes}};
+}
+
+Json gemm(const std::string& id, std::uint32_t slice, Json deps = Json::array()) {
+  return {{"id", id}, {"engine", "SLICE"}, {"slice", slice}, {"op", "Gemm"},
+          {"shape", {{"m", 16}, {"n", 16}, {"k", 16}}}, {"deps", std::move(deps)}};
+}
+
+std::string error_of(const Json& root) {
+  try {
+    parse_schedule(root, "s.json", parse_hw_config("{}", "cfg"));
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(Schedule, LoadsAndCostsCommands) {
+  const Json root = schedule_with({dma_in("DI0", 256), gemm("S0", 1, {"DI0"})});
+  const Schedule s = parse_schedule(root, "s.json", parse_hw_config("{}", "cfg"));
+  ASSERT_EQ(s.commands.size(), 2u);
+  EXPECT_EQ(s.commands[1].deps, std::vector<std::uint32_t>{0});
+  EXPECT_EQ(s.commands[1].slice, 1u);
+  // ws 16x16, (k, n, m) = (16, 16, 16): 1 fold of 32 + 16 + 16 - 2 = 62.
+  EXPECT_EQ(s.commands[1].compute_cycles, 62u);
+  EXPECT_EQ(s.commands[1].macs, 4096u);
+  ASSERT_EQ(s.programs.size(), 1u);  // a default program named after the model
+  EXPECT_EQ(s.programs[0].name, "t");
+}
+
+TEST(Schedule, FormatAndVersionAreChecked) {
+  Json root = schedule_with(Json::array());
+  root["format"] = "other";
+  root["version"] = 2;
+  const std::string e = error_of(root);
+  EXPECT_THAT(e, HasSubstr("s.json: /format: expected \"npusim-schedule\""));
+  EXPECT_THAT(e, HasSubstr("s.json: /version: unsupported version 2"));
+}
+
+TEST(Schedule, DependencyCycleIsNamed) {
+  const Json root = schedule_with({gemm("S0", 0, {"S2"}), gemm("S1", 0, {"S0"}), gemm("S2", 1, {"S1"})});
+  EXPECT_THAT(error_of(root), HasSubstr("s.json: /commands: dependency cycle: S0 -> S2 -> S1 -> S0"));
+}
+
+TEST(Schedule, SliceOutOfRange) {
+  EXPECT_THAT(error_of(schedule_with({gemm("S0", 2)})),
+              HasSubstr("s.json: /commands/0/slice: slice 2 out of range: the config 'default' has 2 slice(s)"));
+}
+
+TEST(Schedule, ReferencesAreChecked) {
+  const Json root = schedule_with({gemm("S0", 0, {"DI9", "S0"}), gemm("S0", 1), gemm("S2", 1, {"S0", "S0"})});
+  const std::string e = error_of(root);
+  EXPECT_THAT(e, HasSubstr("/commands/0/deps/0: unknown command id 'DI9'"));
+  EXPECT_THAT(e, HasSubstr("/commands/0/deps/1: command 'S0' depends on itself"));
+  EXPECT_THAT(e, HasSubstr("/commands/1/id: duplicate id 'S0', first used at /commands/0"));
+  EXPECT_THAT(e, HasSubstr("/commands/2/deps/1: duplicate dependency 'S0'"));
+}
+
+TEST(Schedule, CommandFieldsAreChecked) {
+  Json bad_engine = {{"id", "X0"}, {"engine", "GPU"}};
+  Json bad_op = gemm("S1", 0);
+  bad_op["op"] = "Fft";
+  Json missing_dim = gemm("S2", 0);
+  missing_dim["shape"].erase("k");
+  Json zero_bytes = dma_in("DI3", 0);
+  Json slice_on_dma = dma_in("DI4", 8);
+  slice_on_dma["slice"] = 0;
+  Json bad_id = dma_in("S5", 8);
+  Json unknown_key = gemm("S6", 0);
+  unknown_key["priority"] = 1;
+  const std::string e = error_of(schedule_with(
+      {bad_engine, bad_op, missing_dim, zero_bytes, slice_on_dma, bad_id, unknown_key}));
+  EXPECT_THAT(e, HasSubstr("/commands/0/engine: unknown engine 'GPU'"));
+  EXPECT_THAT(e, HasSubstr("/commands/1/op: unknown op 'Fft'"));
+  EXPECT_THAT(e, HasSubstr("/commands/2/shape/k: missing required field"));
+  EXPECT_THAT(e, HasSubstr("/commands/3/bytes: value 0 out of range"));
+  EXPECT_THAT(e, HasSubstr("/commands/4/slice: slice applies to SLICE commands only"));
+  EXPECT_THAT(e, HasSubstr("/commands/5/id: id 'S5' does not follow the convention"));
+  EXPECT_THAT(e, HasSubstr("/commands/6/priority: unknown key"));
+}
+
+TEST(Schedule, ConvShapesAreChecked) {
+  Json conv = {{"id", "S0"}, {"engine", "SLICE"}, {"slice", 0}, {"op", "Conv"},
+               {"shape", {{"in_h", 2}, {"in_w", 2}, {"in_c", 6}, {"out_c", 8}, {"kernel_h", 3},
+                          {"kernel_w", 3}, {"groups", 4}}}};
+  const std::string e = error_of(schedule_with({conv}));
+  EXPECT_THAT(e, HasSubstr("/commands/0/shape/groups: groups 4 must divide in_c and out_c"));
+  EXPECT_THAT(e, HasSubstr("/commands/0/shape/kernel_h: kernel larger than the padded input"));
+}
+
+TEST(Schedule, HugeShapesAreRejectedNotWrapped) {
+  Json big = gemm("S0", 0);
+  big["shape"] = {{"m", 4294967296}, {"n", 4294967296}, {"k", 4294967296}, {"batch", 4294967296}};
+  EXPECT_THAT(error_of(schedule_with({big})), HasSubstr("/commands/0/shape: shape too large"));
+  Json too_big = gemm("S1", 0);
+  too_big["shape"]["m"] = 4294967297;
+  EXPECT_THAT(error_of(schedule_with({too_big})), HasSubstr("/commands/0/shape/m: value 4294967297 out of range"));
+}
+
+TEST(Schedule, BuffersAreChecked) {
+  Json a = dma_in("DI0", 8);
+  a["alloc"] = {{{"buffer", "x"}, {"bytes", 8}}};
+  Json b = dma_in("DI1", 8);
+  b["alloc"] = {{{"buffer", "x"}, {"bytes", 8}}, {{"buffer", "huge"}, {"bytes", 524289}}};
+  Json c = gemm("S0", 0, {"DI0"});
+  c["free"] = {"x", "y"};
+  Json d = gemm("S1", 0, {"S0"});
+  d["free"] = {"x"};
+  const std::string e = error_of(schedule_with({a, b, c, d}));
+  EXPECT_THAT(e, HasSubstr("/commands/1/alloc/0/buffer: buffer 'x' is allocated twice"));
+  EXPECT_THAT(e, HasSubstr("/commands/1/alloc/1/bytes: buffer of 524289 bytes can never fit the local memory of 524288 bytes"));
+  EXPECT_THAT(e, HasSubstr("/commands/2/free/1: buffer 'y' is never allocated"));
+  EXPECT_THAT(e, HasSubstr("/commands/3/free/0: buffer 'x' is freed twice"));
+}
+
+TEST(Schedule, AllocAndFreeBytesAreSummed) {
+  Json a = dma_in("DI0", 8);
+  a["alloc"] = {{{"buffer", "x"}, {"bytes", 100}}, {{"buffer", "y"}, {"bytes", 28}}};
+  Json c = gemm("S0", 0, {"DI0"});
+  c["free"] = {"x", "y"};
+  const Schedule s = parse_schedule(schedule_with({a, c}), "s.json", parse_hw_config("{}", "cfg"));
+  EXPECT_EQ(s.commands[0].lram_alloc_bytes, 128u);
+  EXPECT_EQ(s.commands[1].lram_free_bytes, 128u);
+}
+
+TEST(Schedule, MissingFileIsAnInputError) {
+  EXPECT_THROW(load_schedule("/nonexistent/s.json", parse_hw_config("{}", "cfg")), InputError);
+}
+
+}  // namespace
+}  // namespace npusim
