@@ -14,8 +14,23 @@ TimelineRecorder::TimelineRecorder(std::size_t command_count) {
   timeline_.commands.resize(command_count);
 }
 
-void TimelineRecorder::command_started(std::uint32_t command, Cycles at) {
-  timeline_.commands.at(command).start = at;
+void TimelineRecorder::command_started(std::uint32_t command, Cycles at, std::uint32_t unit) {
+  CommandTiming& t = timeline_.commands.at(command);
+  t.start = at;
+  t.unit = unit;
+}
+
+void TimelineRecorder::dram_burst(const BurstRecord& burst) { timeline_.dram.add(burst); }
+
+void DramActivity::add(const BurstRecord& burst) {
+  const Cycles latency = burst.done - burst.arrival;
+  bursts += 1;
+  bytes += burst.bytes;
+  total_latency_cycles += latency;
+  max_latency_cycles = std::max(max_latency_cycles, latency);
+  std::size_t bucket = 0;
+  for (Cycles l = latency; l > 0; l >>= 1) ++bucket;  // bit width: 0 -> 0, [2^(k-1), 2^k) -> k
+  latency_histogram[std::min(bucket, kHistogramBuckets - 1)] += 1;
 }
 
 void TimelineRecorder::command_finished(std::uint32_t command, Cycles at) {

@@ -32,6 +32,10 @@ struct CommandInfo {
   std::uint64_t macs = 0;
   std::uint64_t lram_alloc_bytes = 0;  // local memory taken when the command starts
   std::uint64_t lram_free_bytes = 0;   // local memory given back when the command ends
+  // Cycles the command occupies its unit with nothing competing for DRAM: the cost model's
+  // figure, which the estimate uses and the simulation can only exceed.
+  Cycles isolated_cycles = 0;
+  std::vector<std::uint32_t> deps;  // indices into Workload::commands
 };
 
 struct ProgramInfo {
@@ -61,13 +65,36 @@ struct Workload {
 };
 
 struct CommandTiming {
-  Cycles start = 0;  // first cycle the command occupies its engine (after dispatch)
-  Cycles end = 0;    // cycle at which it completes; end >= start
+  Cycles start = 0;        // first cycle the command occupies its unit (after dispatch)
+  Cycles end = 0;          // cycle at which it completes; end >= start
+  std::uint32_t unit = 0;  // which of its engine's units (DMA channels) ran it
+};
+
+// One DRAM burst as the simulation served it.
+struct BurstRecord {
+  Cycles arrival = 0;  // the burst reached DRAM
+  Cycles done = 0;     // its data had arrived (service end rounded up, plus latency)
+  std::uint64_t bytes = 0;
+};
+
+// DRAM behaviour aggregated over every burst: latency = done - arrival, which includes queueing
+// behind other bursts, service and the fixed latency. Filled by the simulation only.
+struct DramActivity {
+  static constexpr std::size_t kHistogramBuckets = 24;
+  std::uint64_t bursts = 0;
+  std::uint64_t bytes = 0;
+  std::uint64_t total_latency_cycles = 0;
+  Cycles max_latency_cycles = 0;
+  // Bucket 0 counts latencies of 0 cycles, bucket k >= 1 those in [2^(k-1), 2^k); the last bucket
+  // also everything longer.
+  std::vector<std::uint64_t> latency_histogram = std::vector<std::uint64_t>(kHistogramBuckets, 0);
+  void add(const BurstRecord& burst);
 };
 
 // When each command ran, indexed like Workload::commands.
 struct Timeline {
   std::vector<CommandTiming> commands;
+  DramActivity dram;
   // Cycle at which the last command completes (0 for an empty schedule).
   Cycles total_cycles() const;
 };
@@ -77,16 +104,18 @@ struct Timeline {
 class EventSink {
  public:
   virtual ~EventSink() = default;
-  virtual void command_started(std::uint32_t command, Cycles at) = 0;
+  virtual void command_started(std::uint32_t command, Cycles at, std::uint32_t unit) = 0;
   virtual void command_finished(std::uint32_t command, Cycles at) = 0;
+  virtual void dram_burst(const BurstRecord& burst) = 0;
 };
 
 // Collects start/end events into a Timeline.
 class TimelineRecorder final : public EventSink {
  public:
   explicit TimelineRecorder(std::size_t command_count);
-  void command_started(std::uint32_t command, Cycles at) override;
+  void command_started(std::uint32_t command, Cycles at, std::uint32_t unit) override;
   void command_finished(std::uint32_t command, Cycles at) override;
+  void dram_burst(const BurstRecord& burst) override;
   const Timeline& timeline() const { return timeline_; }
   Timeline take() { return std::move(timeline_); }
 

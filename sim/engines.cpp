@@ -65,6 +65,8 @@ profiler::Workload make_workload(const Schedule& schedule, const HwConfig& confi
     info.macs = c.macs;
     info.lram_alloc_bytes = c.lram_alloc_bytes;
     info.lram_free_bytes = c.lram_free_bytes;
+    info.isolated_cycles = c.isolated_cycles;
+    info.deps = c.deps;
     w.commands.push_back(std::move(info));
   }
   return w;

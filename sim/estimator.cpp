@@ -1,9 +1,7 @@
 #include "sim/estimator.h"
 
 #include <algorithm>
-#include <unordered_map>
 
-#include "sim/cost_model.h"
 #include "sim/engines.h"
 #include "sim/error.h"
 
@@ -53,8 +51,6 @@ std::string describe_deadlock(const Schedule& schedule, const HwConfig& config,
 profiler::Timeline estimate(const Schedule& schedule, const HwConfig& config) {
   const EngineLayout layout(config);
   const auto queues = layout.queues(schedule);
-  const cost::DmaTiming dma(config);
-  const cost::DramTiming dram(config);
   const std::size_t n = schedule.commands.size();
 
   std::vector<std::vector<std::uint32_t>> dependants(n);
@@ -70,7 +66,6 @@ profiler::Timeline estimate(const Schedule& schedule, const HwConfig& config) {
   for (std::uint32_t e = 0; e < layout.count(); ++e) channel_free[e].assign(layout.info(e).channels, 0);
   std::vector<std::uint64_t> last_ready(layout.count(), 0);
   std::vector<std::size_t> heads(layout.count(), 0);
-  std::unordered_map<std::uint64_t, std::uint64_t> transfer_cycles;  // by byte count
 
   profiler::Timeline timeline;
   timeline.commands.resize(n);
@@ -91,15 +86,9 @@ profiler::Timeline estimate(const Schedule& schedule, const HwConfig& config) {
       // The lowest-numbered channel that is free by then.
       const auto channel = std::find_if(channels.begin(), channels.end(),
                                         [&](std::uint64_t free) { return free <= ready; });
-      std::uint64_t duration = cmd.compute_cycles;
-      if (cmd.engine != EngineType::kSlice) {
-        auto [it, inserted] = transfer_cycles.try_emplace(cmd.bytes, 0);
-        if (inserted) it->second = cost::isolated_transfer_cycles(cmd.bytes, dma, dram);
-        duration = it->second;
-      }
       const std::uint64_t start = checked_add(ready, config.dispatch_cycles, schedule);
-      const std::uint64_t end = checked_add(start, duration, schedule);
-      timeline.commands[i] = {start, end};
+      const std::uint64_t end = checked_add(start, cmd.isolated_cycles, schedule);
+      timeline.commands[i] = {start, end, static_cast<std::uint32_t>(channel - channels.begin())};
       *channel = end;
       last_ready[e] = ready;
       finished[i] = true;

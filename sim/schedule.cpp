@@ -364,6 +364,9 @@ Schedule parse_schedule(const Json& root, const std::string& origin, const HwCon
   }
   top.finish();
 
+  const cost::DmaTiming dma(config);
+  const cost::DramTiming dram(config);
+  std::unordered_map<std::uint64_t, std::uint64_t> transfer_cycles;  // by byte count
   std::unordered_map<std::string, std::uint32_t> by_id;
   for (std::uint32_t i = 0; i < sched.commands.size(); ++i) {
     const std::string& id = sched.commands[i].id;
@@ -402,10 +405,15 @@ Schedule parse_schedule(const Json& root, const std::string& origin, const HwCon
       try {
         const cost::SliceCost c = cost::slice_op_cost(cmd.op, cmd.shape, config);
         cmd.compute_cycles = c.cycles;
+        cmd.isolated_cycles = c.cycles;
         cmd.macs = c.macs;
       } catch (const std::overflow_error&) {
         diag.error("/commands/" + std::to_string(i) + "/shape", "shape too large: its cycle or MAC count exceeds 64 bits");
       }
+    } else if (cmd.engine != EngineType::kSlice) {
+      auto [it, inserted] = transfer_cycles.try_emplace(cmd.bytes, 0);
+      if (inserted) it->second = cost::isolated_transfer_cycles(cmd.bytes, dma, dram);
+      cmd.isolated_cycles = it->second;
     }
   }
   diag.throw_if_any();

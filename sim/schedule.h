@@ -58,6 +58,9 @@ struct Command {
   // Fixed by the cost model for the config the schedule was loaded with:
   std::uint64_t macs = 0;            // on the systolic array
   std::uint64_t compute_cycles = 0;  // slice commands: cycles on their unit
+  // Cycles on its unit with DRAM to itself: compute_cycles for slice commands, the isolated
+  // transfer time for DMA commands. The estimator's duration.
+  std::uint64_t isolated_cycles = 0;
   Unit unit() const;                 // slice commands only
 };
 

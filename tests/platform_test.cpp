@@ -89,6 +89,18 @@ TEST(Platform, ContendingTransfersShareDramRoundRobin) {
   EXPECT_EQ(r.estimate.commands[1].end, 276u);
   EXPECT_EQ(r.simulation.commands[0].end, 372u);
   EXPECT_EQ(r.simulation.commands[1].end, 404u);
+  // Each on its own channel.
+  EXPECT_EQ(r.simulation.commands[0].unit, 0u);
+  EXPECT_EQ(r.simulation.commands[1].unit, 1u);
+  // Burst latencies (done - arrival): A 112, 144, 176, 208 (arrivals 68, 100, 132, 164);
+  // B 144, 176, 208, 240. Sum 1408; max 240 in bucket [128, 256) = 8.
+  const profiler::DramActivity& dram = r.simulation.dram;
+  EXPECT_EQ(dram.bursts, 8u);
+  EXPECT_EQ(dram.bytes, 2048u);
+  EXPECT_EQ(dram.total_latency_cycles, 1408u);
+  EXPECT_EQ(dram.max_latency_cycles, 240u);
+  EXPECT_EQ(dram.latency_histogram[7], 1u);  // 112 in [64, 128)
+  EXPECT_EQ(dram.latency_histogram[8], 7u);
 }
 
 TEST(Platform, ReadsAndWritesContendToo) {

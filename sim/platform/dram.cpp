@@ -10,8 +10,9 @@ namespace {
 sc_core::sc_time decision_offset() { return sc_core::sc_time::from_value(1); }
 }  // namespace
 
-Dram::Dram(const sc_core::sc_module_name& name, const cost::DramTiming& timing)
-    : sc_core::sc_module(name), state_(timing) {
+Dram::Dram(const sc_core::sc_module_name& name, const cost::DramTiming& timing,
+           profiler::EventSink& sink)
+    : sc_core::sc_module(name), state_(timing), sink_(sink) {
   SC_METHOD(arbitrate);
   sensitive << arbitrate_event_;
   dont_initialize();
@@ -54,7 +55,9 @@ void Dram::arbitrate() {
     pending_[r].pop_front();
     --pending_count_;
     ++bursts_served_;
-    requesters_[r]->burst_served(state_.serve(channel, burst.arrival_cycle, burst.bytes));
+    const std::uint64_t done = state_.serve(channel, burst.arrival_cycle, burst.bytes);
+    sink_.dram_burst({burst.arrival_cycle, done, burst.bytes});
+    requesters_[r]->burst_served(done);
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include <systemc>
 
+#include "profiler/timeline.h"
 #include "sim/cost_model.h"
 
 namespace npusim::platform {
@@ -22,7 +23,8 @@ class DramRequester {
 class Dram final : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(Dram);
-  Dram(const sc_core::sc_module_name& name, const cost::DramTiming& timing);
+  Dram(const sc_core::sc_module_name& name, const cost::DramTiming& timing,
+       profiler::EventSink& sink);
   Dram(const Dram&) = delete;
   Dram& operator=(const Dram&) = delete;
 
@@ -40,6 +42,7 @@ class Dram final : public sc_core::sc_module {
   void arbitrate();
 
   cost::DramState state_;
+  profiler::EventSink& sink_;
   std::vector<DramRequester*> requesters_;
   std::vector<std::deque<Burst>> pending_;  // per requester, in arrival order
   std::size_t pending_count_ = 0;

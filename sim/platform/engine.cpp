@@ -18,11 +18,11 @@ Engine::Engine(const sc_core::sc_module_name& name, const Schedule& schedule,
   }
 }
 
-CommandUnit* Engine::free_unit() const {
-  for (const auto& unit : units_) {
-    if (!unit->busy()) return unit.get();
+std::optional<std::uint32_t> Engine::free_unit() const {
+  for (std::uint32_t u = 0; u < units_.size(); ++u) {
+    if (!units_[u]->busy()) return u;
   }
-  return nullptr;
+  return std::nullopt;
 }
 
 void Engine::dispatch() {
@@ -34,12 +34,12 @@ void Engine::dispatch() {
         wait(wake_);
       }
     }
-    CommandUnit* unit = nullptr;
-    while ((unit = free_unit()) == nullptr) wait(wake_);
-    unit->reserve();
+    std::optional<std::uint32_t> unit;
+    while (!(unit = free_unit())) wait(wake_);
+    units_[*unit]->reserve();
     if (dispatch_cycles_ > 0) wait(cycles(dispatch_cycles_));
-    scoreboard_.started(command);
-    unit->start(command);
+    scoreboard_.started(command, *unit);
+    units_[*unit]->start(command);
   }
 }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <systemc>
@@ -34,7 +35,8 @@ class Engine final : public sc_core::sc_module {
 
  private:
   void dispatch();
-  CommandUnit* free_unit() const;
+  // The lowest-numbered unit that is free, if any.
+  std::optional<std::uint32_t> free_unit() const;
 
   const Schedule& schedule_;
   std::vector<std::uint32_t> queue_;

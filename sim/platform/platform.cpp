@@ -33,7 +33,7 @@ class Npu final : public sc_core::sc_module {
       Scoreboard& scoreboard)
       : sc_core::sc_module(name),
         dma_timing_(config),
-        dram_(std::make_unique<Dram>("dram", cost::DramTiming(config))) {
+        dram_(std::make_unique<Dram>("dram", cost::DramTiming(config), scoreboard.sink())) {
     const EngineLayout layout(config);
     auto queues = layout.queues(schedule);
     for (std::uint32_t e = 0; e < layout.count(); ++e) {

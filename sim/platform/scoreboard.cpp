@@ -11,7 +11,9 @@ void Scoreboard::notify_when_finished(std::uint32_t command, sc_core::sc_event& 
   waiters_[command].push_back(&wake);
 }
 
-void Scoreboard::started(std::uint32_t command) { sink_.command_started(command, now_cycles()); }
+void Scoreboard::started(std::uint32_t command, std::uint32_t unit) {
+  sink_.command_started(command, now_cycles(), unit);
+}
 
 void Scoreboard::finish(std::uint32_t command) {
   finished_[command] = true;

@@ -19,7 +19,8 @@ class Scoreboard {
   std::size_t finished_count() const { return finished_count_; }
   // Notifies `wake` (immediately) when `command` finishes.
   void notify_when_finished(std::uint32_t command, sc_core::sc_event& wake);
-  void started(std::uint32_t command);
+  void started(std::uint32_t command, std::uint32_t unit);
+  profiler::EventSink& sink() { return sink_; }
   void finish(std::uint32_t command);
 
  private:
