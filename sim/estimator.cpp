@@ -60,11 +60,11 @@ profiler::Timeline estimate(const Schedule& schedule, const HwConfig& config) {
     for (std::uint32_t d : schedule.commands[i].deps) dependants[d].push_back(i);
   }
 
-  // Per engine: when each channel is next free, and when the last command was dispatched (an
-  // engine dispatches in queue order, so a command is never ready before its predecessor).
+  // Per engine: when each channel is next free, and when its dispatcher finished dispatching the
+  // previous command (one dispatcher per queue, in order, busy dispatch_cycles per command).
   std::vector<std::vector<std::uint64_t>> channel_free(layout.count());
   for (std::uint32_t e = 0; e < layout.count(); ++e) channel_free[e].assign(layout.info(e).channels, 0);
-  std::vector<std::uint64_t> last_ready(layout.count(), 0);
+  std::vector<std::uint64_t> dispatcher_free(layout.count(), 0);
   std::vector<std::size_t> heads(layout.count(), 0);
 
   profiler::Timeline timeline;
@@ -79,7 +79,7 @@ profiler::Timeline estimate(const Schedule& schedule, const HwConfig& config) {
     while (heads[e] < queues[e].size() && unfinished_deps[queues[e][heads[e]]] == 0) {
       const std::uint32_t i = queues[e][heads[e]++];
       const Command& cmd = schedule.commands[i];
-      std::uint64_t ready = last_ready[e];
+      std::uint64_t ready = dispatcher_free[e];
       for (std::uint32_t d : cmd.deps) ready = std::max(ready, timeline.commands[d].end);
       auto& channels = channel_free[e];
       ready = std::max(ready, *std::min_element(channels.begin(), channels.end()));
@@ -90,7 +90,7 @@ profiler::Timeline estimate(const Schedule& schedule, const HwConfig& config) {
       const std::uint64_t end = checked_add(start, cmd.isolated_cycles, schedule);
       timeline.commands[i] = {start, end, static_cast<std::uint32_t>(channel - channels.begin())};
       *channel = end;
-      last_ready[e] = ready;
+      dispatcher_free[e] = start;
       finished[i] = true;
       for (std::uint32_t j : dependants[i]) {
         if (--unfinished_deps[j] == 0) to_check.push_back(layout.of(schedule.commands[j]));

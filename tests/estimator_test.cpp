@@ -65,11 +65,13 @@ TEST(Estimator, VectorAndArrayOfOneSliceOverlap) {
 }
 
 TEST(Estimator, DmaChannelsDispatchInOrderToTheFirstFreeChannel) {
-  // Two channels: DI0 and DI1 start together; DI2 waits for the first to finish at 260 and, being
-  // in order, DI2 is ready then: starts at 264.
+  // Two channels, one dispatcher: DI0 dispatched over [0, 4), DI1 over [4, 8) onto the second
+  // channel; DI2 waits for the first channel to free at 4 + 256 = 260 and starts at 264.
   const auto t = run({load("DI0"), load("DI1"), load("DI2")}, {"dma.in_channels=2"});
   EXPECT_EQ(t.commands[0].start, 4u);
-  EXPECT_EQ(t.commands[1].start, 4u);
+  EXPECT_EQ(t.commands[1].start, 8u);
+  EXPECT_EQ(t.commands[1].unit, 1u);
+  EXPECT_EQ(t.commands[2].unit, 0u);
   EXPECT_EQ(t.commands[2].start, 264u);
   EXPECT_EQ(t.commands[2].end, 264u + 256u);
 }

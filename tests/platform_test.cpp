@@ -79,26 +79,28 @@ TEST(Platform, FractionalDramTimingAgreesWithEstimate) {
 
 TEST(Platform, ContendingTransfersShareDramRoundRobin) {
   // Two channels, each 8 B/cycle, share DRAM of 8 B/cycle (6.4 GB/s at 800 MHz): a 256-byte burst
-  // holds DRAM for 32 cycles. Both start at 4; setup to 36; first bursts reach DRAM at 68.
+  // holds DRAM for 32 cycles. A starts at 4 and B at 8 (one dispatcher); after setup and a port
+  // burst each, A's bursts reach DRAM at 68, 100, 132, 164 and B's at 72, 104, 136, 168.
   // Grants alternate A0 [68,100) B0 [100,132) A1 [132,164) B1 [164,196) A2 [196,228)
   // B2 [228,260) A3 [260,292) B3 [292,324); + 80 latency: A ends 372, B ends 404.
   const Both r = run({load("DI0", 1024), load("DI1", 1024)}, "{}",
                      {"dma.in_channels=2", "dram.bandwidth_gbps=6.4"});
-  // Alone, each would have DRAM back to back from 68: 68 + 4 * 32 + 80 = 276.
+  // Alone, each would have DRAM back to back from its first burst: 68 + 4 * 32 + 80 = 276, and
+  // 4 later for B.
   EXPECT_EQ(r.estimate.commands[0].end, 276u);
-  EXPECT_EQ(r.estimate.commands[1].end, 276u);
+  EXPECT_EQ(r.estimate.commands[1].end, 280u);
   EXPECT_EQ(r.simulation.commands[0].end, 372u);
   EXPECT_EQ(r.simulation.commands[1].end, 404u);
   // Each on its own channel.
   EXPECT_EQ(r.simulation.commands[0].unit, 0u);
   EXPECT_EQ(r.simulation.commands[1].unit, 1u);
-  // Burst latencies (done - arrival): A 112, 144, 176, 208 (arrivals 68, 100, 132, 164);
-  // B 144, 176, 208, 240. Sum 1408; max 240 in bucket [128, 256) = 8.
+  // Burst latencies (done - arrival): A 112, 144, 176, 208; B 212-72 = 140, 172, 204, 236.
+  // Sum 640 + 752 = 1392; max 236 in bucket [128, 256) = 8.
   const profiler::DramActivity& dram = r.simulation.dram;
   EXPECT_EQ(dram.bursts, 8u);
   EXPECT_EQ(dram.bytes, 2048u);
-  EXPECT_EQ(dram.total_latency_cycles, 1408u);
-  EXPECT_EQ(dram.max_latency_cycles, 240u);
+  EXPECT_EQ(dram.total_latency_cycles, 1392u);
+  EXPECT_EQ(dram.max_latency_cycles, 236u);
   EXPECT_EQ(dram.latency_histogram[7], 1u);  // 112 in [64, 128)
   EXPECT_EQ(dram.latency_histogram[8], 7u);
 }
