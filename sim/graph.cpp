@@ -1,0 +1,331 @@
+#include "sim/graph.h"
+
+#include <algorithm>
+#include <array>
+
+#include "sim/error.h"
+
+namespace npusim {
+namespace {
+
+struct DTypeInfo {
+  DType dtype;
+  const char* name;
+  std::uint32_t bytes;
+};
+
+constexpr std::array<DTypeInfo, 9> kDTypes = {{
+    {DType::kInt8, "int8", 1},
+    {DType::kUInt8, "uint8", 1},
+    {DType::kInt16, "int16", 2},
+    {DType::kInt32, "int32", 4},
+    {DType::kInt64, "int64", 8},
+    {DType::kFloat16, "float16", 2},
+    {DType::kBFloat16, "bfloat16", 2},
+    {DType::kFloat32, "float32", 4},
+    {DType::kBool, "bool", 1},
+}};
+
+std::string shape_text(const std::vector<std::uint64_t>& shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+// numpy broadcasting of two shapes; nullopt when they do not broadcast.
+std::optional<std::vector<std::uint64_t>> broadcast(const std::vector<std::uint64_t>& a,
+                                                    const std::vector<std::uint64_t>& b) {
+  std::vector<std::uint64_t> out(std::max(a.size(), b.size()));
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const std::uint64_t da = i < a.size() ? a[a.size() - 1 - i] : 1;
+    const std::uint64_t db = i < b.size() ? b[b.size() - 1 - i] : 1;
+    if (da != db && da != 1 && db != 1) return std::nullopt;
+    out[out.size() - 1 - i] = std::max(da, db);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::uint32_t dtype_bytes(DType dtype) {
+  for (const auto& d : kDTypes) {
+    if (d.dtype == dtype) return d.bytes;
+  }
+  return 1;
+}
+
+const char* dtype_name(DType dtype) {
+  for (const auto& d : kDTypes) {
+    if (d.dtype == dtype) return d.name;
+  }
+  return "?";
+}
+
+std::optional<DType> parse_dtype(std::string_view name) {
+  for (const auto& d : kDTypes) {
+    if (name == d.name) return d.dtype;
+  }
+  return std::nullopt;
+}
+
+std::uint64_t Tensor::elements() const {
+  std::uint64_t n = 1;
+  for (std::uint64_t d : shape) n *= d;
+  return n;
+}
+
+std::uint64_t Tensor::bytes() const { return elements() * dtype_bytes(dtype); }
+
+std::int64_t Attributes::get_int(const std::string& key, std::int64_t fallback) const {
+  auto it = ints.find(key);
+  return it == ints.end() || it->second.empty() ? fallback : it->second.front();
+}
+
+std::vector<std::int64_t> Attributes::get_ints(const std::string& key,
+                                               std::vector<std::int64_t> fallback) const {
+  auto it = ints.find(key);
+  return it == ints.end() ? fallback : it->second;
+}
+
+double Attributes::get_float(const std::string& key, double fallback) const {
+  auto it = floats.find(key);
+  return it == floats.end() ? fallback : it->second;
+}
+
+std::string Attributes::get_string(const std::string& key, const std::string& fallback) const {
+  auto it = strings.find(key);
+  return it == strings.end() ? fallback : it->second;
+}
+
+std::uint64_t Graph::weights_bytes() const {
+  std::vector<bool> read(tensors.size(), false);
+  for (const Layer& l : layers) {
+    for (std::uint32_t t : l.inputs) read[t] = true;
+  }
+  std::uint64_t total = 0;
+  for (std::size_t t = 0; t < tensors.size(); ++t) {
+    if (tensors[t].constant && read[t]) total += tensors[t].bytes();
+  }
+  return total;
+}
+
+std::optional<std::uint32_t> Graph::find_tensor(std::string_view tensor_name) const {
+  for (std::uint32_t t = 0; t < tensors.size(); ++t) {
+    if (tensors[t].name == tensor_name) return t;
+  }
+  return std::nullopt;
+}
+
+OpClass classify_op(std::string_view op) {
+  static const std::vector<std::pair<std::string_view, OpClass>> table = {
+      {"Conv", OpClass::kArray},        {"MatMul", OpClass::kArray},
+      {"BatchNormalization", OpClass::kBatchNorm},
+      {"MaxPool", OpClass::kVector},    {"AveragePool", OpClass::kVector},
+      {"GlobalAveragePool", OpClass::kVector},
+      {"Relu", OpClass::kVector},       {"Clip", OpClass::kVector},
+      {"LeakyRelu", OpClass::kVector},  {"Sigmoid", OpClass::kVector},
+      {"HardSigmoid", OpClass::kVector}, {"HardSwish", OpClass::kVector},
+      {"Tanh", OpClass::kVector},       {"Erf", OpClass::kVector},
+      {"Exp", OpClass::kVector},        {"Sqrt", OpClass::kVector},
+      {"Gelu", OpClass::kVector},       {"Quantize", OpClass::kVector},
+      {"Dequantize", OpClass::kVector}, {"Add", OpClass::kVector},
+      {"Sub", OpClass::kVector},        {"Mul", OpClass::kVector},
+      {"Div", OpClass::kVector},        {"Pow", OpClass::kVector},
+      {"Softmax", OpClass::kVector},    {"LogSoftmax", OpClass::kVector},
+      {"LayerNorm", OpClass::kVector},  {"ReduceMean", OpClass::kVector},
+      {"LRN", OpClass::kVector},
+      {"Concat", OpClass::kCopy},       {"Transpose", OpClass::kCopy},
+      {"Resize", OpClass::kCopy},       {"Pad", OpClass::kCopy},
+      {"Slice", OpClass::kCopy},        {"Split", OpClass::kCopy},
+      {"Gather", OpClass::kCopy},       {"Cast", OpClass::kCopy},
+      {"Reshape", OpClass::kView},      {"Flatten", OpClass::kView},
+      {"Squeeze", OpClass::kView},      {"Unsqueeze", OpClass::kView},
+      {"Identity", OpClass::kView},     {"Dropout", OpClass::kView},
+      {"Host", OpClass::kHost},
+  };
+  for (const auto& [name, cls] : table) {
+    if (name == op) return cls;
+  }
+  return OpClass::kUnknown;
+}
+
+std::optional<SpatialDims> conv_output_dims(std::uint64_t in_h, std::uint64_t in_w,
+                                            const Attributes& attrs, bool ceil_mode) {
+  const auto k = attrs.get_ints("kernel_shape", {});
+  const auto s = attrs.get_ints("strides", {1, 1});
+  const auto p = attrs.get_ints("pads", {0, 0, 0, 0});
+  const auto d = attrs.get_ints("dilations", {1, 1});
+  if (k.size() != 2 || s.size() != 2 || p.size() != 4 || d.size() != 2) return std::nullopt;
+  for (auto v : {k[0], k[1], s[0], s[1], d[0], d[1]}) {
+    if (v < 1) return std::nullopt;
+  }
+  for (auto v : p) {
+    if (v < 0) return std::nullopt;
+  }
+  const auto extent = [](std::uint64_t in, std::int64_t pad0, std::int64_t pad1, std::int64_t kernel,
+                         std::int64_t dilation, std::int64_t stride,
+                         bool ceil) -> std::optional<std::uint64_t> {
+    const std::int64_t padded = static_cast<std::int64_t>(in) + pad0 + pad1;
+    const std::int64_t span = dilation * (kernel - 1) + 1;
+    if (padded < span) return std::nullopt;
+    const std::int64_t steps = padded - span;
+    return static_cast<std::uint64_t>((ceil ? (steps + stride - 1) : steps) / stride + 1);
+  };
+  const auto h = extent(in_h, p[0], p[2], k[0], d[0], s[0], ceil_mode);
+  const auto w = extent(in_w, p[1], p[3], k[1], d[1], s[1], ceil_mode);
+  if (!h || !w) return std::nullopt;
+  return SpatialDims{*h, *w};
+}
+
+std::uint64_t layer_macs(const Graph& g, const Layer& l) {
+  if (l.op == "Conv" && l.inputs.size() >= 2 && !l.outputs.empty()) {
+    const Tensor& w = g.tensors[l.inputs[1]];
+    const Tensor& y = g.tensors[l.outputs[0]];
+    // Every output element accumulates C/group * kh * kw products.
+    return y.elements() * w.shape[1] * w.shape[2] * w.shape[3];
+  }
+  if (l.op == "MatMul" && l.inputs.size() >= 2 && !l.outputs.empty()) {
+    const Tensor& a = g.tensors[l.inputs[0]];
+    const Tensor& y = g.tensors[l.outputs[0]];
+    return y.elements() * a.shape.back();
+  }
+  return 0;
+}
+
+void check_graph(const Graph& g) {
+  Diagnostics diag(g.source_file);
+  auto where = [&](const Layer& l) { return "layer '" + l.name + "'" + (l.loc.empty() ? "" : " (" + l.loc + ")"); };
+  std::vector<bool> available(g.tensors.size(), false);
+  for (std::uint32_t t = 0; t < g.tensors.size(); ++t) {
+    if (g.tensors[t].constant) available[t] = true;
+    for (std::uint64_t d : g.tensors[t].shape) {
+      if (d == 0) diag.error("tensor '" + g.tensors[t].name + "'", "shape " + shape_text(g.tensors[t].shape) + " has a zero dimension");
+    }
+  }
+  for (std::uint32_t t : g.inputs) available.at(t) = true;
+  for (const Layer& l : g.layers) {
+    bool ok = true;
+    for (std::uint32_t t : l.inputs) {
+      if (t >= g.tensors.size()) {
+        diag.error(where(l), "input index out of range");
+        ok = false;
+      } else if (!available[t]) {
+        diag.error(where(l), "reads tensor '" + g.tensors[t].name + "' before any layer produces it");
+        ok = false;
+      }
+    }
+    for (std::uint32_t t : l.outputs) {
+      if (t >= g.tensors.size()) {
+        diag.error(where(l), "output index out of range");
+        ok = false;
+      } else if (available[t]) {
+        diag.error(where(l), "writes tensor '" + g.tensors[t].name + "', which already has a value");
+        ok = false;
+      } else {
+        available[t] = true;
+      }
+    }
+    if (!ok) continue;
+    const OpClass cls = classify_op(l.op);
+    if (cls == OpClass::kUnknown) {
+      diag.error(where(l), "unknown graph op '" + l.op + "'");
+      continue;
+    }
+    if (l.outputs.empty()) {
+      diag.error(where(l), "has no output");
+      continue;
+    }
+    const Tensor& y = g.tensors[l.outputs[0]];
+    auto expect_shape = [&](const std::vector<std::uint64_t>& want) {
+      if (y.shape != want) {
+        diag.error(where(l), "output '" + y.name + "' has shape " + shape_text(y.shape) + ", expected " + shape_text(want));
+      }
+    };
+    auto need_inputs = [&](std::size_t n) {
+      if (l.inputs.size() < n) {
+        diag.error(where(l), l.op + " needs " + std::to_string(n) + " inputs, has " + std::to_string(l.inputs.size()));
+        return false;
+      }
+      return true;
+    };
+    if (l.op == "Conv") {
+      if (!need_inputs(2)) continue;
+      const Tensor& x = g.tensors[l.inputs[0]];
+      const Tensor& w = g.tensors[l.inputs[1]];
+      const std::int64_t group = l.attrs.get_int("group", 1);
+      if (x.shape.size() != 4 || w.shape.size() != 4) {
+        diag.error(where(l), "Conv needs 4-d input and weight, got " + shape_text(x.shape) + " and " + shape_text(w.shape));
+        continue;
+      }
+      if (group < 1 || w.shape[1] * static_cast<std::uint64_t>(group) != x.shape[1] || w.shape[0] % static_cast<std::uint64_t>(group) != 0) {
+        diag.error(where(l), "weight " + shape_text(w.shape) + " does not fit input " + shape_text(x.shape) + " with group " + std::to_string(group));
+        continue;
+      }
+      Attributes attrs = l.attrs;
+      attrs.ints["kernel_shape"] = attrs.get_ints("kernel_shape", {static_cast<std::int64_t>(w.shape[2]), static_cast<std::int64_t>(w.shape[3])});
+      const auto dims = conv_output_dims(x.shape[2], x.shape[3], attrs);
+      if (!dims) {
+        diag.error(where(l), "invalid kernel_shape, strides, pads or dilations for input " + shape_text(x.shape));
+        continue;
+      }
+      expect_shape({x.shape[0], w.shape[0], dims->out_h, dims->out_w});
+    } else if (l.op == "MatMul") {
+      if (!need_inputs(2)) continue;
+      const Tensor& a = g.tensors[l.inputs[0]];
+      const Tensor& b = g.tensors[l.inputs[1]];
+      if (a.shape.size() < 2 || b.shape.size() < 2 || a.shape.back() != b.shape[b.shape.size() - 2]) {
+        diag.error(where(l), "MatMul operands " + shape_text(a.shape) + " x " + shape_text(b.shape) + " do not multiply");
+        continue;
+      }
+      const auto batch = broadcast(std::vector<std::uint64_t>(a.shape.begin(), a.shape.end() - 2),
+                                   std::vector<std::uint64_t>(b.shape.begin(), b.shape.end() - 2));
+      if (!batch) {
+        diag.error(where(l), "MatMul batch dimensions do not broadcast");
+        continue;
+      }
+      auto want = *batch;
+      want.push_back(a.shape[a.shape.size() - 2]);
+      want.push_back(b.shape.back());
+      expect_shape(want);
+    } else if (l.op == "MaxPool" || l.op == "AveragePool") {
+      if (!need_inputs(1)) continue;
+      const Tensor& x = g.tensors[l.inputs[0]];
+      const auto dims = x.shape.size() == 4 ? conv_output_dims(x.shape[2], x.shape[3], l.attrs, l.attrs.get_int("ceil_mode", 0) != 0) : std::nullopt;
+      if (!dims) {
+        diag.error(where(l), "invalid pool kernel_shape, strides or pads for input " + shape_text(x.shape));
+        continue;
+      }
+      expect_shape({x.shape[0], x.shape[1], dims->out_h, dims->out_w});
+    } else if (l.op == "GlobalAveragePool") {
+      if (!need_inputs(1)) continue;
+      const Tensor& x = g.tensors[l.inputs[0]];
+      if (x.shape.size() != 4) {
+        diag.error(where(l), "GlobalAveragePool needs a 4-d input, got " + shape_text(x.shape));
+        continue;
+      }
+      expect_shape({x.shape[0], x.shape[1], 1, 1});
+    } else if (l.op == "Add" || l.op == "Sub" || l.op == "Mul" || l.op == "Div" || l.op == "Pow") {
+      if (!need_inputs(2)) continue;
+      const auto want = broadcast(g.tensors[l.inputs[0]].shape, g.tensors[l.inputs[1]].shape);
+      if (!want) {
+        diag.error(where(l), "operands " + shape_text(g.tensors[l.inputs[0]].shape) + " and " + shape_text(g.tensors[l.inputs[1]].shape) + " do not broadcast");
+        continue;
+      }
+      expect_shape(*want);
+    } else if (cls == OpClass::kVector && l.op != "Softmax" && l.op != "LogSoftmax" && l.op != "LayerNorm" && l.op != "ReduceMean" && l.op != "LRN") {
+      if (!need_inputs(1)) continue;
+      expect_shape(g.tensors[l.inputs[0]].shape);
+    } else if (cls == OpClass::kView) {
+      if (!need_inputs(1)) continue;
+      if (y.elements() != g.tensors[l.inputs[0]].elements()) {
+        diag.error(where(l), "view " + shape_text(y.shape) + " has a different element count from its input " + shape_text(g.tensors[l.inputs[0]].shape));
+      }
+    }
+  }
+  for (std::uint32_t t : g.outputs) {
+    if (t >= g.tensors.size() || !available[t]) diag.error("graph outputs", "output tensor is never produced");
+  }
+  diag.throw_if_any();
+}
+
+}  // namespace npusim

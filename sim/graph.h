@@ -1,0 +1,102 @@
+// The model graph: what every front-end (graph JSON, SCALE-Sim topology, ONNX) produces and the
+// compiler consumes. Front-end neutral: ops are the graph ops below, tensors carry full static
+// shapes, activations are NCHW (the compiler picks memory layouts), weights are constant tensors.
+//
+// Graph ops and their attributes (ints unless noted; docs/graph.md has the full table):
+//   Conv               in [x, w, bias?]; kernel_shape[2], strides[2]=1, pads[4] (top, left,
+//                      bottom, right)=0, dilations[2]=1, group=1. x [N,C,H,W], w [K,C/group,kh,kw].
+//   MatMul             in [a, b, bias?]; a [..., M, K], b [..., K, N] -> [..., M, N] (batch dims
+//                      broadcast). Gemm and transposed operands arrive here already transposed.
+//   BatchNormalization in [x, scale, bias, mean, var]; folded into a preceding Conv when it can.
+//   MaxPool, AveragePool  kernel_shape[2], strides[2]=1, pads[4]=0, ceil_mode=0.
+//   GlobalAveragePool  [N,C,H,W] -> [N,C,1,1].
+//   Unary vector ops   Relu Clip LeakyRelu Sigmoid HardSigmoid HardSwish Tanh Erf Exp Sqrt Gelu
+//                      Quantize Dequantize; output shape = input shape.
+//   Binary vector ops  Add Sub Mul Div Pow; numpy broadcasting.
+//   Softmax LogSoftmax LayerNorm ReduceMean LRN   vector ops; output shape declared.
+//   Copy ops           Concat Transpose Resize Pad Slice Split Gather Cast: move data on the
+//                      vector unit; output shapes declared by the front-end.
+//   View ops           Reshape Flatten Squeeze Unsqueeze Identity Dropout: no data moves, the
+//                      output aliases the input; no command.
+//   Host               an op the NPU cannot run, kept only with --host-fallback; string attr
+//                      "onnx_op" names what it was.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace npusim {
+
+enum class DType : std::uint8_t {
+  kInt8, kUInt8, kInt16, kInt32, kInt64, kFloat16, kBFloat16, kFloat32, kBool
+};
+std::uint32_t dtype_bytes(DType dtype);
+const char* dtype_name(DType dtype);  // "int8", "float32", ...
+std::optional<DType> parse_dtype(std::string_view name);
+
+struct Tensor {
+  std::string name;
+  DType dtype = DType::kInt8;
+  std::vector<std::uint64_t> shape;  // every dimension known; empty for a scalar
+  std::string layout;                // informational ("NCHW", "NC", ...)
+  bool constant = false;             // a weight: in DRAM before the run, counted in weights_bytes
+  std::uint64_t elements() const;    // product of dims (1 for a scalar)
+  std::uint64_t bytes() const;
+};
+
+struct Attributes {
+  std::map<std::string, std::vector<std::int64_t>> ints;
+  std::map<std::string, double> floats;
+  std::map<std::string, std::string> strings;
+  std::int64_t get_int(const std::string& key, std::int64_t fallback) const;
+  std::vector<std::int64_t> get_ints(const std::string& key, std::vector<std::int64_t> fallback) const;
+  double get_float(const std::string& key, double fallback) const;
+  std::string get_string(const std::string& key, const std::string& fallback) const;
+};
+
+struct Layer {
+  std::string name;
+  std::string op;                     // a graph op (above)
+  std::vector<std::uint32_t> inputs;  // indices into Graph::tensors
+  std::vector<std::uint32_t> outputs;
+  Attributes attrs;
+  std::string loc;  // where it came from: ONNX node, topology row, graph layer
+};
+
+struct Graph {
+  std::string name;
+  std::string source_file;
+  std::uint64_t batch = 1;
+  std::vector<Tensor> tensors;
+  std::vector<Layer> layers;          // in a topological order
+  std::vector<std::uint32_t> inputs;  // non-constant graph inputs
+  std::vector<std::uint32_t> outputs;
+
+  std::uint64_t weights_bytes() const;  // sum of constant tensors that layers read
+  std::optional<std::uint32_t> find_tensor(std::string_view tensor_name) const;
+};
+
+// What the compiler does with a graph op.
+enum class OpClass : std::uint8_t { kArray, kVector, kCopy, kView, kBatchNorm, kHost, kUnknown };
+OpClass classify_op(std::string_view op);
+
+// Multiply-accumulates of a layer as a model architect counts them (Conv and MatMul; 0 for the
+// rest). The compiled schedule's MACs must add up to the sum over the graph.
+std::uint64_t layer_macs(const Graph& graph, const Layer& layer);
+
+// Checks the graph's structure and the shapes of the ops whose shape the compiler relies on
+// (Conv, MatMul, pools, element-wise); throws InputError naming the layer (by `loc` and name).
+void check_graph(const Graph& graph);
+
+// Output shape of a Conv or pool given its input [N,C,H,W], or an error message.
+struct SpatialDims {
+  std::uint64_t out_h = 0, out_w = 0;
+};
+std::optional<SpatialDims> conv_output_dims(std::uint64_t in_h, std::uint64_t in_w,
+                                            const Attributes& attrs, bool ceil_mode = false);
+
+}  // namespace npusim
