@@ -1,5 +1,6 @@
 #include "profiler/output_dir.h"
 
+#include <algorithm>
 #include <fstream>
 #include <stdexcept>
 #include <system_error>
@@ -10,28 +11,36 @@ namespace npusim::profiler {
 
 namespace fs = std::filesystem;
 
+const std::vector<std::string>& output_file_names() {
+  static const std::vector<std::string> names = {
+      "timeline.csv", "runtime_timeline.csv", "runtime.csv", "annotated.csv",
+      "trace.json",   "trace.pftrace",        "summary.txt", "stats.json"};
+  return names;
+}
+
 OutputDir::OutputDir(fs::path dir)
     : dir_(std::move(dir)), staging_(dir_ / (".npusim-staging-" + std::to_string(::getpid()))) {}
 
 OutputDir::~OutputDir() {
   std::error_code ignored;
   fs::remove_all(staging_, ignored);
-  // Leave no empty output folder behind when nothing was committed into a folder we created.
-  if (!committed_) fs::remove(dir_, ignored);  // only succeeds when the folder is empty
+  // Leave no output folder behind that this run created and then failed to fill.
+  if (!committed_ && created_) fs::remove(dir_, ignored);  // only succeeds when it is empty
 }
 
 void OutputDir::write(const std::string& name, const std::function<void(std::ostream&)>& write) {
   std::error_code ec;
-  fs::create_directories(staging_, ec);
-  if (ec) {
-    throw std::runtime_error("cannot create output folder " + dir_.string() + ": " + ec.message());
+  if (staged_.empty()) {
+    created_ = !fs::exists(dir_, ec);
+    fs::create_directories(staging_, ec);
+    if (ec) throw OutputError("cannot create output folder " + dir_.string() + ": " + ec.message());
   }
   const fs::path path = staging_ / name;
   std::ofstream out(path, std::ios::binary);
-  if (!out) throw std::runtime_error("cannot write " + (dir_ / name).string());
+  if (!out) throw OutputError("cannot write " + (dir_ / name).string());
   write(out);
   out.flush();
-  if (!out) throw std::runtime_error("error while writing " + (dir_ / name).string());
+  if (!out) throw OutputError("error while writing " + (dir_ / name).string());
   staged_.push_back(name);
 }
 
@@ -39,9 +48,12 @@ void OutputDir::commit() {
   for (const std::string& name : staged_) {
     std::error_code ec;
     fs::rename(staging_ / name, dir_ / name, ec);
-    if (ec) {
-      throw std::runtime_error("cannot move " + name + " into " + dir_.string() + ": " +
-                               ec.message());
+    if (ec) throw OutputError("cannot move " + name + " into " + dir_.string() + ": " + ec.message());
+  }
+  for (const std::string& name : output_file_names()) {
+    if (std::find(staged_.begin(), staged_.end(), name) == staged_.end()) {
+      std::error_code ignored;
+      fs::remove(dir_ / name, ignored);
     }
   }
   committed_ = true;

@@ -5,10 +5,21 @@
 #include <filesystem>
 #include <functional>
 #include <ostream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace npusim::profiler {
+
+// The output folder or a file in it cannot be written (a usage problem, not a bug).
+class OutputError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Every file npusim writes into an output folder. On commit, those of them that this run did not
+// write are removed, so a folder never mixes files of two runs.
+const std::vector<std::string>& output_file_names();
 
 class OutputDir {
  public:
@@ -17,10 +28,12 @@ class OutputDir {
   OutputDir(const OutputDir&) = delete;
   OutputDir& operator=(const OutputDir&) = delete;
 
-  // Stages `name` (a plain file name) by calling `write` on a stream into it. Throws
-  // std::runtime_error naming the file on any I/O failure.
+  // Stages `name` (one of output_file_names()) by calling `write` on a stream into it. Throws
+  // OutputError naming the file on any I/O failure.
   void write(const std::string& name, const std::function<void(std::ostream&)>& write);
-  // Moves every staged file into place, replacing older ones of the same name.
+  // Moves every staged file into place, replacing older ones of the same name, and removes
+  // outputs of earlier runs that this one did not write. Each rename is atomic; if one fails,
+  // the files moved before it stay.
   void commit();
   const std::filesystem::path& dir() const { return dir_; }
 
@@ -29,6 +42,7 @@ class OutputDir {
   std::filesystem::path staging_;
   std::vector<std::string> staged_;
   bool committed_ = false;
+  bool created_ = false;  // the folder did not exist before this run
 };
 
 }  // namespace npusim::profiler

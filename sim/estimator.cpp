@@ -8,10 +8,13 @@
 namespace npusim {
 namespace {
 
-std::uint64_t checked_add(std::uint64_t a, std::uint64_t b, const Schedule& schedule) {
+std::uint64_t checked_add(std::uint64_t a, std::uint64_t b, const Schedule& schedule,
+                          std::uint32_t command) {
   std::uint64_t r = 0;
-  if (__builtin_add_overflow(a, b, &r)) {
-    throw InputError(schedule.file, "/commands", "total time exceeds 2^64 cycles");
+  if (__builtin_add_overflow(a, b, &r) || r > kMaxCycles) {
+    throw InputError(schedule.file, "/commands/" + std::to_string(command),
+                     "the schedule runs past " + std::to_string(kMaxCycles) +
+                         " cycles, the longest run npusim simulates");
   }
   return r;
 }
@@ -86,8 +89,8 @@ profiler::Timeline estimate(const Schedule& schedule, const HwConfig& config) {
       // The lowest-numbered channel that is free by then.
       const auto channel = std::find_if(channels.begin(), channels.end(),
                                         [&](std::uint64_t free) { return free <= ready; });
-      const std::uint64_t start = checked_add(ready, config.dispatch_cycles, schedule);
-      const std::uint64_t end = checked_add(start, cmd.isolated_cycles, schedule);
+      const std::uint64_t start = checked_add(ready, config.dispatch_cycles, schedule, i);
+      const std::uint64_t end = checked_add(start, cmd.isolated_cycles, schedule, i);
       timeline.commands[i] = {start, end, static_cast<std::uint32_t>(channel - channels.begin())};
       *channel = end;
       dispatcher_free[e] = start;

@@ -76,9 +76,11 @@ void parse_vector_op_cycles(JsonObject& slices, SliceConfig& out) {
 
 HwConfig check(const Json& root, Diagnostics& diag, std::string source) {
   HwConfig cfg;
+  // Unnamed configs are known by their file's stem ("built-in:server" -> "server").
+  const std::string stem = std::filesystem::path(source.substr(source.rfind(':') + 1)).stem().string();
   cfg.source = std::move(source);
   JsonObject top(root, "", diag);
-  cfg.name = top.get_string("name", cfg.name);
+  cfg.name = top.get_string("name", stem);
   // Integer kHz keeps every conversion between clock domains exact.
   cfg.clock_khz = top.get_milli("clock_mhz", 800, 0.001, 100000);
   cfg.lram_bytes = top.get_uint("lram_kib", 512, 1, std::uint64_t{1} << 30) * 1024;

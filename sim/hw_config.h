@@ -38,7 +38,7 @@ struct DramConfig {
 };
 
 struct HwConfig {
-  std::string name = "default";
+  std::string name = "default";  // from the config's "name", else its file's stem
   std::string source;  // file the config came from, or "built-in:NAME"
   std::uint64_t clock_khz = 800000;
   SliceConfig slices;

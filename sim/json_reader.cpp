@@ -65,10 +65,7 @@ const Json* JsonObject::lookup(const std::string& key) {
 
 const Json* JsonObject::get(const std::string& key) { return lookup(key); }
 
-namespace {
-
-// Reads an unsigned integer, accepting integral floating-point spellings such as 1e3.
-std::optional<std::uint64_t> as_uint(const Json& v) {
+std::optional<std::uint64_t> json_uint(const Json& v) {
   if (v.is_number_unsigned()) return v.get<std::uint64_t>();
   if (v.is_number_integer()) {
     const std::int64_t i = v.get<std::int64_t>();
@@ -85,8 +82,6 @@ std::optional<std::uint64_t> as_uint(const Json& v) {
   return std::nullopt;
 }
 
-}  // namespace
-
 std::optional<std::uint64_t> JsonObject::require_uint(const std::string& key, std::uint64_t min,
                                                       std::uint64_t max) {
   const Json* v = lookup(key);
@@ -94,7 +89,7 @@ std::optional<std::uint64_t> JsonObject::require_uint(const std::string& key, st
     if (is_object_) diag_.error(pointer(key), "missing required field");
     return std::nullopt;
   }
-  const auto value = as_uint(*v);
+  const auto value = json_uint(*v);
   if (!value) {
     diag_.error(pointer(key), "expected a non-negative integer, found " + v->dump());
     return std::nullopt;

@@ -22,6 +22,9 @@ Json read_json_file(const std::string& path);
 std::string read_text_file(const std::string& path);
 Json parse_json_text(const std::string& text, const std::string& origin);
 
+// A non-negative integer, also when spelled as an integral float such as 1e3; nullopt otherwise.
+std::optional<std::uint64_t> json_uint(const Json& value);
+
 // Escapes one JSON pointer reference token (RFC 6901).
 std::string pointer_token(const std::string& key);
 

@@ -39,13 +39,13 @@ std::vector<TensorInfo> parse_tensors(JsonObject& model, const std::string& key)
     const Json* shape = t.get("shape");
     if (shape && shape->is_array()) {
       for (std::size_t d = 0; d < shape->size(); ++d) {
-        const Json& dim = (*shape)[d];
-        if (!dim.is_number_unsigned()) {
+        const auto dim = json_uint((*shape)[d]);
+        if (!dim) {
           model.diagnostics().error(t.pointer("shape") + "/" + std::to_string(d),
-                                    "expected a non-negative integer, found " + dim.dump());
+                                    "expected a non-negative integer, found " + (*shape)[d].dump());
           continue;
         }
-        info.shape.push_back(dim.get<std::uint64_t>());
+        info.shape.push_back(*dim);
       }
     } else if (shape) {
       model.diagnostics().error(t.pointer("shape"), "expected an array of dimensions");
@@ -59,8 +59,11 @@ std::vector<TensorInfo> parse_tensors(JsonObject& model, const std::string& key)
 ModelInfo parse_model(JsonObject& top) {
   ModelInfo model;
   const Json* v = top.get("model");
-  if (!v) top.diagnostics().error("/model", "missing required field");
-  JsonObject m(v ? *v : kEmptyObject, "/model", top.diagnostics());
+  if (!v) {
+    top.diagnostics().error("/model", "missing required field");
+    return model;
+  }
+  JsonObject m(*v, "/model", top.diagnostics());
   model.name = m.require_string("name").value_or("");
   model.batch = m.get_uint("batch", 1, 1, kMaxDimension);
   model.weights_bytes = m.get_uint("weights_bytes", 0, 0, kMaxTransferBytes);
@@ -127,9 +130,13 @@ Shape parse_shape(JsonObject& cmd, const OpInfo& op) {
         s.diagnostics().error(s.pointer("out_c"),
                               "a depthwise conv's out_c must be a multiple of in_c");
       }
-      if (c.in_h + 2 * c.pad_h < c.kernel_h || c.in_w + 2 * c.pad_w < c.kernel_w) {
-        s.diagnostics().error(s.pointer("kernel_h"), "kernel larger than the padded input");
-        c.kernel_h = c.kernel_w = 1;
+      if (c.in_h + 2 * c.pad_h < c.kernel_h) {
+        s.diagnostics().error(s.pointer("kernel_h"), "kernel taller than the padded input");
+        c.kernel_h = 1;
+      }
+      if (c.in_w + 2 * c.pad_w < c.kernel_w) {
+        s.diagnostics().error(s.pointer("kernel_w"), "kernel wider than the padded input");
+        c.kernel_w = 1;
       }
       shape = c;
       break;
@@ -156,9 +163,11 @@ bool id_follows_convention(const std::string& id, EngineType engine) {
 }
 
 struct Buffer {
-  std::uint32_t allocated_by;
-  std::uint64_t bytes;
+  std::uint32_t allocated_by = 0;
+  std::uint64_t bytes = 0;
   bool freed = false;
+  std::uint32_t freed_by = 0;
+  std::string free_pointer;
 };
 
 // Raw per-command references that can only be resolved once every id is known.
@@ -181,8 +190,13 @@ Command parse_command(const Json& value, std::size_t index, const HwConfig& conf
     cmd.engine = EngineType::kDmaOut;
   } else if (engine == "SLICE") {
     cmd.engine = EngineType::kSlice;
-  } else if (c.has("engine")) {
-    diag.error(c.pointer("engine"), "unknown engine '" + engine + "' (expected DMA_IN, DMA_OUT or SLICE)");
+  } else {
+    if (c.has("engine")) {
+      diag.error(c.pointer("engine"), "unknown engine '" + engine + "' (expected DMA_IN, DMA_OUT or SLICE)");
+    }
+    // Nothing else about the command can be checked without its engine.
+    for (const char* key : {"slice", "op", "shape", "bytes", "deps", "layer", "loc", "program", "alloc", "free"}) c.get(key);
+    return cmd;
   }
   if (!cmd.id.empty() && c.has("engine") && !id_follows_convention(cmd.id, cmd.engine)) {
     diag.error(c.pointer("id"), "id '" + cmd.id + "' does not follow the convention DI<n> (DMA_IN), DO<n> (DMA_OUT), S<n> (SLICE) for engine " + engine);
@@ -202,13 +216,19 @@ Command parse_command(const Json& value, std::size_t index, const HwConfig& conf
     } else {
       cmd.shape = parse_shape(c, op_table()[cmd.op]);
     }
-    if (c.has("bytes")) diag.error(c.pointer("bytes"), "bytes applies to DMA commands only");
+    if (c.get("bytes")) diag.error(c.pointer("bytes"), "bytes applies to DMA commands only");
   } else {
     cmd.bytes = c.require_uint("bytes", 1, kMaxTransferBytes).value_or(1);
     const std::string op = c.get_string("op", engine);
     if (op != engine) diag.error(c.pointer("op"), "a " + engine + " command's op must be " + engine);
-    if (c.has("slice")) diag.error(c.pointer("slice"), "slice applies to SLICE commands only");
-    if (c.has("shape")) diag.error(c.pointer("shape"), "shape applies to SLICE commands only");
+    if (c.get("slice")) diag.error(c.pointer("slice"), "slice applies to SLICE commands only");
+    if (c.get("shape")) diag.error(c.pointer("shape"), "shape applies to SLICE commands only");
+    const std::uint64_t bursts = cost::DmaTiming(config).burst_count(cmd.bytes);
+    if (bursts > kMaxBurstsPerTransfer) {
+      diag.error(c.pointer("bytes"), std::to_string(cmd.bytes) + " bytes make " + std::to_string(bursts) +
+                 " bursts of dma.burst_bytes; at most " + std::to_string(kMaxBurstsPerTransfer) +
+                 " per transfer (split the transfer or raise dma.burst_bytes)");
+    }
   }
   cmd.layer = c.get_string("layer", "");
   cmd.loc = c.get_string("loc", "");
@@ -233,7 +253,10 @@ Command parse_command(const Json& value, std::size_t index, const HwConfig& conf
       diag.error(alloc.pointer("bytes"), "buffer of " + std::to_string(*bytes) + " bytes can never fit the local memory of " + std::to_string(config.lram_bytes) + " bytes");
     }
     if (name && bytes) {
-      if (!buffers.emplace(*name, Buffer{static_cast<std::uint32_t>(index), *bytes}).second) {
+      Buffer buffer;
+      buffer.allocated_by = static_cast<std::uint32_t>(index);
+      buffer.bytes = *bytes;
+      if (!buffers.emplace(*name, std::move(buffer)).second) {
         diag.error(alloc.pointer("buffer"), "buffer '" + *name + "' is allocated twice");
       }
       cmd.lram_alloc_bytes += *bytes;
@@ -277,7 +300,10 @@ std::string describe_cycle(const std::vector<Command>& commands, const std::vect
   return text + commands[at].id;
 }
 
-void check_acyclic(const std::vector<Command>& commands, Diagnostics& diag) {
+// Returns each command's position in a topological order, or an empty vector (and a problem
+// naming one cycle) if the dependencies are cyclic.
+std::vector<std::uint32_t> topological_positions(const std::vector<Command>& commands,
+                                                 Diagnostics& diag) {
   // indegree here counts unfinished dependencies; dependants[d] lists who waits on d.
   std::vector<int> indegree(commands.size(), 0);
   std::vector<std::vector<std::uint32_t>> dependants(commands.size());
@@ -291,17 +317,58 @@ void check_acyclic(const std::vector<Command>& commands, Diagnostics& diag) {
   for (std::uint32_t i = 0; i < commands.size(); ++i) {
     if (indegree[i] == 0) ready.push_back(i);
   }
-  std::size_t ordered = 0;
+  std::vector<std::uint32_t> position(commands.size());
+  std::uint32_t ordered = 0;
   while (!ready.empty()) {
     const std::uint32_t i = ready.back();
     ready.pop_back();
-    ++ordered;
+    position[i] = ordered++;
     for (std::uint32_t j : dependants[i]) {
       if (--indegree[j] == 0) ready.push_back(j);
     }
   }
   if (ordered < commands.size()) {
     diag.error("/commands", "dependency cycle: " + describe_cycle(commands, indegree));
+    return {};
+  }
+  return position;
+}
+
+// Whether `later` is `earlier` or depends on it, directly or not. Searches back from `later`,
+// skipping commands that come before `earlier` in topological order: none of those can depend
+// on it, so the search stays among the few commands between the two.
+bool depends_on(const std::vector<Command>& commands, const std::vector<std::uint32_t>& position,
+                std::uint32_t later, std::uint32_t earlier, std::vector<std::uint32_t>& stamp,
+                std::uint32_t epoch) {
+  std::vector<std::uint32_t> stack = {later};
+  while (!stack.empty()) {
+    const std::uint32_t at = stack.back();
+    stack.pop_back();
+    if (at == earlier) return true;
+    for (std::uint32_t d : commands[at].deps) {
+      if (position[d] >= position[earlier] && stamp[d] != epoch) {
+        stamp[d] = epoch;
+        stack.push_back(d);
+      }
+    }
+  }
+  return false;
+}
+
+// A buffer must be freed by its allocator or by a command that (transitively) depends on it;
+// otherwise the free could come first and the occupancy would be meaningless.
+void check_buffer_order(const std::vector<Command>& commands,
+                        const std::vector<std::uint32_t>& position,
+                        const std::map<std::string, Buffer>& buffers, Diagnostics& diag) {
+  std::vector<std::uint32_t> stamp(commands.size(), 0);
+  std::uint32_t epoch = 0;
+  for (const auto& [name, b] : buffers) {
+    if (!b.freed) continue;
+    if (!depends_on(commands, position, b.freed_by, b.allocated_by, stamp, ++epoch)) {
+      diag.error(b.free_pointer, "buffer '" + name + "' is freed by " + commands[b.freed_by].id +
+                                     ", which does not depend on " + commands[b.allocated_by].id +
+                                     " that allocates it");
+    }
   }
 }
 
@@ -398,6 +465,8 @@ Schedule parse_schedule(const Json& root, const std::string& origin, const HwCon
         diag.error(ptr, "buffer '" + name + "' is freed twice");
       } else {
         it->second.freed = true;
+        it->second.freed_by = i;
+        it->second.free_pointer = ptr;
         cmd.lram_free_bytes += it->second.bytes;
       }
     }
@@ -417,7 +486,9 @@ Schedule parse_schedule(const Json& root, const std::string& origin, const HwCon
     }
   }
   diag.throw_if_any();
-  check_acyclic(sched.commands, diag);
+  const std::vector<std::uint32_t> position = topological_positions(sched.commands, diag);
+  diag.throw_if_any();
+  check_buffer_order(sched.commands, position, buffers, diag);
   diag.throw_if_any();
   return sched;
 }

@@ -97,6 +97,11 @@ struct Schedule {
 inline constexpr std::uint64_t kMaxCommands = std::uint64_t{1} << 24;
 inline constexpr std::uint64_t kMaxDimension = std::uint64_t{1} << 32;
 inline constexpr std::uint64_t kMaxTransferBytes = std::uint64_t{1} << 48;
+// A transfer is simulated burst by burst; past this many bursts it would run for hours.
+inline constexpr std::uint64_t kMaxBurstsPerTransfer = std::uint64_t{1} << 22;
+// Simulated time is 64-bit picoseconds in SystemC; a schedule whose estimate passes this many
+// cycles is rejected (the simulation of it stops with an error at the same point).
+inline constexpr std::uint64_t kMaxCycles = std::uint64_t{1} << 50;
 
 // Throws InputError listing every problem, each with the file and a JSON pointer.
 Schedule load_schedule(const std::string& path, const HwConfig& config);

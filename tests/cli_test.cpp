@@ -50,8 +50,8 @@ class Cli : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  Result npusim(const std::vector<std::string>& args) const {
-    std::string cmd = quote(NPUSIM_BINARY);
+  Result npusim(const std::vector<std::string>& args, const fs::path& cwd = {}) const {
+    std::string cmd = (cwd.empty() ? "" : "cd " + quote(cwd.string()) + " && ") + quote(NPUSIM_BINARY);
     for (const std::string& a : args) cmd += " " + quote(a);
     cmd += " >" + quote((dir_ / "stdout").string()) + " 2>" + quote((dir_ / "stderr").string());
     const int status = std::system(cmd.c_str());
@@ -251,6 +251,37 @@ TEST_F(Cli, UsageErrorsAreBadInput) {
   expect_bad_input(npusim({"fly"}), out, "unknown command 'fly'");
   expect_bad_input(npusim({"run", "-m", "/no/such.json", "-o", out.string()}), out,
                    "/no/such.json: cannot open file");
+  expect_bad_input(npusim({"run", model("fc"), "-o", out.string()}), out,
+                   "too many positional options");
+  expect_bad_input(npusim({"run", "--mod", model("fc"), "-o", out.string()}), out,
+                   "unrecognised option '--mod'");
+}
+
+TEST_F(Cli, UnwritableOutputIsBadInput) {
+  const fs::path file = write("plain-file", "x");
+  const Result r = npusim({"run", "-m", model("fc"), "-o", (file / "out").string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("cannot create output folder"));
+}
+
+TEST_F(Cli, OutputsOfAnEarlierRunDoNotLinger) {
+  const fs::path out = dir_ / "out";
+  ASSERT_EQ(npusim({"run", "-m", model("fc"), "-o", out.string(), "-q"}).exit_code, 0);
+  std::ofstream(out / "notes.txt") << "mine";
+  ASSERT_EQ(npusim({"estimate", "-m", model("fc"), "-o", out.string(), "-q"}).exit_code, 0);
+  std::vector<std::string> names;
+  for (const auto& [name, text] : files_in(out)) names.push_back(name);
+  // runtime.csv and runtime_timeline.csv were the run's; a user's own file stays.
+  EXPECT_EQ(names, (std::vector<std::string>{"notes.txt", "stats.json", "summary.txt", "timeline.csv"}));
+}
+
+TEST_F(Cli, DefaultOutputFolderIsNamedSafelyAfterTheModel) {
+  Json s = Json::parse(read_file(model("fc")));
+  s["model"]["name"] = "../escape/me";
+  write("m.json", s.dump());
+  ASSERT_EQ(npusim({"run", "-m", "m.json", "-q"}, dir_).exit_code, 0);
+  EXPECT_TRUE(fs::exists(dir_ / "traces" / ".._escape_me" / "stats.json"));
+  EXPECT_FALSE(fs::exists(dir_ / "escape"));
 }
 
 TEST_F(Cli, DeadlockExitsThreeNamingTheCommands) {
@@ -259,6 +290,7 @@ TEST_F(Cli, DeadlockExitsThreeNamingTheCommands) {
   // for DI1, queued on DMA_IN behind DI0.
   s["commands"][0]["deps"] = {"S0"};
   s["commands"][2]["deps"] = {"DI1"};
+  s["commands"][2]["free"] = {"x"};  // S0 no longer depends on DI0, so may not free its buffer
   const fs::path bad = write("deadlock.json", s.dump());
   const fs::path out = dir_ / "out";
   const Result r = npusim({"run", "-m", bad.string(), "-o", out.string()});

@@ -89,6 +89,18 @@ TEST(Estimator, DeadlockIsExplained) {
   }
 }
 
+TEST(Estimator, RunsPastTheCycleLimitAreRejected) {
+  // n = 2^32, k = 2^31 on ws 16x16: 2^27 * 2^28 folds of 47 cycles, about 2^60 cycles > 2^50.
+  Json huge = gemm("S0", 0);
+  huge["shape"] = {{"m", 1}, {"n", 4294967296}, {"k", 2147483648}};
+  try {
+    run(Json::array({huge}));
+    FAIL() << "expected an error";
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("s.json: /commands/0: the schedule runs past 1125899906842624 cycles"));
+  }
+}
+
 TEST(Estimator, EmptyScheduleTakesNoTime) {
   EXPECT_EQ(run(Json::array()).total_cycles(), 0u);
 }

@@ -48,6 +48,11 @@ TEST(HwConfig, BuiltInDefaultMatchesTheIssue) {
   EXPECT_EQ(s.dram.bandwidth_mbps, 512000u);
 }
 
+TEST(HwConfig, AnUnnamedConfigIsKnownByItsFileStem) {
+  EXPECT_EQ(parse_hw_config("{}", "configs/edge-4s.json").name, "edge-4s");
+  EXPECT_EQ(parse_hw_config(R"({"name": "x"})", "configs/edge-4s.json").name, "x");
+}
+
 TEST(HwConfig, DecimalUnitsConvertExactly) {
   const HwConfig c = parse_hw_config(
       R"({"clock_mhz": 933.333, "dram": {"bandwidth_gbps": 25.6, "latency_ns": 87.5}})", "cfg.json");

@@ -64,7 +64,7 @@ TEST(Schedule, DependencyCycleIsNamed) {
 
 TEST(Schedule, SliceOutOfRange) {
   EXPECT_THAT(error_of(schedule_with({gemm("S0", 2)})),
-              HasSubstr("s.json: /commands/0/slice: slice 2 out of range: the config 'default' has 2 slice(s)"));
+              HasSubstr("s.json: /commands/0/slice: slice 2 out of range: the config 'cfg' has 2 slice(s)"));
 }
 
 TEST(Schedule, ReferencesAreChecked) {
@@ -105,7 +105,8 @@ TEST(Schedule, ConvShapesAreChecked) {
                           {"kernel_w", 3}, {"groups", 4}}}};
   const std::string e = error_of(schedule_with({conv}));
   EXPECT_THAT(e, HasSubstr("/commands/0/shape/groups: groups 4 must divide in_c and out_c"));
-  EXPECT_THAT(e, HasSubstr("/commands/0/shape/kernel_h: kernel larger than the padded input"));
+  EXPECT_THAT(e, HasSubstr("/commands/0/shape/kernel_h: kernel taller than the padded input"));
+  EXPECT_THAT(e, HasSubstr("/commands/0/shape/kernel_w: kernel wider than the padded input"));
 }
 
 TEST(Schedule, HugeShapesAreRejectedNotWrapped) {
@@ -131,6 +132,41 @@ TEST(Schedule, BuffersAreChecked) {
   EXPECT_THAT(e, HasSubstr("/commands/1/alloc/1/bytes: buffer of 524289 bytes can never fit the local memory of 524288 bytes"));
   EXPECT_THAT(e, HasSubstr("/commands/2/free/1: buffer 'y' is never allocated"));
   EXPECT_THAT(e, HasSubstr("/commands/3/free/0: buffer 'x' is freed twice"));
+}
+
+TEST(Schedule, FreeMustDependOnTheAllocation) {
+  // DI1 frees what DI0 allocates, but nothing orders DI1 after DI0 (their queue does, but a
+  // schedule's meaning may not hang on queue order); S0 frees after depending on DI0 through S1.
+  Json a = dma_in("DI0", 8);
+  a["alloc"] = {{{"buffer", "x"}, {"bytes", 8}}, {{"buffer", "y"}, {"bytes", 8}}};
+  Json b = dma_in("DI1", 8);
+  b["free"] = {"x"};
+  Json s1 = gemm("S1", 0, {"DI0"});
+  Json s0 = gemm("S0", 1, {"S1"});
+  s0["free"] = {"y"};
+  const std::string e = error_of(schedule_with({a, b, s1, s0}));
+  EXPECT_THAT(e, HasSubstr("s.json: /commands/1/free/0: buffer 'x' is freed by DI1, which does not depend on DI0 that allocates it"));
+  EXPECT_THAT(e, ::testing::Not(HasSubstr("'y'")));
+}
+
+TEST(Schedule, TransfersHaveABurstLimit) {
+  // 2^22 bursts of 256 bytes is the most one transfer may have.
+  EXPECT_EQ(error_of(schedule_with(Json::array({dma_in("DI0", (std::uint64_t{1} << 22) * 256)}))), "no error");
+  EXPECT_THAT(error_of(schedule_with(Json::array({dma_in("DI0", (std::uint64_t{1} << 22) * 256 + 1)}))),
+              HasSubstr("/commands/0/bytes: 1073741825 bytes make 4194305 bursts"));
+}
+
+TEST(Schedule, ErrorsDoNotCascade) {
+  Json unknown_engine = {{"id", "X0"}, {"engine", "GPU"}, {"slice", 0}, {"bytes", 4}};
+  Json dma_with_shape = dma_in("DI0", 8);
+  dma_with_shape["shape"] = {{"m", 1}};
+  const std::string e = error_of(schedule_with({unknown_engine, dma_with_shape}));
+  // One problem each: no "missing op" for the unknown engine, no "unknown key" for the shape.
+  EXPECT_EQ(e, "s.json: /commands/0/engine: unknown engine 'GPU' (expected DMA_IN, DMA_OUT or SLICE)\n"
+               "s.json: /commands/1/shape: shape applies to SLICE commands only");
+  Json no_model = schedule_with(Json::array());
+  no_model.erase("model");
+  EXPECT_EQ(error_of(no_model), "s.json: /model: missing required field");
 }
 
 TEST(Schedule, AllocAndFreeBytesAreSummed) {

@@ -51,7 +51,14 @@ bool parse(const std::vector<std::string>& args, po::options_description& desc,
            const std::string& usage, bool help) {
   try {
     po::variables_map vm;
-    po::store(po::command_line_parser(args).options(desc).run(), vm);
+    const po::positional_options_description no_positionals;
+    po::store(po::command_line_parser(args)
+                  .options(desc)
+                  .positional(no_positionals)
+                  .style(po::command_line_style::default_style &
+                         ~po::command_line_style::allow_guessing)
+                  .run(),
+              vm);
     po::notify(vm);
   } catch (const po::error& e) {
     throw InputError("", "", std::string(e.what()) + " (see npusim " + usage + " --help)");
@@ -88,6 +95,18 @@ void check_lram(const profiler::Workload& w, const profiler::Timeline& t, const 
   }
 }
 
+// A model name as a folder name: letters, digits, '.', '-' and '_' kept, anything else '_'.
+std::string folder_name(const std::string& model_name) {
+  std::string name;
+  for (char ch : model_name) {
+    const bool keep = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                      (ch >= '0' && ch <= '9') || ch == '.' || ch == '-' || ch == '_';
+    name += keep ? ch : '_';
+  }
+  if (name.empty() || name.find_first_not_of('.') == std::string::npos) name = "model";
+  return name;
+}
+
 struct Loaded {
   HwConfig config;
   Schedule schedule;
@@ -101,7 +120,7 @@ Loaded load(const RunOptions& o, const std::string& usage) {
   Schedule schedule = load_schedule(o.model, config);
   warn_on_target_mismatch(schedule, config);
   profiler::Workload workload = make_workload(schedule, config);
-  std::filesystem::path out = o.out.empty() ? std::filesystem::path("traces") / schedule.model.name
+  std::filesystem::path out = o.out.empty() ? std::filesystem::path("traces") / folder_name(schedule.model.name)
                                             : std::filesystem::path(o.out);
   spdlog::info("{}: {} commands, config '{}' ({} slices)", o.model, schedule.commands.size(),
                config.name, config.slices.count);

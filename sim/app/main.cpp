@@ -6,6 +6,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "profiler/output_dir.h"
 #include "sim/app/commands.h"
 #include "sim/error.h"
 
@@ -69,6 +70,9 @@ int main(int argc, char** argv) {
     configure_logging(args);
     return dispatch(all[0], args);
   } catch (const npusim::InputError& e) {
+    std::cerr << "npusim: error: " << e.what() << '\n';
+    return npusim::kExitBadInput;
+  } catch (const npusim::profiler::OutputError& e) {
     std::cerr << "npusim: error: " << e.what() << '\n';
     return npusim::kExitBadInput;
   } catch (const npusim::SimulationError& e) {

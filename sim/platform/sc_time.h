@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
 
 #include <systemc>
 
@@ -11,7 +12,12 @@ namespace npusim::platform {
 
 inline constexpr std::uint64_t kPsPerCycle = 1000;
 
+// Past this many cycles SystemC's 64-bit picosecond clock would wrap (the schedule loader's
+// kMaxCycles keeps well below it).
+inline constexpr std::uint64_t kMaxSimulatedCycles = ~std::uint64_t{0} / kPsPerCycle / 2;
+
 inline sc_core::sc_time cycles(std::uint64_t n) {
+  if (n > kMaxSimulatedCycles) throw std::overflow_error("simulated time exceeds SystemC's clock");
   return sc_core::sc_time::from_value(n * kPsPerCycle);
 }
 
