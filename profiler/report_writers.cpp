@@ -169,6 +169,7 @@ void write_stats_json(std::ostream& out, const Workload& w, const Timeline& esti
       {"commands", w.commands.size()},
       {"programs", w.programs.size()},
       {"macs", est.macs},
+      {"vector_macs", est.vector_macs},
       {"dram_read_bytes", est.dram_read_bytes},
       {"dram_write_bytes", est.dram_write_bytes},
       {"bounds", {{"compute_cycles", bounds.compute_cycles}, {"dram_cycles", bounds.dram_cycles}}},

@@ -83,6 +83,7 @@ RunStats compute_stats(const Workload& workload, const Timeline& timeline) {
     stats.dram_read_bytes += c.dram_read_bytes;
     stats.dram_write_bytes += c.dram_write_bytes;
     stats.macs += c.macs;
+    stats.vector_macs += c.vector_macs;
   }
   for (std::size_t e = 0; e < per_engine.size(); ++e) {
     stats.engines[e].busy_cycles = union_length(per_engine[e]);
@@ -115,6 +116,35 @@ double achieved_gbps(std::uint64_t bytes, Cycles cycles, std::uint64_t clock_khz
   // bytes / (cycles / (khz * 1e3)) / 1e9 = bytes * khz / (cycles * 1e6)
   return static_cast<double>(bytes) * static_cast<double>(clock_khz) /
          (static_cast<double>(cycles) * 1e6);
+}
+
+std::vector<CommandStalls> command_stalls(const Workload& workload, const Timeline& timeline) {
+  const std::size_t n = workload.commands.size();
+  std::vector<CommandStalls> stalls(n);
+  std::vector<std::uint32_t> order(n);
+  for (std::uint32_t i = 0; i < n; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+    return timeline.commands[a].start < timeline.commands[b].start;
+  });
+  // End of the last command seen so far on each (engine, unit), walking in start order.
+  std::vector<std::vector<Cycles>> unit_ready(workload.engines.size());
+  for (std::uint32_t i : order) {
+    const CommandInfo& c = workload.commands[i];
+    const CommandTiming& t = timeline.commands[i];
+    Cycles deps_done = 0;
+    for (std::uint32_t d : c.deps) deps_done = std::max(deps_done, timeline.commands[d].end);
+    std::vector<Cycles>& units = unit_ready[c.engine];
+    if (units.size() <= t.unit) units.resize(std::size_t{t.unit} + 1, 0);
+    const Cycles ready = units[t.unit];
+    stalls[i].deps = deps_done > ready ? deps_done - ready : 0;
+    units[t.unit] = t.end;
+    const EngineKind kind = workload.engines[c.engine].kind;
+    if (kind == EngineKind::kDmaIn || kind == EngineKind::kDmaOut) {
+      const Cycles took = t.end - t.start;
+      stalls[i].dram = took > c.isolated_cycles ? took - c.isolated_cycles : 0;
+    }
+  }
+  return stalls;
 }
 
 }  // namespace npusim::profiler

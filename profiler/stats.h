@@ -48,6 +48,7 @@ struct RunStats {
   std::uint64_t dram_read_bytes = 0;
   std::uint64_t dram_write_bytes = 0;
   std::uint64_t macs = 0;
+  std::uint64_t vector_macs = 0;
   LramStats lram;
 };
 
@@ -56,5 +57,20 @@ Bounds compute_bounds(const Workload& workload);
 
 // Achieved DRAM bandwidth in GB/s (10^9 bytes per second) over `cycles`; 0 for 0 cycles.
 double achieved_gbps(std::uint64_t bytes, Cycles cycles, std::uint64_t clock_khz);
+
+// Why a command started later than its unit could have run it, in cycles.
+struct CommandStalls {
+  // Cycles its unit sat idle waiting for the command's dependencies: max(0, deps_done -
+  // unit_ready), where deps_done is the latest end of its dependencies (0 if none) and unit_ready
+  // the end of the command before it on the same engine and unit, in order of start (ties in
+  // schedule order; 0 if none).
+  Cycles deps = 0;
+  // For DMA commands, cycles beyond the cost model's isolated figure: (end - start) -
+  // isolated_cycles, clamped at 0. Always 0 for compute commands.
+  Cycles dram = 0;
+};
+
+// One entry per command, indexed like Workload::commands.
+std::vector<CommandStalls> command_stalls(const Workload& workload, const Timeline& timeline);
 
 }  // namespace npusim::profiler

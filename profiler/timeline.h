@@ -29,7 +29,8 @@ struct CommandInfo {
   std::uint32_t program = 0;  // index into Workload::programs
   std::uint64_t dram_read_bytes = 0;
   std::uint64_t dram_write_bytes = 0;
-  std::uint64_t macs = 0;
+  std::uint64_t macs = 0;         // on the systolic array: what MAC utilisation counts
+  std::uint64_t vector_macs = 0;  // on the vector unit (depthwise convolutions)
   std::uint64_t lram_alloc_bytes = 0;  // local memory taken when the command starts
   std::uint64_t lram_free_bytes = 0;   // local memory given back when the command ends
   // Cycles the command occupies its unit with nothing competing for DRAM: the cost model's

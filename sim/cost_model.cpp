@@ -76,7 +76,8 @@ SliceCost slice_op_cost(OpId op, const Shape& shape, const HwConfig& config) {
         cost.macs = mul(mul(mul(pixels, n), k), c.groups);
       } else {
         // DepthwiseConv on the vector unit: one MAC per output element per window element.
-        cost.cycles = vector_cycles(mul(mul(pixels, c.out_c), window), cpe, s.vector_lanes);
+        cost.vector_macs = mul(mul(pixels, c.out_c), window);
+        cost.cycles = vector_cycles(cost.vector_macs, cpe, s.vector_lanes);
       }
       return cost;
     }

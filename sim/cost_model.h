@@ -22,7 +22,8 @@ Cycles systolic_gemm_cycles(std::uint32_t rows, std::uint32_t cols, Dataflow dat
 
 struct SliceCost {
   Cycles cycles = 0;       // on the command's unit, at least 1
-  std::uint64_t macs = 0;  // multiply-accumulates on the systolic array
+  std::uint64_t macs = 0;         // multiply-accumulates on the systolic array
+  std::uint64_t vector_macs = 0;  // multiply-accumulates on the vector unit (DepthwiseConv)
 };
 // Throws std::overflow_error when a figure does not fit 64 bits.
 SliceCost slice_op_cost(OpId op, const Shape& shape, const HwConfig& config);

@@ -63,6 +63,7 @@ profiler::Workload make_workload(const Schedule& schedule, const HwConfig& confi
     info.dram_read_bytes = c.engine == EngineType::kDmaIn ? c.bytes : 0;
     info.dram_write_bytes = c.engine == EngineType::kDmaOut ? c.bytes : 0;
     info.macs = c.macs;
+    info.vector_macs = c.vector_macs;
     info.lram_alloc_bytes = c.lram_alloc_bytes;
     info.lram_free_bytes = c.lram_free_bytes;
     info.isolated_cycles = c.isolated_cycles;

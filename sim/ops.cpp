@@ -34,6 +34,8 @@ const std::vector<OpInfo>& op_table() {
       {"ReduceMean", Unit::kVector, ShapeKind::kElements, 1},
       {"Quantize", Unit::kVector, ShapeKind::kElements, 1},
       {"Dequantize", Unit::kVector, ShapeKind::kElements, 1},
+      {"BatchNorm", Unit::kVector, ShapeKind::kElements, 2},
+      {"LRN", Unit::kVector, ShapeKind::kElements, 6},
       {"Copy", Unit::kVector, ShapeKind::kElements, 1},
   };
   return table;

@@ -170,15 +170,13 @@ struct Buffer {
   std::string free_pointer;
 };
 
-// Raw per-command references that can only be resolved once every id is known.
+// Dependencies by id, resolved once every id is known.
 struct PendingRefs {
   std::vector<std::pair<std::string, std::string>> deps;  // (id, pointer)
-  std::vector<std::pair<std::string, std::string>> frees;  // (buffer, pointer)
 };
 
 Command parse_command(const Json& value, std::size_t index, const HwConfig& config,
-                      std::size_t program_count, Diagnostics& diag, PendingRefs& refs,
-                      std::map<std::string, Buffer>& buffers) {
+                      std::size_t program_count, Diagnostics& diag, PendingRefs& refs) {
   const std::string ptr = "/commands/" + std::to_string(index);
   JsonObject c(value, ptr, diag);
   Command cmd;
@@ -249,28 +247,18 @@ Command parse_command(const Json& value, std::size_t index, const HwConfig& conf
     JsonObject alloc(allocs[a], c.pointer("alloc") + "/" + std::to_string(a), diag);
     const auto name = alloc.require_string("buffer");
     const auto bytes = alloc.require_uint("bytes", 1, kMaxTransferBytes);
-    if (bytes && *bytes > config.lram_bytes) {
-      diag.error(alloc.pointer("bytes"), "buffer of " + std::to_string(*bytes) + " bytes can never fit the local memory of " + std::to_string(config.lram_bytes) + " bytes");
-    }
-    if (name && bytes) {
-      Buffer buffer;
-      buffer.allocated_by = static_cast<std::uint32_t>(index);
-      buffer.bytes = *bytes;
-      if (!buffers.emplace(*name, std::move(buffer)).second) {
-        diag.error(alloc.pointer("buffer"), "buffer '" + *name + "' is allocated twice");
-      }
-      cmd.lram_alloc_bytes += *bytes;
-    }
+    // A placeholder keeps the indices of later entries, so that pointers stay right.
+    cmd.alloc.push_back({name.value_or(""), bytes.value_or(0)});
     alloc.finish();
   }
   const Json& frees = array_field(c, "free", false);
   for (std::size_t f = 0; f < frees.size(); ++f) {
-    const std::string fptr = c.pointer("free") + "/" + std::to_string(f);
     if (!frees[f].is_string()) {
-      diag.error(fptr, "expected a buffer name, found " + frees[f].dump());
+      diag.error(c.pointer("free") + "/" + std::to_string(f), "expected a buffer name, found " + frees[f].dump());
+      cmd.free.emplace_back();
       continue;
     }
-    refs.frees.emplace_back(frees[f].get<std::string>(), fptr);
+    cmd.free.push_back(frees[f].get<std::string>());
   }
   c.finish();
   return cmd;
@@ -424,16 +412,12 @@ Schedule parse_schedule(const Json& root, const std::string& origin, const HwCon
     diag.throw_if_any();
   }
   std::vector<PendingRefs> refs(commands.size());
-  std::map<std::string, Buffer> buffers;
   sched.commands.reserve(commands.size());
   for (std::size_t i = 0; i < commands.size(); ++i) {
-    sched.commands.push_back(parse_command(commands[i], i, config, sched.programs.size(), diag, refs[i], buffers));
+    sched.commands.push_back(parse_command(commands[i], i, config, sched.programs.size(), diag, refs[i]));
   }
   top.finish();
 
-  const cost::DmaTiming dma(config);
-  const cost::DramTiming dram(config);
-  std::unordered_map<std::uint64_t, std::uint64_t> transfer_cycles;  // by byte count
   std::unordered_map<std::string, std::uint32_t> by_id;
   for (std::uint32_t i = 0; i < sched.commands.size(); ++i) {
     const std::string& id = sched.commands[i].id;
@@ -457,16 +441,54 @@ Schedule parse_schedule(const Json& root, const std::string& origin, const HwCon
         cmd.deps.push_back(it->second);
       }
     }
-    for (const auto& [name, ptr] : refs[i].frees) {
+  }
+  finalize_schedule(sched, config, diag);
+  diag.throw_if_any();
+  return sched;
+}
+
+void finalize_schedule(Schedule& sched, const HwConfig& config, Diagnostics& diag) {
+  std::map<std::string, Buffer> buffers;
+  for (std::uint32_t i = 0; i < sched.commands.size(); ++i) {
+    Command& cmd = sched.commands[i];
+    const std::string ptr = "/commands/" + std::to_string(i);
+    cmd.lram_alloc_bytes = 0;
+    for (std::size_t a = 0; a < cmd.alloc.size(); ++a) {
+      const BufferAlloc& alloc = cmd.alloc[a];
+      if (alloc.buffer.empty() || alloc.bytes == 0) continue;  // already reported by the parser
+      const std::string aptr = ptr + "/alloc/" + std::to_string(a);
+      if (alloc.bytes > config.lram_bytes) {
+        diag.error(aptr + "/bytes", "buffer of " + std::to_string(alloc.bytes) + " bytes can never fit the local memory of " + std::to_string(config.lram_bytes) + " bytes");
+      }
+      Buffer buffer;
+      buffer.allocated_by = i;
+      buffer.bytes = alloc.bytes;
+      if (!buffers.emplace(alloc.buffer, std::move(buffer)).second) {
+        diag.error(aptr + "/buffer", "buffer '" + alloc.buffer + "' is allocated twice");
+      }
+      cmd.lram_alloc_bytes += alloc.bytes;
+    }
+  }
+  const cost::DmaTiming dma(config);
+  const cost::DramTiming dram(config);
+  std::unordered_map<std::uint64_t, std::uint64_t> transfer_cycles;  // by byte count
+  for (std::uint32_t i = 0; i < sched.commands.size(); ++i) {
+    Command& cmd = sched.commands[i];
+    const std::string ptr = "/commands/" + std::to_string(i);
+    cmd.lram_free_bytes = 0;
+    for (std::size_t f = 0; f < cmd.free.size(); ++f) {
+      const std::string& name = cmd.free[f];
+      if (name.empty()) continue;  // already reported by the parser
+      const std::string fptr = ptr + "/free/" + std::to_string(f);
       auto it = buffers.find(name);
       if (it == buffers.end()) {
-        diag.error(ptr, "buffer '" + name + "' is never allocated");
+        diag.error(fptr, "buffer '" + name + "' is never allocated");
       } else if (it->second.freed) {
-        diag.error(ptr, "buffer '" + name + "' is freed twice");
+        diag.error(fptr, "buffer '" + name + "' is freed twice");
       } else {
         it->second.freed = true;
         it->second.freed_by = i;
-        it->second.free_pointer = ptr;
+        it->second.free_pointer = fptr;
         cmd.lram_free_bytes += it->second.bytes;
       }
     }
@@ -476,8 +498,9 @@ Schedule parse_schedule(const Json& root, const std::string& origin, const HwCon
         cmd.compute_cycles = c.cycles;
         cmd.isolated_cycles = c.cycles;
         cmd.macs = c.macs;
+        cmd.vector_macs = c.vector_macs;
       } catch (const std::overflow_error&) {
-        diag.error("/commands/" + std::to_string(i) + "/shape", "shape too large: its cycle or MAC count exceeds 64 bits");
+        diag.error(ptr + "/shape", "shape too large: its cycle or MAC count exceeds 64 bits");
       }
     } else if (cmd.engine != EngineType::kSlice) {
       auto [it, inserted] = transfer_cycles.try_emplace(cmd.bytes, 0);
@@ -485,12 +508,10 @@ Schedule parse_schedule(const Json& root, const std::string& origin, const HwCon
       cmd.isolated_cycles = it->second;
     }
   }
-  diag.throw_if_any();
+  if (!diag.empty()) return;
   const std::vector<std::uint32_t> position = topological_positions(sched.commands, diag);
-  diag.throw_if_any();
+  if (!diag.empty()) return;
   check_buffer_order(sched.commands, position, buffers, diag);
-  diag.throw_if_any();
-  return sched;
 }
 
 Schedule load_schedule(const std::string& path, const HwConfig& config) {

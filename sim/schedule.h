@@ -40,6 +40,11 @@ struct ElementsShape {
 using Shape = std::variant<std::monostate, GemmShape, ConvShape, ElementsShape>;
 
 enum class EngineType : std::uint8_t { kDmaIn, kDmaOut, kSlice };
+
+struct BufferAlloc {
+  std::string buffer;  // unique across the schedule
+  std::uint64_t bytes = 0;
+};
 const char* engine_type_name(EngineType type);  // "DMA_IN", "DMA_OUT", "SLICE"
 
 struct Command {
@@ -53,10 +58,14 @@ struct Command {
   std::string layer;
   std::string loc;
   std::uint32_t program = 0;
-  std::uint64_t lram_alloc_bytes = 0;  // taken at start
-  std::uint64_t lram_free_bytes = 0;   // given back at end
+  std::vector<BufferAlloc> alloc;  // local memory taken at start
+  std::vector<std::string> free;   // buffers given back at end
+  // Fixed by finalize_schedule from alloc and free:
+  std::uint64_t lram_alloc_bytes = 0;
+  std::uint64_t lram_free_bytes = 0;
   // Fixed by the cost model for the config the schedule was loaded with:
   std::uint64_t macs = 0;            // on the systolic array
+  std::uint64_t vector_macs = 0;     // on the vector unit
   std::uint64_t compute_cycles = 0;  // slice commands: cycles on their unit
   // Cycles on its unit with DRAM to itself: compute_cycles for slice commands, the isolated
   // transfer time for DMA commands. The estimator's duration.
@@ -106,5 +115,11 @@ inline constexpr std::uint64_t kMaxCycles = std::uint64_t{1} << 50;
 // Throws InputError listing every problem, each with the file and a JSON pointer.
 Schedule load_schedule(const std::string& path, const HwConfig& config);
 Schedule parse_schedule(const Json& root, const std::string& origin, const HwConfig& config);
+
+// The checks and costs every schedule goes through, whether parsed or compiled: buffers (each
+// allocated once, fits the local memory, freed once, by its allocator or a command depending on
+// it), no dependency cycle, and each command's costs for `config`. Problems are recorded with
+// JSON pointers into the schedule's JSON form; the caller throws them.
+void finalize_schedule(Schedule& schedule, const HwConfig& config, Diagnostics& diag);
 
 }  // namespace npusim

@@ -70,6 +70,21 @@ class Cli : public ::testing::Test {
   fs::path dir_;
 };
 
+// Where two texts part: the first differing line of each, with its number.
+std::string first_difference(const std::string& a, const std::string& b) {
+  std::istringstream sa(a), sb(b);
+  std::string la, lb;
+  for (int line = 1;; ++line) {
+    const bool more_a = static_cast<bool>(std::getline(sa, la));
+    const bool more_b = static_cast<bool>(std::getline(sb, lb));
+    if (!more_a && !more_b) return "identical";
+    if (!more_a || !more_b || la != lb) {
+      return "line " + std::to_string(line) + ":\n  actual: " + (more_a ? la : "<end>") +
+             "\n  golden: " + (more_b ? lb : "<end>");
+    }
+  }
+}
+
 std::string model(const std::string& name) { return (kSource / "models" / (name + ".json")).string(); }
 
 std::map<std::string, std::string> files_in(const fs::path& dir) {
@@ -137,7 +152,9 @@ TEST_F(Cli, GoldenOutputs) {
     ASSERT_EQ(golden.size(), kRunOutputs.size()) << "golden folder for " << name << " incomplete";
     for (const auto& [file, text] : golden) {
       ASSERT_TRUE(actual.count(file)) << file;
-      EXPECT_EQ(actual.at(file), text) << name << "/" << file << " differs from its golden copy";
+      EXPECT_TRUE(actual.at(file) == text)
+          << name << "/" << file << " differs from its golden copy at "
+          << first_difference(actual.at(file), text);
     }
   }
 }
@@ -251,7 +268,7 @@ TEST_F(Cli, UsageErrorsAreBadInput) {
   expect_bad_input(npusim({"fly"}), out, "unknown command 'fly'");
   expect_bad_input(npusim({"run", "-m", "/no/such.json", "-o", out.string()}), out,
                    "/no/such.json: cannot open file");
-  expect_bad_input(npusim({"run", model("fc"), "-o", out.string()}), out,
+  expect_bad_input(npusim({"run", model("fc"), model("fc"), "-o", out.string()}), out,
                    "too many positional options");
   expect_bad_input(npusim({"run", "--mod", model("fc"), "-o", out.string()}), out,
                    "unrecognised option '--mod'");

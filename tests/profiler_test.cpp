@@ -21,9 +21,9 @@ Workload two_engine_workload() {
   w.engines = {{"SLICE0.ARRAY", EngineKind::kArray, 1}, {"DMA_IN", EngineKind::kDmaIn, 2}};
   w.programs = {{"p0", "loc(a;b)"}, {"p1", "plain"}};
   w.commands = {
-      {"DI0", 1, "DMA_IN", "l0", "loc(\"x\")", 0, 1600, 0, 0, 600, 0, 100, {}},
-      {"DI1", 1, "DMA_IN", "l0", "a,b", 0, 160, 0, 0, 300, 0, 100, {}},
-      {"S0", 0, "Gemm", "l0", "", 1, 0, 0, 256 * 100, 0, 900, 400, {0, 1}},
+      {"DI0", 1, "DMA_IN", "l0", "loc(\"x\")", 0, 1600, 0, 0, 0, 600, 0, 100, {}},
+      {"DI1", 1, "DMA_IN", "l0", "a,b", 0, 160, 0, 0, 0, 300, 0, 100, {}},
+      {"S0", 0, "Gemm", "l0", "", 1, 0, 0, 256 * 100, 0, 0, 900, 400, {0, 1}},
   };
   return w;
 }

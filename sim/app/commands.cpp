@@ -14,6 +14,9 @@
 #include "sim/engines.h"
 #include "sim/error.h"
 #include "sim/estimator.h"
+#include "sim/app/models.h"
+#include "sim/compiler/compiler.h"
+#include "sim/schedule_writer.h"
 #include "sim/platform/platform.h"
 
 namespace po = boost::program_options;
@@ -25,36 +28,44 @@ struct RunOptions {
   std::string model;
   std::string config = "default";
   std::vector<std::string> overrides;
+  std::vector<std::string> input_shapes;
+  bool host_fallback = false;
   std::string out;
   bool help = false;
 };
 
-po::options_description run_options(RunOptions& o, const std::string& what) {
+// The options every model-taking command shares.
+po::options_description model_options(RunOptions& o, const std::string& what, const char* out_help) {
   po::options_description desc("Options for npusim " + what);
   desc.add_options()
       ("help,h", po::bool_switch(&o.help), "show this help")
-      ("model,m", po::value(&o.model)->value_name("FILE"), "compiled schedule (JSON); required")
+      ("model,m", po::value(&o.model)->value_name("FILE"),
+       "the model: a schedule or graph JSON, a SCALE-Sim topology (.csv) or an ONNX file; may "
+       "also be given as the one positional argument")
       ("config,c", po::value(&o.config)->value_name("FILE|NAME")->default_value("default"),
        "hardware config: a JSON file or a built-in name (default, server)")
       ("set", po::value(&o.overrides)->value_name("KEY=VALUE")->composing(),
        "override one config field, e.g. --set dram.bandwidth_gbps=25.6 (repeatable)")
-      ("out,o", po::value(&o.out)->value_name("DIR"),
-       "output folder (default: traces/<model name>)")
+      ("input-shape", po::value(&o.input_shapes)->value_name("NAME=DxD...")->composing(),
+       "fix an ONNX input's shape, e.g. --input-shape input=1x3x224x224 (repeatable)")
+      ("out,o", po::value(&o.out)->value_name(what == "compile" ? "FILE" : "DIR"), out_help)
       // Accepted here too so that they may follow the command; main() applies them.
       ("log-level", po::value<std::string>()->value_name("LEVEL"), "trace|debug|info|warn|error|off")
       ("quiet,q", po::bool_switch(), "print nothing but errors");
   return desc;
 }
 
-// Parses a subcommand's options; usage errors become InputError (exit 2).
-bool parse(const std::vector<std::string>& args, po::options_description& desc,
-           const std::string& usage, bool help) {
+// Parses a subcommand's options, with at most one positional argument (the model); usage errors
+// become InputError (exit 2).
+void parse(const std::vector<std::string>& args, po::options_description& desc,
+           const std::string& usage, const char* positional = "model") {
   try {
     po::variables_map vm;
-    const po::positional_options_description no_positionals;
+    po::positional_options_description positionals;
+    if (positional != nullptr) positionals.add(positional, 1);
     po::store(po::command_line_parser(args)
                   .options(desc)
-                  .positional(no_positionals)
+                  .positional(positionals)
                   .style(po::command_line_style::default_style &
                          ~po::command_line_style::allow_guessing)
                   .run(),
@@ -63,8 +74,13 @@ bool parse(const std::vector<std::string>& args, po::options_description& desc,
   } catch (const po::error& e) {
     throw InputError("", "", std::string(e.what()) + " (see npusim " + usage + " --help)");
   }
-  (void)help;
-  return true;
+}
+
+ModelOptions model_options_of(const RunOptions& o) {
+  ModelOptions m;
+  for (const std::string& shape : o.input_shapes) add_input_shape(m, shape);
+  m.host_fallback = o.host_fallback;
+  return m;
 }
 
 void print_help(const std::string& synopsis, const std::string& text,
@@ -117,7 +133,7 @@ struct Loaded {
 Loaded load(const RunOptions& o, const std::string& usage) {
   if (o.model.empty()) throw InputError("", "", "--model is required (see npusim " + usage + " --help)");
   HwConfig config = load_hw_config(o.config, o.overrides);
-  Schedule schedule = load_schedule(o.model, config);
+  Schedule schedule = load_or_compile(o.model, config, model_options_of(o));
   warn_on_target_mismatch(schedule, config);
   profiler::Workload workload = make_workload(schedule, config);
   std::filesystem::path out = o.out.empty() ? std::filesystem::path("traces") / folder_name(schedule.model.name)
@@ -155,15 +171,18 @@ bool is_quiet(const std::vector<std::string>& args) {
 
 }  // namespace
 
+constexpr const char* kOutFolderHelp = "output folder (default: traces/<model name>)";
+
 int run_command(const std::vector<std::string>& args) {
   RunOptions o;
-  auto desc = run_options(o, "run");
-  parse(args, desc, "run", o.help);
+  auto desc = model_options(o, "run", kOutFolderHelp);
+  parse(args, desc, "run");
   if (o.help) {
-    print_help("npusim run --model SCHEDULE.json [--config C] [--set K=V ...] [--out DIR]",
-               "Estimates the schedule's timeline statically, simulates it on the SystemC model of\n"
-               "the configured NPU, and writes timeline.csv (estimate), runtime_timeline.csv,\n"
-               "runtime.csv, summary.txt and stats.json into the output folder.",
+    print_help("npusim run [--model] MODEL [--config C] [--set K=V ...] [--out DIR]",
+               "Compiles the model for the config unless it is a schedule already, estimates the\n"
+               "schedule's timeline statically, simulates it on the SystemC model of the NPU, and\n"
+               "writes timeline.csv (estimate), runtime_timeline.csv, runtime.csv, summary.txt\n"
+               "and stats.json into the output folder.",
                desc);
     return kExitOk;
   }
@@ -178,12 +197,12 @@ int run_command(const std::vector<std::string>& args) {
 
 int estimate_command(const std::vector<std::string>& args) {
   RunOptions o;
-  auto desc = run_options(o, "estimate");
-  parse(args, desc, "estimate", o.help);
+  auto desc = model_options(o, "estimate", kOutFolderHelp);
+  parse(args, desc, "estimate");
   if (o.help) {
-    print_help("npusim estimate --model SCHEDULE.json [--config C] [--set K=V ...] [--out DIR]",
-               "Estimates the schedule's timeline statically (no simulation) and writes\n"
-               "timeline.csv, summary.txt and stats.json into the output folder.",
+    print_help("npusim estimate [--model] MODEL [--config C] [--set K=V ...] [--out DIR]",
+               "Compiles the model if needed and estimates the schedule's timeline statically (no\n"
+               "simulation); writes timeline.csv, summary.txt and stats.json.",
                desc);
     return kExitOk;
   }
@@ -191,6 +210,106 @@ int estimate_command(const std::vector<std::string>& args) {
   const profiler::Timeline est = estimate(l.schedule, l.config);
   check_lram(l.workload, est, "estimate");
   write_outputs(l, est, nullptr, is_quiet(args));
+  return kExitOk;
+}
+
+int compile_command(const std::vector<std::string>& args) {
+  RunOptions o;
+  auto desc = model_options(o, "compile", "schedule file to write (default: standard output)");
+  parse(args, desc, "compile");
+  if (o.help) {
+    print_help("npusim compile [--model] MODEL [--config C] [--set K=V ...] [-o SCHEDULE.json]",
+               "Compiles a graph JSON, SCALE-Sim topology or ONNX model into a schedule for the\n"
+               "config (docs/compiler.md), checks it like any schedule, and writes it as JSON.",
+               desc);
+    return kExitOk;
+  }
+  if (o.model.empty()) throw InputError("", "", "a model is required (see npusim compile --help)");
+  const HwConfig config = load_hw_config(o.config, o.overrides);
+  const ModelKind kind = detect_model_kind(o.model);
+  if (kind == ModelKind::kSchedule) throw InputError(o.model, "", "is a schedule already; compile takes a graph, topology or ONNX model");
+  const Graph graph = *load_graph(o.model, kind, model_options_of(o));
+  const Schedule schedule = compile_schedule(graph, config);
+  if (o.out.empty()) {
+    write_schedule_json(std::cout, schedule);
+  } else {
+    // Written beside its final name and renamed, so no half-written schedule is ever seen.
+    const std::filesystem::path path(o.out);
+    const std::filesystem::path tmp = path.string() + ".tmp";
+    {
+      std::ofstream out(tmp, std::ios::binary);
+      write_schedule_json(out, schedule);
+      out.flush();
+      if (!out) {
+        std::error_code ignored;
+        std::filesystem::remove(tmp, ignored);
+        throw profiler::OutputError("cannot write " + path.string());
+      }
+    }
+    std::error_code ec;
+    std::filesystem::rename(tmp, path, ec);
+    if (ec) throw profiler::OutputError("cannot write " + path.string() + ": " + ec.message());
+    spdlog::info("{}: {} commands written to {}", o.model, schedule.commands.size(), o.out);
+  }
+  return kExitOk;
+}
+
+int info_command(const std::vector<std::string>& args) {
+  RunOptions o;
+  auto desc = model_options(o, "info", "unused");
+  parse(args, desc, "info");
+  if (o.help) {
+    print_help("npusim info [--model] MODEL [--config C] [--set K=V ...]",
+               "Describes a model: name, file size, weights, batch, inputs and outputs, MACs; and,\n"
+               "compiled for the config, its commands per engine and peak local memory.",
+               desc);
+    return kExitOk;
+  }
+  if (o.model.empty()) throw InputError("", "", "a model is required (see npusim info --help)");
+  const HwConfig config = load_hw_config(o.config, o.overrides);
+  const ModelKind kind = detect_model_kind(o.model);
+  const ModelOptions mo = model_options_of(o);
+  const std::optional<Graph> graph = load_graph(o.model, kind, mo);
+  const Schedule schedule = graph ? compile_schedule(*graph, config) : load_schedule(o.model, config);
+  const profiler::Workload w = make_workload(schedule, config);
+  const profiler::Timeline est = estimate(schedule, config);
+  const profiler::RunStats stats = profiler::compute_stats(w, est);
+  auto shape_text = [](const std::vector<std::uint64_t>& shape) {
+    std::string s = "[";
+    for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? "x" : "") + std::to_string(shape[i]);
+    return s + "]";
+  };
+  std::cout << "model:        " << schedule.model.name << '\n';
+  std::cout << "file:         " << o.model << " (" << model_kind_name(kind) << ", "
+            << std::filesystem::file_size(o.model) << " bytes)\n";
+  std::cout << "batch:        " << schedule.model.batch << '\n';
+  std::cout << "weights:      " << schedule.model.weights_bytes << " bytes\n";
+  for (const auto* list : {&schedule.model.inputs, &schedule.model.outputs}) {
+    const char* label = list == &schedule.model.inputs ? "input:        " : "output:       ";
+    for (const TensorInfo& t : *list) {
+      std::cout << label << t.name << " " << t.dtype << " " << (t.layout.empty() ? "-" : t.layout)
+                << " " << shape_text(t.shape) << '\n';
+    }
+  }
+  if (graph) {
+    std::uint64_t macs = 0;
+    for (const Layer& l : graph->layers) macs += layer_macs(*graph, l);
+    std::cout << "layers:       " << graph->layers.size() << '\n';
+    std::cout << "MACs:         " << macs << '\n';
+  } else {
+    std::uint64_t macs = 0;
+    for (const Command& c : schedule.commands) macs += c.macs + c.vector_macs;
+    std::cout << "MACs:         " << macs << '\n';
+  }
+  std::cout << "compiled for: " << config.name << " (" << config.slices.count << " slices)\n";
+  std::cout << "commands:     " << schedule.commands.size() << " in " << schedule.programs.size()
+            << " program(s)\n";
+  for (std::size_t e = 0; e < w.engines.size(); ++e) {
+    std::cout << "  " << w.engines[e].name << ": " << stats.engines[e].commands << '\n';
+  }
+  std::cout << "peak local memory (variable buffer size): " << stats.lram.peak_bytes << " of "
+            << config.lram_bytes << " bytes\n";
+  std::cout << "estimated cycles: " << stats.total_cycles << '\n';
   return kExitOk;
 }
 

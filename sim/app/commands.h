@@ -9,5 +9,7 @@ namespace npusim::app {
 
 int run_command(const std::vector<std::string>& args);       // npusim run
 int estimate_command(const std::vector<std::string>& args);  // npusim estimate
+int compile_command(const std::vector<std::string>& args);   // npusim compile
+int info_command(const std::vector<std::string>& args);      // npusim info
 
 }  // namespace npusim::app

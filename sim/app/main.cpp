@@ -16,8 +16,10 @@ const char* kUsage =
     "usage: npusim <command> [options]   (npusim <command> --help for its options)\n"
     "\n"
     "commands:\n"
-    "  run       estimate and simulate a schedule; write timelines, summary and stats\n"
+    "  run       compile if needed, estimate and simulate; write timelines, summary, stats\n"
     "  estimate  the compile-time estimate only\n"
+    "  compile   a graph JSON, SCALE-Sim topology or ONNX model into a schedule\n"
+    "  info      describe a model and its compiled schedule\n"
     "\n"
     "common options: --log-level trace|debug|info|warn|error|off (default warn), --quiet\n"
     "exit codes: 0 success, 1 a check failed, 2 bad input or usage,\n"
@@ -50,6 +52,8 @@ void configure_logging(const std::vector<std::string>& args) {
 int dispatch(const std::string& command, const std::vector<std::string>& args) {
   if (command == "run") return npusim::app::run_command(args);
   if (command == "estimate") return npusim::app::estimate_command(args);
+  if (command == "compile") return npusim::app::compile_command(args);
+  if (command == "info") return npusim::app::info_command(args);
   throw npusim::InputError("", "", "unknown command '" + command + "'\n" + kUsage);
 }
 

@@ -1,0 +1,486 @@
+#include "profiler/trace_model.h"
+
+#include <algorithm>
+#include <array>
+#include <functional>
+#include <limits>
+#include <queue>
+#include <stdexcept>
+#include <tuple>
+
+#include "profiler/stats.h"
+
+namespace npusim::profiler {
+namespace {
+
+__extension__ using U128 = unsigned __int128;
+
+bool is_dma(EngineKind kind) { return kind == EngineKind::kDmaIn || kind == EngineKind::kDmaOut; }
+
+// A topological rank of the commands (dependencies first; among ready commands, lowest index
+// first), so that zero-length commands at one timestamp can be ordered after their dependencies.
+// Commands on a dependency cycle (no timeline can contain them) get ranks in index order at the
+// end.
+std::vector<std::uint32_t> topological_rank(const Workload& w) {
+  const std::size_t n = w.commands.size();
+  std::vector<std::uint32_t> indegree(n, 0);
+  std::vector<std::vector<std::uint32_t>> dependants(n);
+  for (std::uint32_t c = 0; c < n; ++c) {
+    for (std::uint32_t d : w.commands[c].deps) {
+      if (d >= n) continue;
+      indegree[c] += 1;
+      dependants[d].push_back(c);
+    }
+  }
+  std::priority_queue<std::uint32_t, std::vector<std::uint32_t>, std::greater<>> ready;
+  for (std::uint32_t c = 0; c < n; ++c) {
+    if (indegree[c] == 0) ready.push(c);
+  }
+  constexpr std::uint32_t kUnranked = std::numeric_limits<std::uint32_t>::max();
+  std::vector<std::uint32_t> rank(n, kUnranked);
+  std::uint32_t next = 0;
+  while (!ready.empty()) {
+    const std::uint32_t c = ready.top();
+    ready.pop();
+    rank[c] = next++;
+    for (std::uint32_t s : dependants[c]) {
+      if (--indegree[s] == 0) ready.push(s);
+    }
+  }
+  for (std::uint32_t c = 0; c < n; ++c) {
+    if (rank[c] == kUnranked) rank[c] = next++;
+  }
+  return rank;
+}
+
+// Window counters: a sample at the start of each window whose value differs from the previous
+// window's (a counter is a step function: repeating a value adds nothing), then 0 at the end of
+// the run.
+std::vector<TraceCounterSample> window_samples(const std::vector<double>& values, Cycles window,
+                                               Cycles total, std::uint64_t khz) {
+  std::vector<TraceCounterSample> samples;
+  for (std::size_t k = 0; k < values.size(); ++k) {
+    if (k > 0 && values[k] == values[k - 1]) continue;
+    samples.push_back({trace_ns(window * k, khz), values[k]});
+  }
+  if (!values.empty()) samples.push_back({trace_ns(total, khz), 0.0});
+  return samples;
+}
+
+// Cycle length of window k (the last one may be shorter).
+Cycles window_length(std::size_t k, Cycles window, Cycles total) {
+  const Cycles from = window * k;
+  return std::min(total, from + window) - from;
+}
+
+// Two samples at one nanosecond (possible above 1 GHz): the later one wins, so that timestamps
+// strictly increase.
+void coalesce(std::vector<TraceCounterSample>& samples) {
+  std::vector<TraceCounterSample> out;
+  out.reserve(samples.size());
+  for (const TraceCounterSample& s : samples) {
+    if (!out.empty() && out.back().ts_ns == s.ts_ns) {
+      out.back().value = s.value;
+    } else {
+      out.push_back(s);
+    }
+  }
+  samples = std::move(out);
+}
+
+std::vector<double> dram_gbps(const Workload& w, const Timeline& t, Cycles window, Cycles total) {
+  const std::size_t windows = static_cast<std::size_t>((total + window - 1) / window);
+  std::vector<double> bytes(windows, 0.0);
+  if (windows == 0) return bytes;
+  for (std::size_t i = 0; i < w.commands.size(); ++i) {
+    const CommandInfo& c = w.commands[i];
+    if (!is_dma(w.engines[c.engine].kind)) continue;
+    const std::uint64_t b = c.dram_read_bytes + c.dram_write_bytes;
+    if (b == 0) continue;
+    const Cycles s = t.commands[i].start;
+    const Cycles e = t.commands[i].end;
+    if (e <= s) {  // no duration: all of it in the window where it happens
+      bytes[std::min<std::size_t>(static_cast<std::size_t>(s / window), windows - 1)] +=
+          static_cast<double>(b);
+      continue;
+    }
+    const auto first = static_cast<std::size_t>(s / window);
+    const auto last =
+        std::min<std::size_t>(static_cast<std::size_t>((e - 1) / window), windows - 1);
+    for (std::size_t k = first; k <= last; ++k) {
+      const Cycles from = std::max<Cycles>(s, window * k);
+      const Cycles to = std::min<Cycles>(e, window * (k + 1));
+      if (to <= from) continue;
+      bytes[k] +=
+          static_cast<double>(b) * static_cast<double>(to - from) / static_cast<double>(e - s);
+    }
+  }
+  // GB/s = bytes / (len / (khz * 10^3) s) / 10^9 = bytes * khz / (len * 10^6).
+  const auto khz = static_cast<double>(w.device.clock_khz == 0 ? 1000000 : w.device.clock_khz);
+  for (std::size_t k = 0; k < windows; ++k) {
+    bytes[k] = bytes[k] * khz / (static_cast<double>(window_length(k, window, total)) * 1e6);
+  }
+  return bytes;
+}
+
+// Busy % per window of one engine: the union of its units' intervals, as in EngineStats.
+std::vector<double> utilisation(std::vector<std::pair<Cycles, Cycles>> intervals, Cycles window,
+                                Cycles total) {
+  const std::size_t windows = static_cast<std::size_t>((total + window - 1) / window);
+  std::vector<Cycles> busy(windows, 0);
+  std::sort(intervals.begin(), intervals.end());
+  Cycles covered = 0;
+  for (const auto& [start, end] : intervals) {
+    const Cycles s = std::max(start, covered);
+    if (end <= s) continue;
+    covered = end;
+    for (auto k = static_cast<std::size_t>(s / window); k < windows && window * k < end; ++k) {
+      const Cycles from = std::max<Cycles>(s, window * k);
+      const Cycles to = std::min<Cycles>(end, window * (k + 1));
+      if (to > from) busy[k] += to - from;
+    }
+  }
+  std::vector<double> pct(windows);
+  for (std::size_t k = 0; k < windows; ++k) {
+    pct[k] =
+        100.0 * static_cast<double>(busy[k]) / static_cast<double>(window_length(k, window, total));
+  }
+  return pct;
+}
+
+// Local memory in use, exactly: at each cycle where it changes, the value after that cycle's
+// frees and then its allocations (frees first, as in LramStats).
+std::vector<TraceCounterSample> lram_samples(const Workload& w, const Timeline& t) {
+  struct Change {
+    Cycles at;
+    bool is_alloc;  // frees first at one cycle
+    std::uint32_t command;
+  };
+  std::vector<Change> changes;
+  for (std::uint32_t i = 0; i < w.commands.size(); ++i) {
+    const CommandInfo& c = w.commands[i];
+    if (c.lram_alloc_bytes > 0) changes.push_back({t.commands[i].start, true, i});
+    if (c.lram_free_bytes > 0) changes.push_back({t.commands[i].end, false, i});
+  }
+  std::sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) {
+    return std::tie(a.at, a.is_alloc, a.command) < std::tie(b.at, b.is_alloc, b.command);
+  });
+  const std::uint64_t khz = w.device.clock_khz;
+  std::vector<TraceCounterSample> samples;
+  if (changes.empty() || changes.front().at > 0) samples.push_back({0, 0.0});
+  std::uint64_t in_use = 0;
+  for (std::size_t i = 0; i < changes.size(); ++i) {
+    const Change& ch = changes[i];
+    const CommandInfo& c = w.commands[ch.command];
+    if (ch.is_alloc) {
+      in_use += c.lram_alloc_bytes;
+    } else {
+      in_use -= std::min(in_use, c.lram_free_bytes);
+    }
+    if (i + 1 < changes.size() && changes[i + 1].at == ch.at) continue;  // same cycle
+    const auto value = static_cast<double>(in_use);
+    if (!samples.empty() && samples.back().value == value) continue;  // no change
+    samples.push_back({trace_ns(ch.at, khz), value});
+  }
+  return samples;
+}
+
+}  // namespace
+
+std::uint64_t trace_ns(Cycles cycles, std::uint64_t clock_khz) {
+  if (clock_khz == 0) return cycles;
+  const U128 ns = U128{cycles} * 1000000u / clock_khz;
+  constexpr U128 kMax = std::numeric_limits<std::uint64_t>::max();
+  return static_cast<std::uint64_t>(ns > kMax ? kMax : ns);
+}
+
+std::string trace_us_text(std::uint64_t ns) {
+  std::string frac = std::to_string(ns % 1000);
+  return std::to_string(ns / 1000) + "." + std::string(3 - frac.size(), '0') + frac;
+}
+
+std::string TraceModel::slice_name(const TraceSlice& slice) const {
+  const CommandInfo& c = workload->commands[slice.command];
+  return std::to_string(slice.command) + "_" + (c.layer.empty() ? c.op_type : c.layer) + "_" + c.id;
+}
+
+const std::string& TraceModel::slice_category(const TraceSlice& slice) const {
+  return workload->engines[workload->commands[slice.command].engine].name;
+}
+
+std::vector<TraceArg> TraceModel::slice_args(const TraceSlice& slice) const {
+  const Workload& w = *workload;
+  const CommandInfo& c = w.commands[slice.command];
+  const CommandTiming& t = processes[slice.process].timeline->commands[slice.command];
+  const Cycles cycles = t.end - t.start;
+  std::vector<TraceArg> args;
+  auto uint_arg = [&](const char* name, std::uint64_t v) {
+    TraceArg a;
+    a.name = name;
+    a.kind = TraceArg::Kind::kUint;
+    a.uint_value = v;
+    args.push_back(std::move(a));
+  };
+  auto string_arg = [&](const char* name, const std::string& v) {
+    TraceArg a;
+    a.name = name;
+    a.kind = TraceArg::Kind::kString;
+    a.string_value = v;
+    args.push_back(std::move(a));
+  };
+  string_arg("id", c.id);
+  if (!options.detailed_args) {
+    uint_arg("cycles", cycles);
+    return args;
+  }
+  string_arg("op", c.op_type);
+  uint_arg("cycles", cycles);
+  uint_arg("start_cycle", t.start);
+  uint_arg("end_cycle", t.end);
+  uint_arg("unit", t.unit);
+  const std::uint64_t bytes = c.dram_read_bytes + c.dram_write_bytes;
+  uint_arg("bytes", bytes);
+  uint_arg("macs", c.macs);
+  const EngineKind kind = w.engines[c.engine].kind;
+  double util = -1;
+  if (cycles > 0 && kind == EngineKind::kArray) {
+    const double peak = static_cast<double>(w.device.array_rows) *
+                        static_cast<double>(w.device.array_cols) * static_cast<double>(cycles);
+    if (peak > 0) util = 100.0 * static_cast<double>(c.macs) / peak;
+  } else if (cycles > 0 && is_dma(kind) && w.device.dram_bandwidth_mbps > 0 &&
+             w.device.clock_khz > 0) {
+    // DRAM moves mbps * 1000 / khz bytes per cycle.
+    const double peak = static_cast<double>(w.device.dram_bandwidth_mbps) * 1000.0 /
+                        static_cast<double>(w.device.clock_khz) * static_cast<double>(cycles);
+    util = 100.0 * static_cast<double>(bytes) / peak;
+  }
+  if (util >= 0) {
+    TraceArg a;
+    a.name = "utilisation_pct";
+    a.kind = TraceArg::Kind::kDouble;
+    a.double_value = util;
+    args.push_back(std::move(a));
+  }
+  string_arg("layer", c.layer);
+  string_arg("location", c.location);
+  uint_arg("program", c.program);
+  string_arg("program_name",
+             c.program < w.programs.size() ? w.programs[c.program].name : std::string());
+  uint_arg("stall_deps_cycles", slice.stall_deps);
+  uint_arg("stall_dram_cycles", slice.stall_dram);
+  return args;
+}
+
+std::vector<std::uint64_t> TraceModel::flows_out(std::uint32_t slice) const {
+  std::vector<std::uint64_t> ids;
+  if (slice + 1 >= out_offsets.size()) return ids;
+  for (std::uint32_t i = out_offsets[slice]; i < out_offsets[slice + 1]; ++i) {
+    ids.push_back(flows[out_flows[i]].id);
+  }
+  return ids;
+}
+
+std::vector<std::uint64_t> TraceModel::flows_in(std::uint32_t slice) const {
+  std::vector<std::uint64_t> ids;
+  if (slice + 1 >= in_offsets.size()) return ids;
+  for (std::uint32_t i = in_offsets[slice]; i < in_offsets[slice + 1]; ++i) {
+    ids.push_back(flows[in_flows[i]].id);
+  }
+  return ids;
+}
+
+TraceModel build_trace_model(const Workload& workload, const std::vector<TraceRun>& runs,
+                             const TraceOptions& options) {
+  const Workload& w = workload;
+  const auto n = static_cast<std::uint32_t>(w.commands.size());
+  const std::uint64_t khz = w.device.clock_khz;
+  TraceModel m;
+  m.workload = &workload;
+  m.options = options;
+  const std::vector<std::uint32_t> rank = topological_rank(w);
+
+  // Tids: unique in the file, above every pid, increasing in track order.
+  std::int32_t next_tid = static_cast<std::int32_t>(runs.size()) + 1;
+  std::uint64_t next_uuid = 1;
+  m.slices.resize(std::size_t{n} * runs.size());
+
+  for (std::uint32_t p = 0; p < runs.size(); ++p) {
+    if (runs[p].timeline == nullptr) {
+      throw std::invalid_argument("trace: run '" + runs[p].name + "' has no timeline");
+    }
+    const Timeline& t = *runs[p].timeline;
+    if (t.commands.size() != n) {
+      throw std::invalid_argument("trace: timeline of run '" + runs[p].name + "' has " +
+                                  std::to_string(t.commands.size()) + " commands, the workload " +
+                                  std::to_string(n));
+    }
+    TraceProcess proc;
+    proc.pid = static_cast<std::int32_t>(p) + 1;
+    proc.name = runs[p].name;
+    proc.uuid = next_uuid++;
+    proc.timeline = &t;
+    proc.total_cycles = t.total_cycles();
+    proc.window_cycles =
+        std::max<Cycles>(1, (proc.total_cycles + kTraceCounterWindows - 1) / kTraceCounterWindows);
+    m.processes.push_back(proc);
+
+    // Commands of each (engine, unit) in track order: start, end, dependency rank.
+    std::vector<std::uint32_t> order(n);
+    for (std::uint32_t i = 0; i < n; ++i) order[i] = i;
+    auto key = [&](std::uint32_t i) {
+      const CommandTiming& ct = t.commands[i];
+      return std::make_tuple(w.commands[i].engine, ct.unit, ct.start, ct.end, rank[i]);
+    };
+    std::sort(order.begin(), order.end(),
+              [&](std::uint32_t a, std::uint32_t b) { return key(a) < key(b); });
+
+    // Lanes: the first whose last command has ended by this one's start.
+    struct Lane {
+      std::uint32_t engine, unit, lane;
+      Cycles last_end;
+      std::vector<std::uint32_t> commands;
+    };
+    std::vector<Lane> lanes;  // in (engine, unit, lane) order
+    std::size_t group_begin = 0;
+    for (std::uint32_t i : order) {
+      const std::uint32_t engine = w.commands[i].engine;
+      const std::uint32_t unit = t.commands[i].unit;
+      if (lanes.empty() || lanes[group_begin].engine != engine || lanes[group_begin].unit != unit) {
+        group_begin = lanes.size();
+        lanes.push_back({engine, unit, 0, 0, {}});
+      }
+      std::size_t l = group_begin;
+      while (l < lanes.size() && lanes[l].last_end > t.commands[i].start) ++l;
+      if (l == lanes.size()) {
+        lanes.push_back({engine, unit, static_cast<std::uint32_t>(l - group_begin), 0, {}});
+      }
+      lanes[l].last_end = t.commands[i].end;
+      lanes[l].commands.push_back(i);
+    }
+    std::int32_t sort_index = 0;
+    for (const Lane& lane : lanes) {
+      TraceTrack track;
+      track.process = p;
+      track.engine = lane.engine;
+      track.unit = lane.unit;
+      track.lane = lane.lane;
+      const EngineInfo& e = w.engines[lane.engine];
+      track.name = e.name;
+      if (e.channels > 1) track.name += " ch" + std::to_string(lane.unit);
+      if (lane.lane > 0) track.name += " lane " + std::to_string(lane.lane);
+      track.tid = next_tid++;
+      track.sort_index = sort_index++;
+      track.uuid = next_uuid++;
+      const auto track_index = static_cast<std::uint32_t>(m.tracks.size());
+      m.tracks.push_back(std::move(track));
+      for (std::uint32_t i : lane.commands) {
+        TraceSlice& s = m.slices[std::size_t{p} * n + i];
+        s.process = p;
+        s.command = i;
+        s.track = track_index;
+        s.begin_ns = trace_ns(t.commands[i].start, khz);
+        s.end_ns = trace_ns(t.commands[i].end, khz);
+      }
+    }
+    const std::vector<CommandStalls> stalls = command_stalls(w, t);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      m.slices[std::size_t{p} * n + i].stall_deps = stalls[i].deps;
+      m.slices[std::size_t{p} * n + i].stall_dram = stalls[i].dram;
+    }
+
+    if (options.counters) {
+      const Cycles total = proc.total_cycles;
+      const Cycles window = proc.window_cycles;
+      auto add_counter = [&](const std::string& group, TraceCounter::Unit unit,
+                             std::vector<TraceCounterSample> samples) {
+        TraceCounter c;
+        c.process = p;
+        c.group = group;
+        c.series = unit == TraceCounter::Unit::kGbps    ? "GB/s"
+                   : unit == TraceCounter::Unit::kBytes ? "bytes"
+                                                        : "%";
+        c.name = c.group + " " + c.series;
+        c.unit = unit;
+        c.sort_index = sort_index++;
+        c.uuid = next_uuid++;
+        coalesce(samples);
+        c.samples = std::move(samples);
+        m.counters.push_back(std::move(c));
+      };
+      add_counter("DRAM", TraceCounter::Unit::kGbps,
+                  window_samples(dram_gbps(w, t, window, total), window, total, khz));
+      add_counter("LRAM", TraceCounter::Unit::kBytes, lram_samples(w, t));
+      std::vector<std::vector<std::pair<Cycles, Cycles>>> per_engine(w.engines.size());
+      for (std::uint32_t i = 0; i < n; ++i) {
+        per_engine[w.commands[i].engine].emplace_back(t.commands[i].start, t.commands[i].end);
+      }
+      for (std::size_t e = 0; e < w.engines.size(); ++e) {
+        if (per_engine[e].empty()) continue;  // like tracks: only engines that ran something
+        add_counter(w.engines[e].name + " utilisation", TraceCounter::Unit::kPercent,
+                    window_samples(utilisation(std::move(per_engine[e]), window, total), window,
+                                   total, khz));
+      }
+    }
+  }
+
+  // Flows: one per dependency edge, per run; ids in (run, dependant, dependency order) order.
+  if (options.flows) {
+    std::uint64_t next_flow = 1;
+    for (std::uint32_t p = 0; p < runs.size(); ++p) {
+      for (std::uint32_t c = 0; c < n; ++c) {
+        const std::vector<std::uint32_t>& deps = w.commands[c].deps;
+        for (std::size_t k = 0; k < deps.size(); ++k) {
+          const std::uint32_t d = deps[k];
+          if (d >= n || d == c) continue;
+          if (std::find(deps.begin(), deps.begin() + static_cast<std::ptrdiff_t>(k), d) !=
+              deps.begin() + static_cast<std::ptrdiff_t>(k)) {
+            continue;  // a repeated edge draws one arrow
+          }
+          m.flows.push_back({next_flow++, static_cast<std::uint32_t>(std::size_t{p} * n + d),
+                             static_cast<std::uint32_t>(std::size_t{p} * n + c)});
+        }
+      }
+    }
+  }
+  const std::size_t slice_count = m.slices.size();
+  auto build_csr = [&](bool by_source, std::vector<std::uint32_t>& offsets,
+                       std::vector<std::uint32_t>& items) {
+    offsets.assign(slice_count + 1, 0);
+    for (const TraceFlow& f : m.flows) offsets[(by_source ? f.from : f.to) + 1] += 1;
+    for (std::size_t s = 0; s < slice_count; ++s) offsets[s + 1] += offsets[s];
+    items.assign(m.flows.size(), 0);
+    std::vector<std::uint32_t> fill(offsets.begin(), offsets.end() - 1);
+    for (std::uint32_t f = 0; f < m.flows.size(); ++f) {
+      items[fill[by_source ? m.flows[f].from : m.flows[f].to]++] = f;
+    }
+  };
+  build_csr(true, m.out_offsets, m.out_flows);
+  build_csr(false, m.in_offsets, m.in_flows);
+
+  // Events in one total order (see TraceModel::events).
+  m.events.reserve(slice_count * 2);
+  for (std::uint32_t s = 0; s < slice_count; ++s) {
+    m.events.push_back({TraceEvent::Kind::kBegin, s, 0, m.slices[s].begin_ns});
+    m.events.push_back({TraceEvent::Kind::kEnd, s, 0, m.slices[s].end_ns});
+  }
+  for (std::uint32_t c = 0; c < m.counters.size(); ++c) {
+    for (std::uint32_t k = 0; k < m.counters[c].samples.size(); ++k) {
+      m.events.push_back({TraceEvent::Kind::kCounter, c, k, m.counters[c].samples[k].ts_ns});
+    }
+  }
+  auto event_key = [&](const TraceEvent& e) -> std::array<std::uint64_t, 7> {
+    if (e.kind == TraceEvent::Kind::kCounter) return {e.ts_ns, 3, e.index, e.sample, 0, 0, 0};
+    const TraceSlice& s = m.slices[e.index];
+    const bool is_end = e.kind == TraceEvent::Kind::kEnd;
+    if (s.begin_ns == s.end_ns) {  // zero-length: begin and end together, in dependency order
+      const CommandTiming& ct = m.processes[s.process].timeline->commands[s.command];
+      return {e.ts_ns, 1, ct.start, ct.end, rank[s.command], s.process, is_end ? 1u : 0u};
+    }
+    return {e.ts_ns, is_end ? 0u : 2u, s.track, e.index, 0, 0, 0};
+  };
+  std::sort(m.events.begin(), m.events.end(),
+            [&](const TraceEvent& a, const TraceEvent& b) { return event_key(a) < event_key(b); });
+  return m;
+}
+
+}  // namespace npusim::profiler

@@ -1,0 +1,37 @@
+// What `--model` may name, and how each kind becomes a schedule: a compiled schedule (JSON with
+// "format": "npusim-schedule") is used as it is; a graph JSON ("npusim-graph"), a SCALE-Sim
+// topology (.csv) or an ONNX model (.onnx) is compiled for the config.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/graph.h"
+#include "sim/hw_config.h"
+#include "sim/schedule.h"
+
+namespace npusim::app {
+
+enum class ModelKind { kSchedule, kGraphJson, kTopology, kOnnx };
+const char* model_kind_name(ModelKind kind);
+
+struct ModelOptions {
+  std::map<std::string, std::vector<std::uint64_t>> input_shapes;  // ONNX inputs
+  bool host_fallback = false;
+};
+
+// Parses "name=1x3x224x224"; throws InputError naming the option on a malformed value.
+void add_input_shape(ModelOptions& options, const std::string& text);
+
+// By extension (.onnx, .csv) or, for .json, by its "format" field.
+ModelKind detect_model_kind(const std::string& path);
+
+// The model as a graph; nullopt for a schedule, which has none.
+std::optional<Graph> load_graph(const std::string& path, ModelKind kind, const ModelOptions& options);
+
+// The model as a schedule for `config`: loaded, or compiled from its graph.
+Schedule load_or_compile(const std::string& path, const HwConfig& config, const ModelOptions& options);
+
+}  // namespace npusim::app

@@ -1,0 +1,24 @@
+// The compiler: a Graph and a HwConfig in, an op schedule out (docs/compiler.md).
+//
+// Per layer group (an array op with the batch-norm and activation that follow it fused in, or one
+// vector op) it picks a tiling whose working set fits local memory with double buffering, spreads
+// the tiles round-robin over the slices, and emits per tile DMA_IN of its inputs, one slice op and
+// DMA_OUT of its result; weights are loaded in chunks shared by all slices. Memory stays within
+// the capacity by construction: weight chunks take at most a quarter of it each with two live,
+// and each slice keeps at most two tiles' inputs and outputs of at most capacity / (4 * slices).
+// Every command depends only on commands emitted before it, so the in-order queues never
+// deadlock.
+#pragma once
+
+#include "sim/graph.h"
+#include "sim/hw_config.h"
+#include "sim/schedule.h"
+
+namespace npusim {
+
+// Compiles and then checks and costs the schedule exactly as load_schedule does a file
+// (finalize_schedule). Throws InputError naming the layer when a layer cannot be compiled for
+// this config. `npusim compile` writes the result with write_schedule_json.
+Schedule compile_schedule(const Graph& graph, const HwConfig& config);
+
+}  // namespace npusim
