@@ -59,8 +59,7 @@ class Compiler {
         tile_budget_(config.lram_bytes / (4 * std::uint64_t{config.slices.count})),
         writers_(graph.tensors.size()),
         image_(graph.tensors.size(), false),
-        in_ring_(config.slices.count),
-        out_ring_(config.slices.count) {
+        stores_(config.slices.count) {
     for (std::uint32_t l = 0; l < g_.layers.size(); ++l) {
       for (std::uint32_t t : g_.layers[l].inputs) consumers_[t].push_back(l);
     }
@@ -194,22 +193,24 @@ class Compiler {
                     const std::string& op, Shape shape, CommandIndex weights,
                     std::uint64_t out_bytes, std::uint64_t out_lo, std::uint64_t out_hi,
                     const std::vector<CommandIndex>* other_readers) {
-    // Inputs: into one of the slice's two input buffers, free once the tile two back is done.
+    // A slice holds two tiles at most: this one's loads wait for the store of the tile two back,
+    // which comes after its compute freed that tile's inputs and itself frees its output.
+    const std::vector<CommandIndex>& ring = stores_[slice];
+    const CommandIndex two_back = ring.size() >= 2 ? ring[ring.size() - 2] : kNone;
     std::vector<CommandIndex> compute_deps;
     std::vector<std::string> in_buffers;
     for (const Piece& p : pieces) {
       if (p.bytes == 0) continue;
       std::vector<CommandIndex> deps;
       reader_deps(p.tensor, p.lo, p.hi, deps);
-      if (in_ring_[slice].size() >= 2) deps.push_back(in_ring_[slice][in_ring_[slice].size() - 2]);
+      if (two_back != kNone) deps.push_back(two_back);
       Command c = dma(EngineType::kDmaIn, p.bytes);
       in_buffers.push_back(buffer_name());
       c.alloc.push_back({in_buffers.back(), c.bytes});
       compute_deps.push_back(emit(std::move(c), "DI", di_, group, std::move(deps)));
     }
-    // Compute: also waits for the store that emptied its output buffer.
     if (weights != kNone) compute_deps.push_back(weights);
-    if (out_ring_[slice].size() >= 2) compute_deps.push_back(out_ring_[slice][out_ring_[slice].size() - 2]);
+    if (two_back != kNone) compute_deps.push_back(two_back);
     Command s;
     s.engine = EngineType::kSlice;
     s.slice = slice;
@@ -231,8 +232,7 @@ class Compiler {
     const CommandIndex store = emit(std::move(o), "DO", do_, group, std::move(store_deps));
     if (frees_weights) weight_frees_.push_back(store);
     writers_[group.output].push_back({out_lo, out_hi, store});
-    in_ring_[slice].push_back(compute);
-    out_ring_[slice].push_back(store);
+    stores_[slice].push_back(store);
     return compute;
   }
 
@@ -303,23 +303,31 @@ class Compiler {
     if (weight_per_unit > 0) chunk_units = std::min(units, weight_budget_ / weight_per_unit);
     if (chunk_units == 0) cannot_fit(group, weight_per_unit, "one chunk of its weights");
 
+    const std::uint64_t span_w = (kw - 1) * static_cast<std::uint64_t>(dil[1]) + 1;
     auto in_rows = [&](std::uint64_t rows) { return std::min(h, (rows - 1) * sh + span_h); };
-    auto tile_bytes = [&](std::uint64_t rows, std::uint64_t cu) {
+    auto in_cols = [&](std::uint64_t cols) { return std::min(w, (cols - 1) * sw + span_w); };
+    auto tile_bytes = [&](std::uint64_t rows, std::uint64_t cols, std::uint64_t cu) {
       const std::uint64_t in_c = input_whole_channels ? c : cu * in_per_unit;
-      return in_rows(rows) * w * in_c * ex + rows * ow * cu * out_per_unit * ey;
+      return in_rows(rows) * in_cols(cols) * in_c * ex + rows * cols * cu * out_per_unit * ey;
     };
+    // Shrink rows first, then columns, then channel chunks (each costs more re-reads).
     std::uint64_t rows = oh;
-    while (tile_bytes(rows, chunk_units) > tile_budget_) {
+    std::uint64_t cols = ow;
+    while (tile_bytes(rows, cols, chunk_units) > tile_budget_) {
       if (rows > 1) {
         rows = ceil_div(rows, 2);
+      } else if (cols > 1) {
+        cols = ceil_div(cols, 2);
       } else if (chunk_units > 1) {
         chunk_units = ceil_div(chunk_units, 2);
       } else {
-        cannot_fit(group, tile_bytes(1, 1), "one output row of one channel");
+        cannot_fit(group, tile_bytes(1, 1, 1), "one output pixel of one channel");
       }
     }
     // Enough tiles to keep every slice busy.
-    while (rows > 1 && n * ceil_div(oh, rows) * ceil_div(units, chunk_units) < slices_) rows = ceil_div(rows, 2);
+    while (rows > 1 && n * ceil_div(oh, rows) * ceil_div(ow, cols) * ceil_div(units, chunk_units) < slices_) {
+      rows = ceil_div(rows, 2);
+    }
     const std::uint64_t chunks = ceil_div(units, chunk_units);
     chunk_units = ceil_div(units, chunks);  // balance the chunks
 
@@ -333,20 +341,26 @@ class Compiler {
       const std::uint64_t cu = std::min(units, u0 + chunk_units) - u0;
       const CommandIndex weights = weight_per_unit > 0 ? load_weights(cu * weight_per_unit, group) : kNone;
       std::vector<CommandIndex> computes;
-      const std::uint64_t tiles_per_image = ceil_div(oh, rows);
+      const std::uint64_t row_tiles = ceil_div(oh, rows);
+      const std::uint64_t col_tiles = ceil_div(ow, cols);
       for (std::uint64_t img = 0; img < n; ++img) {
-        for (std::uint64_t t = 0; t < tiles_per_image; ++t) {
-          const std::uint64_t r0 = t * rows, r1 = std::min(oh, r0 + rows);
+        for (std::uint64_t t = 0; t < row_tiles * col_tiles; ++t) {
+          const std::uint64_t r0 = (t / col_tiles) * rows, r1 = std::min(oh, r0 + rows);
+          const std::uint64_t c0 = (t % col_tiles) * cols, c1 = std::min(ow, c0 + cols);
           const std::uint64_t lo = r0 * sh > pt ? r0 * sh - pt : 0;
           const std::uint64_t hi = std::min(h, (r1 - 1) * sh + span_h > pt ? (r1 - 1) * sh + span_h - pt : 0);
           const std::uint64_t in_c = input_whole_channels ? c : cu * in_per_unit;
+          const std::uint64_t pl = static_cast<std::uint64_t>(pads[1]);
+          const std::uint64_t wl = c0 * sw > pl ? c0 * sw - pl : 0;
+          const std::uint64_t wh = std::min(w, (c1 - 1) * sw + span_w > pl ? (c1 - 1) * sw + span_w - pl : 0);
+          // Ranges cover whole rows: a column tile's bytes lie within them.
           Piece piece{l.inputs[0], x_image ? (img * h + lo) * x_row_bytes : 0,
-                      x_image ? (img * h + hi) * x_row_bytes : x.bytes(), (hi - lo) * w * in_c * ex};
+                      x_image ? (img * h + hi) * x_row_bytes : x.bytes(), (hi - lo) * (wh - wl) * in_c * ex};
           ConvShape shape;
           const std::uint64_t out_c = cu * out_per_unit;
           // The rows read, padding folded in, so the output is exactly the tile's rows.
           shape.in_h = (r1 - r0 - 1) * sh + kh;
-          shape.in_w = (ow - 1) * sw + kw;
+          shape.in_w = (c1 - c0 - 1) * sw + kw;
           shape.in_c = conv ? in_c : out_c;
           shape.out_c = out_c;
           shape.kernel_h = kh;
@@ -354,9 +368,9 @@ class Compiler {
           shape.stride_h = sh;
           shape.stride_w = sw;
           if (conv && !depthwise && group_count > 1) shape.groups = cu;
-          const bool last = img == n - 1 && t == tiles_per_image - 1;
+          const bool last = img == n - 1 && t == row_tiles * col_tiles - 1;
           computes.push_back(tile(next_slice(), group, {piece}, op, shape, weights,
-                                  (r1 - r0) * ow * out_c * ey, (img * oh + r0) * y_row_bytes,
+                                  (r1 - r0) * (c1 - c0) * out_c * ey, (img * oh + r0) * y_row_bytes,
                                   (img * oh + r1) * y_row_bytes, last ? &computes : nullptr));
         }
       }
@@ -633,8 +647,7 @@ class Compiler {
   // and results of convolutions and what keeps their layout. Other tensors are row-major with
   // rows of their last dimension. Byte ranges are only compared within one layout.
   std::vector<bool> image_;
-  std::vector<std::vector<CommandIndex>> in_ring_;   // per slice: computes, whose ends free inputs
-  std::vector<std::vector<CommandIndex>> out_ring_;  // per slice: stores, whose ends free outputs
+  std::vector<std::vector<CommandIndex>> stores_;   // per slice: its tiles' stores, in order
   std::vector<CommandIndex> weight_frees_;           // stores whose ends free weight chunks
   std::string weights_buffer_;  // the chunk most recently loaded
   Schedule sched_;

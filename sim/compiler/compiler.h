@@ -5,7 +5,8 @@
 // the tiles round-robin over the slices, and emits per tile DMA_IN of its inputs, one slice op and
 // DMA_OUT of its result; weights are loaded in chunks shared by all slices. Memory stays within
 // the capacity by construction: weight chunks take at most a quarter of it each with two live,
-// and each slice keeps at most two tiles' inputs and outputs of at most capacity / (4 * slices).
+// and each slice holds at most two tiles (inputs and output) of at most capacity / (4 * slices):
+// a tile's loads wait for the store of the tile two back on its slice.
 // Every command depends only on commands emitted before it, so the in-order queues never
 // deadlock.
 #pragma once

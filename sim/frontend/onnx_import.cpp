@@ -184,7 +184,7 @@ class Importer {
   }
 
   void note(const std::string& text) {
-    if (notes_ != nullptr) notes_->push_back(path_ + ": " + text);
+    if (notes_ != nullptr) notes_->push_back(text);  // the caller names the file
   }
 
   const Value& value(const std::string& name) const { return values_.at(name); }

@@ -26,7 +26,8 @@
 //   Conv, ConvInteger, QLinearConv -> Conv [x, w, bias?]; 2-d only; auto_pad resolved to pads;
 //       zero points and scales dropped; attr onnx_op names the integer forms
 //   Gemm -> MatMul [a, b, bias?]; transA/transB applied (a transposed constant, else a Transpose
-//       layer); alpha and beta ignored. MatMul, MatMulInteger, QLinearMatMul -> MatMul [a, b];
+//       layer); alpha and beta (attrs when not 1) do not change the cost. MatMul,
+//       MatMulInteger, QLinearMatMul -> MatMul [a, b];
 //       a 1-d operand gets a Reshape layer (or a reshaped constant) on each side
 //   BatchNormalization -> BatchNormalization [x, scale, bias, mean, var]
 //   Relu Sigmoid Tanh Erf Exp Sqrt HardSwish LeakyRelu HardSigmoid -> same op; Clip -> Clip [x]
@@ -83,8 +84,8 @@ struct OnnxImportOptions {
 // Imports the ONNX model at `path`. Throws InputError (naming the file, and the node as
 // `node '<name>' (<op type>)` where one is at fault) when the file is not an ONNX model, an op is
 // unsupported, a shape cannot be made static, or the model is inconsistent. `notes`, when given,
-// receives one line per assumption made (a dynamic dim given its default size), for the caller
-// to show as warnings.
+// receives one line per assumption made (a dynamic dim given its default size), without the file
+// name, for the caller to show as warnings.
 Graph import_onnx(const std::string& path, const OnnxImportOptions& options,
                   std::vector<std::string>* notes = nullptr);
 

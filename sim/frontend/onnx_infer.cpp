@@ -49,6 +49,14 @@ std::size_t elem_size(int type) {
   }
 }
 
+// A little-endian value of type T at p (ONNX raw_data is little-endian, as is the host).
+template <typename T>
+T load(const char* p) {
+  T x;
+  std::memcpy(&x, p, sizeof x);
+  return x;
+}
+
 float bits_to_float(std::uint32_t bits) {
   float f = 0;
   std::memcpy(&f, &bits, sizeof f);
@@ -1087,75 +1095,43 @@ Value value_from_tensor(const TP& t) {
     if (raw) {
       const char* p = bytes + k * esize;
       switch (type) {
-        case TP::FLOAT: {
-          float x;
-          std::memcpy(&x, p, 4);
-          f = x;
+        case TP::FLOAT:
+          f = load<float>(p);
           break;
-        }
-        case TP::DOUBLE: {
-          std::memcpy(&f, p, 8);
+        case TP::DOUBLE:
+          f = load<double>(p);
           break;
-        }
-        case TP::FLOAT16: {
-          std::uint16_t h;
-          std::memcpy(&h, p, 2);
-          f = half_to_float(h);
+        case TP::FLOAT16:
+          f = half_to_float(load<std::uint16_t>(p));
           break;
-        }
-        case TP::BFLOAT16: {
-          std::uint16_t h;
-          std::memcpy(&h, p, 2);
-          f = bits_to_float(static_cast<std::uint32_t>(h) << 16);
+        case TP::BFLOAT16:
+          f = bits_to_float(std::uint32_t{load<std::uint16_t>(p)} << 16);
           break;
-        }
-        case TP::INT8: {
-          std::int8_t x;
-          std::memcpy(&x, p, 1);
-          i = x;
+        case TP::INT8:
+          i = load<std::int8_t>(p);
           break;
-        }
         case TP::UINT8:
-        case TP::BOOL: {
-          std::uint8_t x;
-          std::memcpy(&x, p, 1);
-          i = x;
+        case TP::BOOL:
+          i = load<std::uint8_t>(p);
           break;
-        }
-        case TP::INT16: {
-          std::int16_t x;
-          std::memcpy(&x, p, 2);
-          i = x;
+        case TP::INT16:
+          i = load<std::int16_t>(p);
           break;
-        }
-        case TP::UINT16: {
-          std::uint16_t x;
-          std::memcpy(&x, p, 2);
-          i = x;
+        case TP::UINT16:
+          i = load<std::uint16_t>(p);
           break;
-        }
-        case TP::INT32: {
-          std::int32_t x;
-          std::memcpy(&x, p, 4);
-          i = x;
+        case TP::INT32:
+          i = load<std::int32_t>(p);
           break;
-        }
-        case TP::UINT32: {
-          std::uint32_t x;
-          std::memcpy(&x, p, 4);
-          i = x;
+        case TP::UINT32:
+          i = load<std::uint32_t>(p);
           break;
-        }
-        case TP::INT64: {
-          std::memcpy(&i, p, 8);
+        case TP::INT64:
+          i = load<std::int64_t>(p);
           break;
-        }
-        case TP::UINT64: {
-          std::uint64_t x;
-          std::memcpy(&x, p, 8);
-          i = static_cast<std::int64_t>(x);
+        case TP::UINT64:
+          i = static_cast<std::int64_t>(load<std::uint64_t>(p));
           break;
-        }
         default:
           break;
       }
