@@ -297,18 +297,38 @@ class Compiler {
       in_per_unit = c;  // every output channel reads every input channel
       weight_per_unit = ceil_div(weight_per_unit, k);
     }
+    // A grouped conv whose single group's weights exceed a chunk is chunked by output channel
+    // within its group: chunk sizes divide the group's channels so that no chunk straddles two.
+    const std::uint64_t out_per_group = k / static_cast<std::uint64_t>(group_count);
+    const bool within_group = !vector && group_count > 1 && weight_per_unit > weight_budget_;
+    if (within_group) {
+      weight_per_unit = ceil_div(weight_per_unit, out_per_group);
+      units = k;
+      out_per_unit = 1;
+      in_per_unit = c / static_cast<std::uint64_t>(group_count);
+    }
+    // The largest size not above `limit` that a chunk may have.
+    auto allowed_chunk = [&](std::uint64_t limit) {
+      if (!within_group) return std::min(units, limit);
+      for (std::uint64_t d = std::min(out_per_group, limit); d > 0; --d) {
+        if (out_per_group % d == 0) return d;
+      }
+      return std::uint64_t{0};
+    };
     const bool input_whole_channels = !vector && static_cast<std::uint64_t>(group_count) == 1;
+    auto chunk_in_c = [&](std::uint64_t cu) {
+      return input_whole_channels ? c : within_group ? in_per_unit : cu * in_per_unit;
+    };
 
     std::uint64_t chunk_units = units;
-    if (weight_per_unit > 0) chunk_units = std::min(units, weight_budget_ / weight_per_unit);
-    if (chunk_units == 0) cannot_fit(group, weight_per_unit, "one chunk of its weights");
+    if (weight_per_unit > 0) chunk_units = allowed_chunk(weight_budget_ / weight_per_unit);
+    if (chunk_units == 0) cannot_fit(group, weight_per_unit, "one output channel of its weights");
 
     const std::uint64_t span_w = (kw - 1) * static_cast<std::uint64_t>(dil[1]) + 1;
     auto in_rows = [&](std::uint64_t rows) { return std::min(h, (rows - 1) * sh + span_h); };
     auto in_cols = [&](std::uint64_t cols) { return std::min(w, (cols - 1) * sw + span_w); };
     auto tile_bytes = [&](std::uint64_t rows, std::uint64_t cols, std::uint64_t cu) {
-      const std::uint64_t in_c = input_whole_channels ? c : cu * in_per_unit;
-      return in_rows(rows) * in_cols(cols) * in_c * ex + rows * cols * cu * out_per_unit * ey;
+      return in_rows(rows) * in_cols(cols) * chunk_in_c(cu) * ex + rows * cols * cu * out_per_unit * ey;
     };
     // Shrink rows first, then columns, then channel chunks (each costs more re-reads).
     std::uint64_t rows = oh;
@@ -319,7 +339,7 @@ class Compiler {
       } else if (cols > 1) {
         cols = ceil_div(cols, 2);
       } else if (chunk_units > 1) {
-        chunk_units = ceil_div(chunk_units, 2);
+        chunk_units = allowed_chunk(ceil_div(chunk_units, 2));
       } else {
         cannot_fit(group, tile_bytes(1, 1, 1), "one output pixel of one channel");
       }
@@ -329,7 +349,7 @@ class Compiler {
       rows = ceil_div(rows, 2);
     }
     const std::uint64_t chunks = ceil_div(units, chunk_units);
-    chunk_units = ceil_div(units, chunks);  // balance the chunks
+    if (!within_group) chunk_units = ceil_div(units, chunks);  // balance the chunks
 
     image_[group.output] = true;
     // A conv reads its input as an image; one that is not laid out as one is read whole.
@@ -349,7 +369,7 @@ class Compiler {
           const std::uint64_t c0 = (t % col_tiles) * cols, c1 = std::min(ow, c0 + cols);
           const std::uint64_t lo = r0 * sh > pt ? r0 * sh - pt : 0;
           const std::uint64_t hi = std::min(h, (r1 - 1) * sh + span_h > pt ? (r1 - 1) * sh + span_h - pt : 0);
-          const std::uint64_t in_c = input_whole_channels ? c : cu * in_per_unit;
+          const std::uint64_t in_c = chunk_in_c(cu);
           const std::uint64_t pl = static_cast<std::uint64_t>(pads[1]);
           const std::uint64_t wl = c0 * sw > pl ? c0 * sw - pl : 0;
           const std::uint64_t wh = std::min(w, (c1 - 1) * sw + span_w > pl ? (c1 - 1) * sw + span_w - pl : 0);
@@ -367,7 +387,7 @@ class Compiler {
           shape.kernel_w = kw;
           shape.stride_h = sh;
           shape.stride_w = sw;
-          if (conv && !depthwise && group_count > 1) shape.groups = cu;
+          if (conv && !depthwise && group_count > 1 && !within_group) shape.groups = cu;
           const bool last = img == n - 1 && t == row_tiles * col_tiles - 1;
           computes.push_back(tile(next_slice(), group, {piece}, op, shape, weights,
                                   (r1 - r0) * (c1 - c0) * out_c * ey, (img * oh + r0) * y_row_bytes,
@@ -397,8 +417,10 @@ class Compiler {
     for (std::uint32_t t : group.extra_constants) extra += g_.tensors[t].bytes();
     const std::uint64_t per_col = kd * eb + ceil_div(extra, nd);
     std::uint64_t cols = std::min(nd, weight_budget_ / per_col);
-    if (cols == 0) cannot_fit(group, per_col, "one column of its right operand");
     auto tile_bytes = [&](std::uint64_t rows, std::uint64_t nc) { return rows * kd * ea + rows * nc * ey; };
+    if (cols == 0 || tile_bytes(1, 1) > tile_budget_) {
+      return compile_matmul_ksplit(group, passes, rows_total, shared_b, a_batch, b_batch, extra);
+    }
     std::uint64_t rows = rows_total;
     while (tile_bytes(rows, cols) > tile_budget_) {
       if (rows > 1) {
@@ -447,6 +469,98 @@ class Compiler {
     }
   }
 
+  // A MatMul whose reduction dimension is too long for one row or column to fit: each output
+  // tile accumulates in place over steps along k, each step loading its slices of both operands.
+  // A slice then holds the tile two back (at most T) and this tile's output (at most T/3) and
+  // two steps' inputs (at most T/3 each): 2T, as for other tiles.
+  void compile_matmul_ksplit(const Group& group, std::uint64_t passes, std::uint64_t rows_total,
+                             bool shared_b, std::uint64_t a_batch, std::uint64_t b_batch,
+                             std::uint64_t extra) {
+    const Layer& l = g_.layers[group.layers[0]];
+    const Tensor& a = g_.tensors[l.inputs[0]];
+    const Tensor& b = g_.tensors[l.inputs[1]];
+    const Tensor& y = g_.tensors[group.output];
+    const std::uint64_t m = a.shape[a.shape.size() - 2], kd = a.shape.back(), nd = b.shape.back();
+    const std::uint64_t ea = dtype_bytes(a.dtype), eb = dtype_bytes(b.dtype), ey = dtype_bytes(y.dtype);
+    const std::uint64_t third = tile_budget_ / 3;
+    std::uint64_t rows = rows_total, cols = nd, kc = kd;
+    while (rows * cols * ey > third) {
+      if (rows > 1) {
+        rows = ceil_div(rows, 2);
+      } else if (cols > 1) {
+        cols = ceil_div(cols, 2);
+      } else {
+        cannot_fit(group, 3 * ey, "one output element");
+      }
+    }
+    auto step_bytes = [&](std::uint64_t r, std::uint64_t nc, std::uint64_t k) { return r * k * ea + k * nc * eb; };
+    while (step_bytes(rows, cols, kc) > third) {
+      if (kc > 1) {
+        kc = ceil_div(kc, 2);
+      } else if (rows > 1) {
+        rows = ceil_div(rows, 2);
+      } else if (cols > 1) {
+        cols = ceil_div(cols, 2);
+      } else {
+        cannot_fit(group, 3 * step_bytes(1, 1, 1), "one step of one output element");
+      }
+    }
+    while (rows > 1 && passes * ceil_div(rows_total, rows) * ceil_div(nd, cols) < slices_) rows = ceil_div(rows, 2);
+    const std::uint64_t a_row_bytes = kd * ea, y_row_bytes = nd * ey, b_bytes = kd * nd * eb;
+    const bool a_rows = !image_[l.inputs[0]];
+    for (std::uint64_t p = 0; p < passes; ++p) {
+      const std::uint64_t a_base = shared_b || a_batch == 1 ? 0 : p * m;
+      const std::uint64_t b_base = shared_b || b_batch == 1 ? 0 : p;
+      const std::uint64_t y_base = shared_b ? 0 : p * m;
+      for (std::uint64_t r0 = 0; r0 < rows_total; r0 += rows) {
+        const std::uint64_t r1 = std::min(rows_total, r0 + rows);
+        for (std::uint64_t c0 = 0; c0 < nd; c0 += cols) {
+          const std::uint64_t nc = std::min(nd, c0 + cols) - c0;
+          const std::uint32_t slice = next_slice();
+          const std::vector<CommandIndex>& ring = stores_[slice];
+          const CommandIndex two_back = ring.size() >= 2 ? ring[ring.size() - 2] : kNone;
+          const std::string out_buffer = buffer_name();
+          std::vector<CommandIndex> steps;
+          for (std::uint64_t k0 = 0; k0 < kd; k0 += kc) {
+            const std::uint64_t kn = std::min(kd, k0 + kc) - k0;
+            // Loads wait for the step two back (whose compute freed them), or on the first two
+            // steps for the tile two back.
+            const CommandIndex wait = steps.size() >= 2 ? steps[steps.size() - 2] : two_back;
+            std::vector<CommandIndex> a_deps;
+            reader_deps(l.inputs[0], a_rows ? (a_base + r0) * a_row_bytes : 0,
+                        a_rows ? (a_base + r1) * a_row_bytes : a.bytes(), a_deps);
+            if (wait != kNone) a_deps.push_back(wait);
+            std::vector<CommandIndex> b_deps;
+            if (!b.constant) reader_deps(l.inputs[1], b_base * b_bytes, (b_base + 1) * b_bytes, b_deps);
+            if (wait != kNone) b_deps.push_back(wait);
+            Command load_a = dma(EngineType::kDmaIn, (r1 - r0) * kn * ea);
+            Command load_b = dma(EngineType::kDmaIn, kn * nc * eb + (k0 == 0 ? ceil_div(extra * nc, nd) : 0));
+            const std::string a_buf = buffer_name(), b_buf = buffer_name();
+            load_a.alloc.push_back({a_buf, load_a.bytes});
+            load_b.alloc.push_back({b_buf, load_b.bytes});
+            std::vector<CommandIndex> deps = {emit(std::move(load_a), "DI", di_, group, std::move(a_deps)),
+                                              emit(std::move(load_b), "DI", di_, group, std::move(b_deps))};
+            if (!steps.empty()) deps.push_back(steps.back());  // accumulates onto the last step
+            if (steps.empty() && two_back != kNone) deps.push_back(two_back);
+            Command gemm;
+            gemm.engine = EngineType::kSlice;
+            gemm.slice = slice;
+            gemm.op = find_op("Gemm");
+            gemm.shape = GemmShape{1, r1 - r0, nc, kn};
+            if (steps.empty()) gemm.alloc.push_back({out_buffer, (r1 - r0) * nc * ey});
+            gemm.free = {a_buf, b_buf};
+            steps.push_back(emit(std::move(gemm), "S", s_, group, std::move(deps)));
+          }
+          Command store = dma(EngineType::kDmaOut, (r1 - r0) * nc * ey);
+          store.free.push_back(out_buffer);
+          const CommandIndex st = emit(std::move(store), "DO", do_, group, {steps.back()});
+          writers_[group.output].push_back({(y_base + r0) * y_row_bytes, (y_base + r1) * y_row_bytes, st});
+          stores_[slice].push_back(st);
+        }
+      }
+    }
+  }
+
   // ---- vector layers: element-wise, normalisations, copies -----------------------------------
   void compile_vector(const Group& group) {
     const Layer& l = g_.layers[group.layers[0]];
@@ -462,7 +576,10 @@ class Compiler {
     // Element-wise ops and resizes keep an image an image; other copies lay out row-major.
     const bool keeps_layout = classify_op(l.op) == OpClass::kVector || l.op == "Resize" || l.op == "Pad";
     image_[group.output] = keeps_layout && image_[driver] && g_.tensors[group.output].shape.size() == 4;
-    const std::uint64_t rows_total = rows_of(driver);
+    // Tiles are whole rows, or `sub` pieces of a row when one row is more than a tile.
+    const std::uint64_t base_rows = rows_of(driver);
+    std::uint64_t sub = 1;
+    std::uint64_t rows_total = base_rows;
     // How each operand comes in per tile of r driver rows:
     //  - same size as the driver: its share of the rows;
     //  - broadcast over leading dims (same last dim): the rows the tile touches, at most all;
@@ -487,13 +604,17 @@ class Compiler {
       } else if (in.constant) {
         operands.push_back({t, Feed::kOnce, 0});
         once_bytes += in.bytes();
+      } else if (classify_op(l.op) == OpClass::kCopy) {
+        // A resize or gather reads its input in proportion to the output it makes.
+        operands.push_back({t, Feed::kShareAll, 0});
       } else {
         operands.push_back({t, Feed::kWhole, 0});
       }
     }
     const Tensor& y = g_.tensors[group.output];
     auto share = [&](std::uint64_t bytes, std::uint64_t r0, std::uint64_t r1) {
-      return ceil_div(bytes * (r1 - r0), rows_total);
+      __extension__ using U128 = unsigned __int128;
+      return static_cast<std::uint64_t>((U128{bytes} * (r1 - r0) + rows_total - 1) / rows_total);
     };
     auto piece_of = [&](const Operand& op, std::uint64_t r0, std::uint64_t r1) -> Piece {
       const Tensor& in = g_.tensors[op.tensor];
@@ -503,11 +624,13 @@ class Compiler {
         case Feed::kShareAll:
           return {op.tensor, 0, in.bytes(), share(in.bytes(), r0, r1)};
         case Feed::kRows: {
+          // The driver's whole rows this tile touches, mapped onto the operand's rows.
+          const std::uint64_t d0 = r0 / sub, d1 = ceil_div(r1, sub);
           const std::uint64_t row_bytes = in.bytes() / op.rows;
-          const std::uint64_t n = std::min(r1 - r0, op.rows);
-          const std::uint64_t lo = (r0 % op.rows) * row_bytes;
+          const std::uint64_t n = std::min(d1 - d0, op.rows);
+          const std::uint64_t lo = (d0 % op.rows) * row_bytes;
           // A range that wraps past the operand's end reads all of it.
-          const bool wraps = r0 % op.rows + n > op.rows;
+          const bool wraps = d0 % op.rows + n > op.rows;
           return {op.tensor, wraps ? 0 : lo, wraps ? in.bytes() : lo + n * row_bytes, n * row_bytes};
         }
         case Feed::kWhole:
@@ -523,9 +646,14 @@ class Compiler {
       return total;
     };
     if (once_bytes > weight_budget_) cannot_fit(group, once_bytes, "its constant operands");
+    const std::uint64_t row_elements = d.elements() / base_rows;
+    while (tile_bytes(1) > tile_budget_ && sub < row_elements) {
+      sub *= 2;
+      rows_total = base_rows * sub;
+    }
     std::uint64_t rows = rows_total;
     while (tile_bytes(rows) > tile_budget_) {
-      if (rows == 1) cannot_fit(group, tile_bytes(1), "one row");
+      if (rows == 1) cannot_fit(group, tile_bytes(1), "one element");
       rows = ceil_div(rows, 2);
     }
     while (rows > 1 && ceil_div(rows_total, rows) < slices_) rows = ceil_div(rows, 2);
