@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "profiler/stats.h"
+#include "profiler/trace_model.h"
 
 namespace npusim::profiler {
 
@@ -45,6 +46,50 @@ void write_runtime_csv(std::ostream& out, const Workload& workload, const Timeli
     out << i << ';' << clock.to_us_rounded(p.end) << ';'
         << clock.to_us_rounded(p.end - p.start) << ';'
         << csv_field(workload.programs[i].location, ';') << '\n';
+  }
+}
+
+void write_annotated_csv(std::ostream& out, const Workload& workload, const Timeline& timeline) {
+  // Slice index of each engine (-1 for DMA), from the engine's name "SLICE<n>.<unit>".
+  std::vector<int> slice_of(workload.engines.size(), -1);
+  for (std::size_t e = 0; e < workload.engines.size(); ++e) {
+    const std::string& name = workload.engines[e].name;
+    if (name.rfind("SLICE", 0) == 0) slice_of[e] = std::stoi(name.substr(5));
+  }
+  const std::size_t slices = workload.device.slices;
+  // Which slices and DMA engines each program uses.
+  std::vector<std::vector<bool>> uses(workload.programs.size(), std::vector<bool>(slices + 2, false));
+  for (const CommandInfo& c : workload.commands) {
+    const EngineKind kind = workload.engines[c.engine].kind;
+    const std::size_t flag = kind == EngineKind::kDmaIn    ? slices
+                             : kind == EngineKind::kDmaOut ? slices + 1
+                                                           : static_cast<std::size_t>(slice_of[c.engine]);
+    uses[c.program][flag] = true;
+  }
+  out << "program;operation;slice;invocation;start_us;end_us;total_us";
+  for (std::size_t s = 0; s < slices; ++s) out << ";slice" << s << "_used";
+  out << ";dma_in_used;dma_out_used\n";
+  std::vector<std::uint32_t> order(workload.commands.size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+    const CommandInfo& ca = workload.commands[a];
+    const CommandInfo& cb = workload.commands[b];
+    if (ca.program != cb.program) return ca.program < cb.program;
+    return timeline.commands[a].start < timeline.commands[b].start;
+  });
+  const std::uint64_t khz = workload.device.clock_khz;
+  for (std::uint32_t i : order) {
+    const CommandInfo& c = workload.commands[i];
+    const CommandTiming& t = timeline.commands[i];
+    const std::uint64_t start_ns = trace_ns(t.start, khz), end_ns = trace_ns(t.end, khz);
+    const int slice = slice_of[c.engine];
+    out << c.program << ';' << csv_field(c.op_type, ';') << ';'
+        << (slice < 0 ? std::string("-") : std::to_string(slice)) << ';'
+        << csv_field(std::to_string(i) + "_" + (c.layer.empty() ? c.op_type : c.layer) + "_" + c.id, ';')
+        << ';' << trace_us_text(start_ns) << ';' << trace_us_text(end_ns) << ';'
+        << trace_us_text(end_ns - start_ns);
+    for (bool used : uses[c.program]) out << ';' << (used ? 1 : 0);
+    out << '\n';
   }
 }
 

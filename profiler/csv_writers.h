@@ -20,4 +20,12 @@ void write_timeline_csv(std::ostream& out, const Workload& workload, const Timel
 // (both rounded to nearest, halves up), and its location.
 void write_runtime_csv(std::ostream& out, const Workload& workload, const Timeline& timeline);
 
+// annotated.csv: per program, per hardware op, `;`-separated:
+// program;operation;slice;invocation;start_us;end_us;total_us;slice0_used;...;dma_in_used;dma_out_used
+// ordered by program, then start cycle. `slice` is the slice index or `-` for a DMA op;
+// `invocation` is the trace name `{index}_{layer}_{id}`; times in microseconds with 3 decimals
+// (exact, from integer nanoseconds); the flags (0/1) say which slices and DMA engines the
+// program uses, the same on each of its rows.
+void write_annotated_csv(std::ostream& out, const Workload& workload, const Timeline& timeline);
+
 }  // namespace npusim::profiler

@@ -8,6 +8,8 @@
 
 #include "profiler/stats.h"
 
+#include <algorithm>
+
 namespace npusim::profiler {
 namespace {
 
@@ -41,14 +43,74 @@ double mac_utilization(const Workload& w, const RunStats& s) {
   return peak == 0 ? 0.0 : static_cast<double>(s.macs) / peak;
 }
 
-Json run_json(const Workload& w, const RunStats& s) {
+std::string invocation_name(const Workload& w, std::size_t i) {
+  const CommandInfo& c = w.commands[i];
+  return std::to_string(i) + "_" + (c.layer.empty() ? c.op_type : c.layer) + "_" + c.id;
+}
+
+// Peak local-memory occupancy while each program runs, from the occupancy's change points.
+std::vector<std::uint64_t> lram_peak_per_program(const Workload& w, const Timeline& t,
+                                                 const RunStats& s) {
+  struct Change {
+    Cycles at;
+    bool is_alloc;
+    std::uint64_t bytes;
+  };
+  std::vector<Change> changes;
+  for (std::size_t i = 0; i < w.commands.size(); ++i) {
+    if (w.commands[i].lram_alloc_bytes) changes.push_back({t.commands[i].start, true, w.commands[i].lram_alloc_bytes});
+    if (w.commands[i].lram_free_bytes) changes.push_back({t.commands[i].end, false, w.commands[i].lram_free_bytes});
+  }
+  std::sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) {
+    return a.at != b.at ? a.at < b.at : a.is_alloc < b.is_alloc;
+  });
+  std::vector<std::pair<Cycles, std::uint64_t>> level;  // occupancy from each change on
+  std::uint64_t in_use = 0;
+  for (const Change& c : changes) {
+    in_use = c.is_alloc ? in_use + c.bytes : in_use - std::min(in_use, c.bytes);
+    level.emplace_back(c.at, in_use);
+  }
+  std::vector<std::uint64_t> peaks(w.programs.size(), 0);
+  for (std::size_t p = 0; p < w.programs.size(); ++p) {
+    const ProgramStats& ps = s.programs[p];
+    if (ps.commands == 0) continue;
+    auto it = std::upper_bound(level.begin(), level.end(), std::make_pair(ps.start, ~std::uint64_t{0}));
+    std::uint64_t peak = it == level.begin() ? 0 : std::prev(it)->second;  // level entering the program
+    for (; it != level.end() && it->first < ps.end; ++it) peak = std::max(peak, it->second);
+    peaks[p] = peak;
+  }
+  return peaks;
+}
+
+Json run_json(const Workload& w, const Timeline& t, const RunStats& s, StatsLevel level) {
   const Clock clock{w.device.clock_khz};
+  const bool waits = level >= StatsLevel::kWaits;
+  std::vector<CommandStalls> stalls;
+  if (waits) stalls = command_stalls(w, t);
+  std::vector<Cycles> deps_wait(w.engines.size(), 0), dram_wait(w.engines.size(), 0);
+  std::vector<std::uint64_t> read_bytes(w.engines.size(), 0), write_bytes(w.engines.size(), 0);
+  for (std::size_t i = 0; i < w.commands.size(); ++i) {
+    const CommandInfo& c = w.commands[i];
+    read_bytes[c.engine] += c.dram_read_bytes;
+    write_bytes[c.engine] += c.dram_write_bytes;
+    if (waits) {
+      deps_wait[c.engine] += stalls[i].deps;
+      dram_wait[c.engine] += stalls[i].dram;
+    }
+  }
   Json engines = Json::object();
   for (std::size_t e = 0; e < w.engines.size(); ++e) {
-    engines[w.engines[e].name] = {
-        {"busy_cycles", s.engines[e].busy_cycles},
-        {"utilization", round6(ratio(s.engines[e].busy_cycles, s.total_cycles))},
-        {"commands", s.engines[e].commands}};
+    Json engine = {{"busy_cycles", s.engines[e].busy_cycles},
+                   {"utilization", round6(ratio(s.engines[e].busy_cycles, s.total_cycles))},
+                   {"commands", s.engines[e].commands}};
+    const EngineKind kind = w.engines[e].kind;
+    if (kind == EngineKind::kDmaIn) engine["dram_read_bytes"] = read_bytes[e];
+    if (kind == EngineKind::kDmaOut) engine["dram_write_bytes"] = write_bytes[e];
+    if (waits) {
+      engine["wait_deps_cycles"] = deps_wait[e];
+      if (kind == EngineKind::kDmaIn || kind == EngineKind::kDmaOut) engine["wait_dram_cycles"] = dram_wait[e];
+    }
+    engines[w.engines[e].name] = engine;
   }
   Json programs = Json::array();
   for (std::size_t p = 0; p < w.programs.size(); ++p) {
@@ -70,6 +132,50 @@ Json run_json(const Workload& w, const RunStats& s) {
       {"lram_peak_cycle", s.lram.peak_at},
       {"engines", engines},
       {"programs", programs}};
+  const bool extended = level >= StatsLevel::kExtended;
+  if (extended) {
+    const auto peaks = lram_peak_per_program(w, t, s);
+    for (std::size_t p = 0; p < w.programs.size(); ++p) run["programs"][p]["lram_peak_bytes"] = peaks[p];
+    if (t.dram.bursts > 0) {
+      Json histogram = Json::array();
+      for (std::size_t b = 0; b < t.dram.latency_histogram.size(); ++b) {
+        if (t.dram.latency_histogram[b] == 0) continue;
+        const Cycles lo = b == 0 ? 0 : Cycles{1} << (b - 1);
+        histogram.push_back({{"min_cycles", lo}, {"bursts", t.dram.latency_histogram[b]}});
+      }
+      run["dram"] = {{"bursts", t.dram.bursts},
+                     {"mean_latency_cycles", round6(static_cast<double>(t.dram.total_latency_cycles) / static_cast<double>(t.dram.bursts))},
+                     {"max_latency_cycles", t.dram.max_latency_cycles},
+                     {"latency_histogram", histogram}};
+    }
+  }
+  if (level >= StatsLevel::kOps) {
+    const double peak_macs_per_cycle = static_cast<double>(w.device.array_rows) * w.device.array_cols;
+    Json ops = Json::array();
+    for (std::size_t i = 0; i < w.commands.size(); ++i) {
+      const CommandInfo& c = w.commands[i];
+      const CommandTiming& ct = t.commands[i];
+      Json op = {{"index", i},
+                 {"id", c.id},
+                 {"name", invocation_name(w, i)},
+                 {"op", c.op_type},
+                 {"layer", c.layer},
+                 {"engine", w.engines[c.engine].name},
+                 {"program", c.program},
+                 {"start_cycle", ct.start},
+                 {"end_cycle", ct.end},
+                 {"cycles", ct.end - ct.start},
+                 {"bytes", c.dram_read_bytes + c.dram_write_bytes},
+                 {"macs", c.macs + c.vector_macs},
+                 {"wait_deps_cycles", stalls[i].deps},
+                 {"wait_dram_cycles", stalls[i].dram}};
+      if (extended && c.macs > 0 && ct.end > ct.start) {
+        op["mac_utilization"] = round6(static_cast<double>(c.macs) / (peak_macs_per_cycle * static_cast<double>(ct.end - ct.start)));
+      }
+      ops.push_back(std::move(op));
+    }
+    run["ops"] = std::move(ops);
+  }
   return run;
 }
 
@@ -86,8 +192,47 @@ void engine_table(std::ostream& out, const Workload& w, const RunStats& s) {
 
 }  // namespace
 
+std::optional<StatsLevel> stats_level_from(int level) {
+  for (StatsLevel l : {StatsLevel::kTotals, StatsLevel::kWaits, StatsLevel::kOps, StatsLevel::kExtended}) {
+    if (static_cast<int>(l) == level) return l;
+  }
+  return std::nullopt;
+}
+
+TraceOptions trace_options_for(StatsLevel level) {
+  TraceOptions o;
+  o.counters = level >= StatsLevel::kWaits;
+  o.flows = level >= StatsLevel::kOps;
+  o.detailed_args = level >= StatsLevel::kOps;
+  return o;
+}
+
+// Per inference: its own span (start to end) and its share of the run (end minus the previous
+// inference's end), which is what back-to-back throughput is made of.
+Json iterations_json(const Iterations& it, const Clock& clock) {
+  auto spans = [&](const std::vector<Iterations::Span>& list) {
+    Json a = Json::array();
+    Cycles previous_end = 0;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      a.push_back({{"index", i},
+                   {"start_cycle", list[i].start},
+                   {"end_cycle", list[i].end},
+                   {"latency_cycles", list[i].end - list[i].start},
+                   {"cycles", list[i].end - previous_end},
+                   {"latency_us", round6(clock.to_us(list[i].end - list[i].start))},
+                   {"profiled", i >= it.first_profiled && i < it.first_profiled + it.profiled}});
+      previous_end = list[i].end;
+    }
+    return a;
+  };
+  Json j = {{"count", it.count}, {"first_profiled", it.first_profiled}, {"profiled", it.profiled},
+            {"estimate", spans(it.estimate)}};
+  if (!it.runtime.empty()) j["runtime"] = spans(it.runtime);
+  return j;
+}
+
 void write_summary(std::ostream& out, const Workload& w, const Timeline& estimate,
-                   const Timeline* runtime) {
+                   const Timeline* runtime, StatsLevel level, const Iterations* iterations) {
   const DeviceInfo& d = w.device;
   const Clock clock{d.clock_khz};
   const RunStats est = compute_stats(w, estimate);
@@ -127,6 +272,20 @@ void write_summary(std::ostream& out, const Workload& w, const Timeline& estimat
       "");
   out << '\n';
 
+  if (iterations != nullptr) {
+    out << "inferences:   " << iterations->count << " back to back, profiled " << iterations->profiled
+        << " from #" << iterations->first_profiled << " (times below count from its start)\n";
+    const auto& spans = runtime ? iterations->runtime : iterations->estimate;
+    out << "  " << pad_right("inference", 12) << pad_left("start", 14) << pad_left("end", 14)
+        << pad_left("latency", 12) << pad_left("us", 12) << '\n';
+    for (std::size_t i = 0; i < spans.size(); ++i) {
+      out << "  " << pad_right("#" + std::to_string(i), 12) << pad_left(std::to_string(spans[i].start), 14)
+          << pad_left(std::to_string(spans[i].end), 14)
+          << pad_left(std::to_string(spans[i].end - spans[i].start), 12)
+          << pad_left(fixed(clock.to_us(spans[i].end - spans[i].start), 3), 12) << '\n';
+    }
+    out << '\n';
+  }
   out << "lower bounds: compute " << bounds.compute_cycles << " cycles, DRAM " << bounds.dram_cycles
       << " cycles\n";
   out << "work:         " << main.macs << " MACs, DRAM read " << main.dram_read_bytes
@@ -135,6 +294,41 @@ void write_summary(std::ostream& out, const Workload& w, const Timeline& estimat
   out << (runtime ? "engines (simulation):\n" : "engines (estimate):\n");
   engine_table(out, w, main);
   out << '\n';
+
+  if (level >= StatsLevel::kOps) {
+    const Timeline& t = runtime ? *runtime : estimate;
+    // Op types by the cycles their commands take (they overlap, so shares need not sum to 100).
+    std::vector<std::pair<std::string, Cycles>> types;
+    for (std::size_t i = 0; i < w.commands.size(); ++i) {
+      const Cycles cycles = t.commands[i].end - t.commands[i].start;
+      auto it = std::find_if(types.begin(), types.end(),
+                             [&](const auto& e) { return e.first == w.commands[i].op_type; });
+      if (it == types.end()) {
+        types.emplace_back(w.commands[i].op_type, cycles);
+      } else {
+        it->second += cycles;
+      }
+    }
+    std::stable_sort(types.begin(), types.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    out << "op types by cycles:\n";
+    for (const auto& [type, cycles] : types) {
+      out << "  " << pad_right(type, 22) << pad_left(std::to_string(cycles), 14)
+          << pad_left(fixed(100.0 * ratio(cycles, main.total_cycles), 1), 9) << " %\n";
+    }
+    std::vector<std::size_t> order(w.commands.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return t.commands[a].end - t.commands[a].start > t.commands[b].end - t.commands[b].start;
+    });
+    out << "\ntop ops by cycles:\n";
+    for (std::size_t k = 0; k < std::min<std::size_t>(10, order.size()); ++k) {
+      const std::size_t i = order[k];
+      out << "  " << pad_right(invocation_name(w, i), 48)
+          << pad_left(std::to_string(t.commands[i].end - t.commands[i].start), 12) << "  "
+          << w.engines[w.commands[i].engine].name << '\n';
+    }
+    out << '\n';
+  }
 
   out << (runtime ? "programs (simulation):\n" : "programs (estimate):\n");
   out << "  " << pad_right("program", 24) << pad_left("start", 12) << pad_left("end", 12)
@@ -149,7 +343,7 @@ void write_summary(std::ostream& out, const Workload& w, const Timeline& estimat
 }
 
 void write_stats_json(std::ostream& out, const Workload& w, const Timeline& estimate,
-                      const Timeline* runtime) {
+                      const Timeline* runtime, StatsLevel level, const Iterations* iterations) {
   const DeviceInfo& d = w.device;
   const RunStats est = compute_stats(w, estimate);
   const Bounds bounds = compute_bounds(w);
@@ -173,8 +367,10 @@ void write_stats_json(std::ostream& out, const Workload& w, const Timeline& esti
       {"dram_read_bytes", est.dram_read_bytes},
       {"dram_write_bytes", est.dram_write_bytes},
       {"bounds", {{"compute_cycles", bounds.compute_cycles}, {"dram_cycles", bounds.dram_cycles}}},
-      {"estimate", run_json(w, est)}};
-  if (runtime) j["runtime"] = run_json(w, compute_stats(w, *runtime));
+      {"stats_level", static_cast<int>(level)},
+      {"estimate", run_json(w, estimate, est, level)}};
+  if (runtime) j["runtime"] = run_json(w, *runtime, compute_stats(w, *runtime), level);
+  if (iterations != nullptr) j["iterations"] = iterations_json(*iterations, Clock{d.clock_khz});
   out << j.dump(2) << '\n';
 }
 

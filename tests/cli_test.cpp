@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -112,8 +113,9 @@ std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> timeline_rows(con
   return rows;
 }
 
-const std::vector<std::string> kRunOutputs = {"runtime.csv", "runtime_timeline.csv", "stats.json",
-                                              "summary.txt", "timeline.csv"};
+const std::vector<std::string> kRunOutputs = {"annotated.csv", "runtime.csv", "runtime_timeline.csv",
+                                              "stats.json",    "summary.txt", "timeline.csv",
+                                              "trace.json",    "trace.pftrace"};
 
 TEST_F(Cli, RunWritesEveryOutput) {
   const Result r = npusim({"run", "-m", model("fc"), "-o", (dir_ / "out").string()});
@@ -137,7 +139,8 @@ TEST_F(Cli, EstimateWritesOnlyTheEstimate) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::vector<std::string> names;
   for (const auto& [name, text] : files_in(dir_ / "out")) names.push_back(name);
-  EXPECT_EQ(names, (std::vector<std::string>{"stats.json", "summary.txt", "timeline.csv"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"stats.json", "summary.txt", "timeline.csv",
+                                             "trace.json", "trace.pftrace"}));
   EXPECT_FALSE(Json::parse(read_file(dir_ / "out" / "stats.json")).contains("runtime"));
 }
 
@@ -289,7 +292,8 @@ TEST_F(Cli, OutputsOfAnEarlierRunDoNotLinger) {
   std::vector<std::string> names;
   for (const auto& [name, text] : files_in(out)) names.push_back(name);
   // runtime.csv and runtime_timeline.csv were the run's; a user's own file stays.
-  EXPECT_EQ(names, (std::vector<std::string>{"notes.txt", "stats.json", "summary.txt", "timeline.csv"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"notes.txt", "stats.json", "summary.txt", "timeline.csv",
+                                             "trace.json", "trace.pftrace"}));
 }
 
 TEST_F(Cli, DefaultOutputFolderIsNamedSafelyAfterTheModel) {
@@ -331,6 +335,99 @@ TEST_F(Cli, LocalMemoryOverflowExitsThree) {
   EXPECT_THAT(r.err, HasSubstr("local memory capacity exceeded in the estimate: DI1 allocates at cycle"));
   EXPECT_THAT(r.err, HasSubstr("bringing occupancy to 614400 of 524288 bytes"));
   EXPECT_FALSE(fs::exists(out));
+}
+
+TEST_F(Cli, StatsLevelsAreAdditive) {
+  std::map<int, Json> stats;
+  std::map<int, std::size_t> trace_bytes;
+  for (int level : {40, 50, 70, 100}) {
+    const fs::path out = dir_ / std::to_string(level);
+    ASSERT_EQ(npusim({"run", "-m", model("convnet"), "-o", out.string(), "-q", "--stats-level",
+                      std::to_string(level)}).exit_code, 0);
+    stats[level] = Json::parse(read_file(out / "stats.json"));
+    trace_bytes[level] = read_file(out / "trace.json").size() + read_file(out / "trace.pftrace").size();
+    EXPECT_EQ(stats[level]["stats_level"], level);
+  }
+  const auto& dma40 = stats[40]["runtime"]["engines"]["DMA_IN"];
+  EXPECT_EQ(dma40["dram_read_bytes"], 154752);  // totals from level 40 on
+  EXPECT_FALSE(dma40.contains("wait_dram_cycles"));
+  EXPECT_FALSE(stats[40]["runtime"].contains("ops"));
+  // 50 adds waits: convnet's simulation is 16 cycles behind its estimate on DMA_OUT alone.
+  EXPECT_TRUE(stats[50]["runtime"]["engines"]["DMA_OUT"].contains("wait_dram_cycles"));
+  EXPECT_EQ(stats[50]["estimate"]["engines"]["DMA_OUT"]["wait_dram_cycles"], 0);
+  EXPECT_FALSE(stats[50]["runtime"].contains("ops"));
+  // 70 adds per-op figures, one per command, whose cycles add up to the engines' work.
+  ASSERT_TRUE(stats[70]["runtime"].contains("ops"));
+  EXPECT_EQ(stats[70]["runtime"]["ops"].size(), 44u);
+  EXPECT_FALSE(stats[70]["runtime"].contains("dram"));
+  // 100 adds DRAM latencies, per-op MAC utilisation and per-program local-memory peaks.
+  const Json& dram = stats[100]["runtime"]["dram"];
+  // One burst per started 256 bytes of each transfer.
+  std::uint64_t bursts = 0;
+  const Json convnet = Json::parse(read_file(model("convnet")));
+  for (const Json& c : convnet["commands"]) {
+    if (c.contains("bytes")) bursts += (c["bytes"].get<std::uint64_t>() + 255) / 256;
+  }
+  EXPECT_EQ(bursts, 862u);
+  EXPECT_EQ(dram["bursts"], bursts);
+  EXPECT_TRUE(stats[100]["runtime"]["programs"][0].contains("lram_peak_bytes"));
+  EXPECT_TRUE(stats[100]["runtime"]["ops"][2].contains("mac_utilization"));
+  EXPECT_FALSE(stats[100]["estimate"].contains("dram"));  // bursts are the simulation's
+  // Traces grow with the level: 50 adds counters, 70 flows and every argument.
+  EXPECT_LT(trace_bytes[40], trace_bytes[50]);
+  EXPECT_LT(trace_bytes[50], trace_bytes[70]);
+  EXPECT_EQ(trace_bytes[70], trace_bytes[100]);
+  EXPECT_EQ(npusim({"run", "-m", model("fc"), "--stats-level", "60", "-o", (dir_ / "x").string()}).exit_code, 2);
+}
+
+TEST_F(Cli, IterationsRunBackToBackAndProfileAWindow) {
+  const fs::path out = dir_ / "out";
+  ASSERT_EQ(npusim({"run", "-m", model("fc"), "-o", out.string(), "-q", "--iterations", "4",
+                    "--profile-start-iter", "1", "--profile-samples", "2"}).exit_code, 0);
+  const Json stats = Json::parse(read_file(out / "stats.json"));
+  const Json& it = stats["iterations"];
+  EXPECT_EQ(it["count"], 4);
+  // Each inference takes fc's 81452 cycles (81456 - 4 of dispatch) and starts 4 cycles (its
+  // dispatch) after the previous one ended.
+  for (int k = 0; k < 4; ++k) {
+    EXPECT_EQ(it["runtime"][k]["latency_cycles"], 81452) << k;
+    EXPECT_EQ(it["runtime"][k]["start_cycle"], 81456 * k + 4) << k;
+    EXPECT_EQ(it["runtime"][k]["profiled"], k == 1 || k == 2) << k;
+  }
+  // The outputs hold inferences 1 and 2, with times from the end of inference 0.
+  EXPECT_EQ(stats["commands"], 8);
+  EXPECT_EQ(stats["runtime"]["total_cycles"], 2 * 81456);
+  const std::string timeline = read_file(out / "timeline.csv");
+  EXPECT_EQ(timeline.substr(0, timeline.find('\n', timeline.find('\n') + 1)),
+            "ID,Start,End,Location,Op Type\nDI2,4,32900,\"loc(\"\"fc1.weight\"\")\",DMA_IN");
+  EXPECT_EQ(read_file(out / "runtime.csv"),
+            "id;time_since_open;time_since_start;location\n"
+            "0;102;102;\"loc(\"\"fc.json\"\":1:1)\"\n"
+            "1;204;102;\"loc(\"\"fc.json\"\":1:1)\"\n");
+  EXPECT_EQ(npusim({"run", "-m", model("fc"), "--iterations", "2", "--profile-start-iter", "2", "-o",
+                    (dir_ / "x").string()}).exit_code, 2);
+}
+
+TEST_F(Cli, TracesHoldBothRunsWithFlowsForEveryDependency) {
+  const fs::path out = dir_ / "out";
+  ASSERT_EQ(npusim({"run", "-m", model("convnet"), "-o", out.string(), "-q"}).exit_code, 0);
+  const Json trace = Json::parse(read_file(out / "trace.json"));
+  std::size_t slices = 0, flow_starts = 0, flow_ends = 0;
+  std::set<std::string> processes;
+  for (const Json& e : trace["traceEvents"]) {
+    const std::string ph = e["ph"];
+    if (ph == "X") ++slices;
+    if (ph == "s") ++flow_starts;
+    if (ph == "f") ++flow_ends;
+    if (ph == "M" && e["name"] == "process_name") processes.insert(e["args"]["name"].get<std::string>());
+  }
+  const Json schedule = Json::parse(read_file(model("convnet")));
+  std::size_t edges = 0;
+  for (const Json& c : schedule["commands"]) edges += c.value("deps", Json::array()).size();
+  EXPECT_EQ(slices, 2u * 44u);  // every command, in the estimate and the simulation
+  EXPECT_EQ(flow_starts, 2u * edges);
+  EXPECT_EQ(flow_ends, 2u * edges);
+  EXPECT_EQ(processes, (std::set<std::string>{"compile-time estimate", "runtime simulation"}));
 }
 
 TEST_F(Cli, HelpDescribesEachCommand) {

@@ -7,13 +7,18 @@
 #include <boost/program_options.hpp>
 #include <spdlog/spdlog.h>
 
+#include "profiler/chrome_trace.h"
 #include "profiler/csv_writers.h"
+#include "profiler/perfetto_trace.h"
+#include "profiler/select.h"
+#include "profiler/trace_model.h"
 #include "profiler/output_dir.h"
 #include "profiler/report_writers.h"
 #include "profiler/stats.h"
 #include "sim/engines.h"
 #include "sim/error.h"
 #include "sim/estimator.h"
+#include "sim/iterations.h"
 #include "sim/app/models.h"
 #include "sim/compiler/compiler.h"
 #include "sim/schedule_writer.h"
@@ -32,7 +37,25 @@ struct RunOptions {
   bool host_fallback = false;
   std::string out;
   bool help = false;
+  int stats_level = 70;
+  std::uint32_t iterations = 1;
+  std::uint32_t profile_start = 0;
+  std::uint32_t profile_samples = 0;  // 0: every inference from profile_start on
 };
+
+// What run and estimate measure and how much they write.
+void add_profile_options(po::options_description& desc, RunOptions& o) {
+  desc.add_options()
+      ("stats-level", po::value(&o.stats_level)->value_name("40|50|70|100")->default_value(70),
+       "how much the outputs hold: 40 totals; 50 + wait cycles; 70 + per-op figures; 100 + DRAM "
+       "latency histogram, per-op MAC utilisation, per-program local-memory peak")
+      ("iterations", po::value(&o.iterations)->value_name("N")->default_value(1),
+       "run N inferences back to back")
+      ("profile-start-iter", po::value(&o.profile_start)->value_name("K")->default_value(0),
+       "first inference profiled (0-based)")
+      ("profile-samples", po::value(&o.profile_samples)->value_name("S"),
+       "inferences profiled from K on (default: all from K)");
+}
 
 // The options every model-taking command shares.
 po::options_description model_options(RunOptions& o, const std::string& what, const char* out_help) {
@@ -143,23 +166,101 @@ Loaded load(const RunOptions& o, const std::string& usage) {
   return {std::move(config), std::move(schedule), std::move(workload), std::move(out)};
 }
 
-void write_outputs(const Loaded& l, const profiler::Timeline& estimate,
-                   const profiler::Timeline* runtime, bool quiet) {
-  profiler::OutputDir dir(l.out);
-  const auto& w = l.workload;
-  dir.write("timeline.csv", [&](std::ostream& s) { profiler::write_timeline_csv(s, w, estimate); });
-  if (runtime) {
-    dir.write("runtime_timeline.csv",
-              [&](std::ostream& s) { profiler::write_timeline_csv(s, w, *runtime); });
-    dir.write("runtime.csv", [&](std::ostream& s) { profiler::write_runtime_csv(s, w, *runtime); });
+// The measured part of a run: every command for one inference, else the profiled inferences,
+// with per-inference figures.
+struct Measured {
+  profiler::Workload workload;
+  profiler::Timeline estimate;
+  std::optional<profiler::Timeline> runtime;
+  std::optional<profiler::Iterations> iterations;
+};
+
+Measured measure(const Loaded& l, const RunOptions& o, bool simulate_too) {
+  const std::uint32_t n = o.iterations;
+  const Schedule schedule = repeat_schedule(l.schedule, n);
+  const profiler::Workload full = n == 1 ? l.workload : make_workload(schedule, l.config);
+  profiler::Timeline est = estimate(schedule, l.config);
+  check_lram(full, est, "estimate");
+  std::optional<profiler::Timeline> sim;
+  if (simulate_too) {
+    sim = simulate(schedule, l.config);
+    check_lram(full, *sim, "simulation");
   }
-  dir.write("summary.txt", [&](std::ostream& s) { profiler::write_summary(s, w, estimate, runtime); });
-  dir.write("stats.json", [&](std::ostream& s) { profiler::write_stats_json(s, w, estimate, runtime); });
+  if (n == 1) return {full, std::move(est), std::move(sim), std::nullopt};
+
+  const std::size_t per = l.schedule.commands.size();
+  const std::uint32_t samples = o.profile_samples == 0 ? n - o.profile_start : o.profile_samples;
+  profiler::Iterations it;
+  it.count = n;
+  it.first_profiled = o.profile_start;
+  it.profiled = samples;
+  auto spans = [&](const profiler::Timeline& t) {
+    std::vector<profiler::Iterations::Span> list(n);
+    for (std::uint32_t k = 0; k < n; ++k) {
+      profiler::Iterations::Span& s = list[k];
+      s.start = ~profiler::Cycles{0};
+      for (std::size_t i = k * per; i < (k + 1) * per; ++i) {
+        s.start = std::min(s.start, t.commands[i].start);
+        s.end = std::max(s.end, t.commands[i].end);
+      }
+      if (per == 0) s.start = 0;
+    }
+    return list;
+  };
+  it.estimate = spans(est);
+  if (sim) it.runtime = spans(*sim);
+  std::vector<bool> keep(schedule.commands.size(), false);
+  for (std::size_t i = o.profile_start * per; i < (o.profile_start + samples) * per; ++i) keep[i] = true;
+  // Times count from the end of the inference before the window (an inference starts when the
+  // previous one has finished).
+  auto origin = [&](const std::vector<profiler::Iterations::Span>& list) {
+    return o.profile_start == 0 ? profiler::Cycles{0} : list[o.profile_start - 1].end;
+  };
+  profiler::Selection e = profiler::select_commands(full, {&est}, keep, origin(it.estimate));
+  Measured m{std::move(e.workload), std::move(e.timelines[0]), std::nullopt, it};
+  if (sim) m.runtime = std::move(profiler::select_commands(full, {&*sim}, keep, origin(it.runtime)).timelines[0]);
+  return m;
+}
+
+void write_outputs(const Loaded& l, const Measured& m, profiler::StatsLevel level, bool quiet) {
+  profiler::OutputDir dir(l.out);
+  const auto& w = m.workload;
+  const profiler::Timeline& est = m.estimate;
+  const profiler::Timeline* sim = m.runtime ? &*m.runtime : nullptr;
+  const profiler::Iterations* it = m.iterations ? &*m.iterations : nullptr;
+  dir.write("timeline.csv", [&](std::ostream& s) { profiler::write_timeline_csv(s, w, est); });
+  if (sim) {
+    dir.write("runtime_timeline.csv", [&](std::ostream& s) { profiler::write_timeline_csv(s, w, *sim); });
+    dir.write("runtime.csv", [&](std::ostream& s) { profiler::write_runtime_csv(s, w, *sim); });
+    dir.write("annotated.csv", [&](std::ostream& s) { profiler::write_annotated_csv(s, w, *sim); });
+  }
+  std::vector<profiler::TraceRun> runs = {{"compile-time estimate", &est}};
+  if (sim) runs.push_back({"runtime simulation", sim});
+  const profiler::TraceModel trace = profiler::build_trace_model(w, runs, profiler::trace_options_for(level));
+  dir.write("trace.json", [&](std::ostream& s) { profiler::write_chrome_trace(s, trace); });
+  dir.write("trace.pftrace", [&](std::ostream& s) { profiler::write_perfetto_trace(s, trace); });
+  dir.write("summary.txt", [&](std::ostream& s) { profiler::write_summary(s, w, est, sim, level, it); });
+  dir.write("stats.json", [&](std::ostream& s) { profiler::write_stats_json(s, w, est, sim, level, it); });
   dir.commit();
   if (!quiet) {
-    profiler::write_summary(std::cout, w, estimate, runtime);
+    profiler::write_summary(std::cout, w, est, sim, level, it);
     std::cout << "\noutputs written to " << l.out.string() << '\n';
   }
+}
+
+profiler::StatsLevel checked_level(const RunOptions& o) {
+  const auto level = profiler::stats_level_from(o.stats_level);
+  if (!level) throw InputError("--stats-level", "", "expected 40, 50, 70 or 100, found " + std::to_string(o.stats_level));
+  if (o.iterations < 1 || o.iterations > 10000) {
+    throw InputError("--iterations", "", "expected 1 to 10000 inferences, found " + std::to_string(o.iterations));
+  }
+  if (o.profile_start >= o.iterations) {
+    throw InputError("--profile-start-iter", "", "inference " + std::to_string(o.profile_start) + " of " + std::to_string(o.iterations) + " does not exist (they count from 0)");
+  }
+  if (o.profile_samples > o.iterations - o.profile_start) {
+    throw InputError("--profile-samples", "", std::to_string(o.profile_samples) + " inferences from #" + std::to_string(o.profile_start) + " run past the " + std::to_string(o.iterations) + " run");
+  }
+  return *level;
 }
 
 bool is_quiet(const std::vector<std::string>& args) {
@@ -176,40 +277,39 @@ constexpr const char* kOutFolderHelp = "output folder (default: traces/<model na
 int run_command(const std::vector<std::string>& args) {
   RunOptions o;
   auto desc = model_options(o, "run", kOutFolderHelp);
+  add_profile_options(desc, o);
   parse(args, desc, "run");
   if (o.help) {
     print_help("npusim run [--model] MODEL [--config C] [--set K=V ...] [--out DIR]",
                "Compiles the model for the config unless it is a schedule already, estimates the\n"
                "schedule's timeline statically, simulates it on the SystemC model of the NPU, and\n"
-               "writes timeline.csv (estimate), runtime_timeline.csv, runtime.csv, summary.txt\n"
-               "and stats.json into the output folder.",
+               "writes timeline.csv (estimate), runtime_timeline.csv, runtime.csv, annotated.csv,\n"
+               "trace.json, trace.pftrace, summary.txt and stats.json into the output folder.",
                desc);
     return kExitOk;
   }
+  const profiler::StatsLevel level = checked_level(o);
   const Loaded l = load(o, "run");
-  const profiler::Timeline est = estimate(l.schedule, l.config);
-  check_lram(l.workload, est, "estimate");
-  const profiler::Timeline sim = simulate(l.schedule, l.config);
-  check_lram(l.workload, sim, "simulation");
-  write_outputs(l, est, &sim, is_quiet(args));
+  write_outputs(l, measure(l, o, true), level, is_quiet(args));
   return kExitOk;
 }
 
 int estimate_command(const std::vector<std::string>& args) {
   RunOptions o;
   auto desc = model_options(o, "estimate", kOutFolderHelp);
+  add_profile_options(desc, o);
   parse(args, desc, "estimate");
   if (o.help) {
     print_help("npusim estimate [--model] MODEL [--config C] [--set K=V ...] [--out DIR]",
                "Compiles the model if needed and estimates the schedule's timeline statically (no\n"
-               "simulation); writes timeline.csv, summary.txt and stats.json.",
+               "simulation); writes timeline.csv, trace.json, trace.pftrace, summary.txt and\n"
+               "stats.json.",
                desc);
     return kExitOk;
   }
+  const profiler::StatsLevel level = checked_level(o);
   const Loaded l = load(o, "estimate");
-  const profiler::Timeline est = estimate(l.schedule, l.config);
-  check_lram(l.workload, est, "estimate");
-  write_outputs(l, est, nullptr, is_quiet(args));
+  write_outputs(l, measure(l, o, false), level, is_quiet(args));
   return kExitOk;
 }
 
