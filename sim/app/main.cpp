@@ -8,6 +8,7 @@
 
 #include "profiler/output_dir.h"
 #include "sim/app/commands.h"
+#include "sim/app/profiler_commands.h"
 #include "sim/error.h"
 
 namespace {
@@ -20,6 +21,9 @@ const char* kUsage =
     "  estimate  the compile-time estimate only\n"
     "  compile   a graph JSON, SCALE-Sim topology or ONNX model into a schedule\n"
     "  info      describe a model and its compiled schedule\n"
+    "  report    op-type and per-layer breakdown of a run's outputs\n"
+    "  convert   timeline.csv / runtime.csv files into one Perfetto trace\n"
+    "  diff      compare two runs, or a run's estimate with its simulation\n"
     "\n"
     "common options: --log-level trace|debug|info|warn|error|off (default warn), --quiet\n"
     "exit codes: 0 success, 1 a check failed, 2 bad input or usage,\n"
@@ -54,6 +58,9 @@ int dispatch(const std::string& command, const std::vector<std::string>& args) {
   if (command == "estimate") return npusim::app::estimate_command(args);
   if (command == "compile") return npusim::app::compile_command(args);
   if (command == "info") return npusim::app::info_command(args);
+  if (command == "report") return npusim::app::report_command(args);
+  if (command == "convert") return npusim::app::convert_command(args);
+  if (command == "diff") return npusim::app::diff_command(args);
   throw npusim::InputError("", "", "unknown command '" + command + "'\n" + kUsage);
 }
 
