@@ -58,17 +58,18 @@ void write_annotated_csv(std::ostream& out, const Workload& workload, const Time
   }
   const std::size_t slices = workload.device.slices;
   // Which slices and DMA engines each program uses.
-  std::vector<std::vector<bool>> uses(workload.programs.size(), std::vector<bool>(slices + 2, false));
+  std::vector<std::vector<bool>> uses(workload.programs.size(), std::vector<bool>(slices + 3, false));
   for (const CommandInfo& c : workload.commands) {
     const EngineKind kind = workload.engines[c.engine].kind;
     const std::size_t flag = kind == EngineKind::kDmaIn    ? slices
                              : kind == EngineKind::kDmaOut ? slices + 1
+                             : kind == EngineKind::kHost   ? slices + 2
                                                            : static_cast<std::size_t>(slice_of[c.engine]);
     uses[c.program][flag] = true;
   }
   out << "program;operation;slice;invocation;start_us;end_us;total_us";
   for (std::size_t s = 0; s < slices; ++s) out << ";slice" << s << "_used";
-  out << ";dma_in_used;dma_out_used\n";
+  out << ";dma_in_used;dma_out_used;host_used\n";
   std::vector<std::uint32_t> order(workload.commands.size());
   std::iota(order.begin(), order.end(), 0u);
   std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {

@@ -21,11 +21,11 @@ void write_timeline_csv(std::ostream& out, const Workload& workload, const Timel
 void write_runtime_csv(std::ostream& out, const Workload& workload, const Timeline& timeline);
 
 // annotated.csv: per program, per hardware op, `;`-separated:
-// program;operation;slice;invocation;start_us;end_us;total_us;slice0_used;...;dma_in_used;dma_out_used
+// program;operation;slice;invocation;start_us;end_us;total_us;slice0_used;...;dma_in_used;dma_out_used;host_used
 // ordered by program, then start cycle. `slice` is the slice index or `-` for a DMA op;
 // `invocation` is the trace name `{index}_{layer}_{id}`; times in microseconds with 3 decimals
-// (exact, from integer nanoseconds); the flags (0/1) say which slices and DMA engines the
-// program uses, the same on each of its rows.
+// (exact, from integer nanoseconds); the flags (0/1) say which slices, DMA engines and the host
+// the program uses, the same on each of its rows. `slice` is `-` for DMA and host ops.
 void write_annotated_csv(std::ostream& out, const Workload& workload, const Timeline& timeline);
 
 }  // namespace npusim::profiler

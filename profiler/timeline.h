@@ -11,7 +11,7 @@ namespace npusim::profiler {
 using Cycles = std::uint64_t;
 
 // What kind of hardware unit an engine is; fixes its place in reports and traces.
-enum class EngineKind : std::uint8_t { kArray, kVector, kDmaIn, kDmaOut };
+enum class EngineKind : std::uint8_t { kArray, kVector, kDmaIn, kDmaOut, kHost };
 
 struct EngineInfo {
   std::string name;  // "SLICE0.ARRAY", "DMA_IN", ...

@@ -13,6 +13,7 @@ EngineLayout::EngineLayout(const HwConfig& config) : slices_(config.slices.count
   }
   engines_.push_back({"DMA_IN", EngineKind::kDmaIn, config.dma.in_channels});
   engines_.push_back({"DMA_OUT", EngineKind::kDmaOut, config.dma.out_channels});
+  engines_.push_back({"HOST", EngineKind::kHost, 1});
 }
 
 std::uint32_t EngineLayout::of(const Command& command) const {
@@ -21,6 +22,8 @@ std::uint32_t EngineLayout::of(const Command& command) const {
       return 2 * slices_;
     case EngineType::kDmaOut:
       return 2 * slices_ + 1;
+    case EngineType::kHost:
+      return 2 * slices_ + 2;
     case EngineType::kSlice:
       break;
   }
@@ -55,8 +58,9 @@ profiler::Workload make_workload(const Schedule& schedule, const HwConfig& confi
     profiler::CommandInfo info;
     info.id = c.id;
     info.engine = layout.of(c);
-    info.op_type = c.engine == EngineType::kSlice ? std::string(op_table()[c.op].name)
-                                                  : engine_type_name(c.engine);
+    info.op_type = c.engine == EngineType::kSlice  ? std::string(op_table()[c.op].name)
+                   : c.engine == EngineType::kHost ? std::string("Host")
+                                                   : std::string(engine_type_name(c.engine));
     info.layer = c.layer;
     info.location = c.loc;
     info.program = c.program;

@@ -1,5 +1,5 @@
-// The engines a config has, in report order: per slice its array and vector unit, then DMA_IN
-// and DMA_OUT. One in-order command queue per engine.
+// The engines a config has, in report order: per slice its array and vector unit, then DMA_IN,
+// DMA_OUT and the HOST (ops the NPU cannot run). One in-order command queue per engine.
 #pragma once
 
 #include <cstdint>

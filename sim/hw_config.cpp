@@ -118,6 +118,12 @@ HwConfig check(const Json& root, Diagnostics& diag, std::string source) {
   cfg.dram.channels = static_cast<std::uint32_t>(dram.get_uint("channels", cfg.dram.channels, 1, 64));
   dram.finish();
 
+  const Json* host_json = top.get("host");
+  JsonObject host(host_json ? *host_json : kEmpty, "/host", diag);
+  cfg.host.call_cycles = host.get_uint("call_cycles", cfg.host.call_cycles, 0, std::uint64_t{1} << 32);
+  cfg.host.cycles_per_element = static_cast<std::uint32_t>(host.get_uint("cycles_per_element", cfg.host.cycles_per_element, 0, 1u << 20));
+  host.finish();
+
   top.finish();
   return cfg;
 }

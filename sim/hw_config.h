@@ -37,6 +37,13 @@ struct DramConfig {
   std::uint32_t channels = 1;
 };
 
+// The host CPU that runs ops the NPU cannot (--host-fallback): each call costs a fixed
+// round trip plus a per-element cost, in NPU cycles.
+struct HostConfig {
+  std::uint64_t call_cycles = 5000;
+  std::uint32_t cycles_per_element = 4;
+};
+
 struct HwConfig {
   std::string name = "default";  // from the config's "name", else its file's stem
   std::string source;  // file the config came from, or "built-in:NAME"
@@ -45,6 +52,7 @@ struct HwConfig {
   std::uint64_t lram_bytes = 512 * 1024;
   DmaConfig dma;
   DramConfig dram;
+  HostConfig host;
   std::uint32_t dispatch_cycles = 4;
 
   // DRAM latency rounded up to whole NPU cycles.

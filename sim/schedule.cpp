@@ -156,6 +156,7 @@ Shape parse_shape(JsonObject& cmd, const OpInfo& op) {
 bool id_follows_convention(const std::string& id, EngineType engine) {
   const std::string prefix = engine == EngineType::kDmaIn    ? "DI"
                              : engine == EngineType::kDmaOut ? "DO"
+                             : engine == EngineType::kHost   ? "H"
                                                              : "S";
   if (id.size() <= prefix.size() || id.compare(0, prefix.size(), prefix) != 0) return false;
   return std::all_of(id.begin() + static_cast<std::ptrdiff_t>(prefix.size()), id.end(),
@@ -188,16 +189,18 @@ Command parse_command(const Json& value, std::size_t index, const HwConfig& conf
     cmd.engine = EngineType::kDmaOut;
   } else if (engine == "SLICE") {
     cmd.engine = EngineType::kSlice;
+  } else if (engine == "HOST") {
+    cmd.engine = EngineType::kHost;
   } else {
     if (c.has("engine")) {
-      diag.error(c.pointer("engine"), "unknown engine '" + engine + "' (expected DMA_IN, DMA_OUT or SLICE)");
+      diag.error(c.pointer("engine"), "unknown engine '" + engine + "' (expected DMA_IN, DMA_OUT, SLICE or HOST)");
     }
     // Nothing else about the command can be checked without its engine.
     for (const char* key : {"slice", "op", "shape", "bytes", "deps", "layer", "loc", "program", "alloc", "free"}) c.get(key);
     return cmd;
   }
   if (!cmd.id.empty() && c.has("engine") && !id_follows_convention(cmd.id, cmd.engine)) {
-    diag.error(c.pointer("id"), "id '" + cmd.id + "' does not follow the convention DI<n> (DMA_IN), DO<n> (DMA_OUT), S<n> (SLICE) for engine " + engine);
+    diag.error(c.pointer("id"), "id '" + cmd.id + "' does not follow the convention DI<n> (DMA_IN), DO<n> (DMA_OUT), S<n> (SLICE), H<n> (HOST) for engine " + engine);
   }
   if (cmd.engine == EngineType::kSlice) {
     cmd.slice = static_cast<std::uint32_t>(c.require_uint("slice", 0, 1u << 20).value_or(0));
@@ -214,6 +217,19 @@ Command parse_command(const Json& value, std::size_t index, const HwConfig& conf
     } else {
       cmd.shape = parse_shape(c, op_table()[cmd.op]);
     }
+    if (c.get("bytes")) diag.error(c.pointer("bytes"), "bytes applies to DMA commands only");
+  } else if (cmd.engine == EngineType::kHost) {
+    const std::string op = c.get_string("op", "Host");
+    if (op != "Host") diag.error(c.pointer("op"), "a HOST command's op must be Host");
+    const Json* shape = c.get("shape");
+    if (shape == nullptr) {
+      diag.error(c.pointer("shape"), "missing required field (a HOST command's shape is {\"elements\": N})");
+    } else {
+      JsonObject s(*shape, c.pointer("shape"), diag);
+      cmd.elements = s.require_uint("elements", 0, kMaxTransferBytes).value_or(0);
+      s.finish();
+    }
+    if (c.get("slice")) diag.error(c.pointer("slice"), "slice applies to SLICE commands only");
     if (c.get("bytes")) diag.error(c.pointer("bytes"), "bytes applies to DMA commands only");
   } else {
     cmd.bytes = c.require_uint("bytes", 1, kMaxTransferBytes).value_or(1);
@@ -372,6 +388,8 @@ const char* engine_type_name(EngineType type) {
       return "DMA_OUT";
     case EngineType::kSlice:
       return "SLICE";
+    case EngineType::kHost:
+      return "HOST";
   }
   return "?";
 }
@@ -502,6 +520,14 @@ void finalize_schedule(Schedule& sched, const HwConfig& config, Diagnostics& dia
       } catch (const std::overflow_error&) {
         diag.error(ptr + "/shape", "shape too large: its cycle or MAC count exceeds 64 bits");
       }
+    } else if (cmd.engine == EngineType::kHost) {
+      std::uint64_t per_element = 0, cycles = 0;
+      if (__builtin_mul_overflow(cmd.elements, std::uint64_t{config.host.cycles_per_element}, &per_element) ||
+          __builtin_add_overflow(per_element, config.host.call_cycles, &cycles)) {
+        diag.error(ptr + "/shape", "shape too large: its host cycles exceed 64 bits");
+      }
+      cmd.compute_cycles = cycles;
+      cmd.isolated_cycles = cycles;
     } else if (cmd.engine != EngineType::kSlice) {
       auto [it, inserted] = transfer_cycles.try_emplace(cmd.bytes, 0);
       if (inserted) it->second = cost::isolated_transfer_cycles(cmd.bytes, dma, dram);

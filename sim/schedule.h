@@ -39,21 +39,22 @@ struct ElementsShape {
 
 using Shape = std::variant<std::monostate, GemmShape, ConvShape, ElementsShape>;
 
-enum class EngineType : std::uint8_t { kDmaIn, kDmaOut, kSlice };
+enum class EngineType : std::uint8_t { kDmaIn, kDmaOut, kSlice, kHost };
 
 struct BufferAlloc {
   std::string buffer;  // unique across the schedule
   std::uint64_t bytes = 0;
 };
-const char* engine_type_name(EngineType type);  // "DMA_IN", "DMA_OUT", "SLICE"
+const char* engine_type_name(EngineType type);  // "DMA_IN", "DMA_OUT", "SLICE", "HOST"
 
 struct Command {
-  std::string id;  // DI<n>, DO<n>, S<n>
+  std::string id;  // DI<n>, DO<n>, S<n>, H<n>
   EngineType engine = EngineType::kSlice;
   std::uint32_t slice = 0;  // slice commands only
   OpId op = 0;              // slice commands only
   Shape shape;              // slice commands only
   std::uint64_t bytes = 0;  // DMA commands only
+  std::uint64_t elements = 0;  // host commands only: what the host's per-element cost scales with
   std::vector<std::uint32_t> deps;  // indices into Schedule::commands
   std::string layer;
   std::string loc;

@@ -101,7 +101,10 @@ void write_schedule_json(std::ostream& out, const Schedule& s) {
     Fields f(out);
     f.raw("id", quoted(c.id));
     f.raw("engine", quoted(engine_type_name(c.engine)));
-    if (c.engine == EngineType::kSlice) {
+    if (c.engine == EngineType::kHost) {
+      f.raw("op", quoted("Host"));
+      out << ", \"shape\": {\"elements\": " << c.elements << '}';
+    } else if (c.engine == EngineType::kSlice) {
       f.add("slice", c.slice);
       f.raw("op", quoted(std::string(op_table().at(c.op).name)));
       out << ", \"shape\": ";

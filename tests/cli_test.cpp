@@ -44,8 +44,11 @@ class Cli : public ::testing::Test {
  protected:
   void SetUp() override {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() / ("npusim_cli_" + std::string(info->name()) + "_" +
-                                        std::to_string(::getpid()));
+    std::string name = info->name();
+    for (char& ch : name) {
+      if (ch == '/') ch = '_';  // parameterised test names
+    }
+    dir_ = fs::temp_directory_path() / ("npusim_cli_" + name + "_" + std::to_string(::getpid()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -429,6 +432,71 @@ TEST_F(Cli, TracesHoldBothRunsWithFlowsForEveryDependency) {
   EXPECT_EQ(flow_ends, 2u * edges);
   EXPECT_EQ(processes, (std::set<std::string>{"compile-time estimate", "runtime simulation"}));
 }
+
+TEST_F(Cli, HostLayersRunOnTheHost) {
+  // A 1x1 conv, a host op over 100 elements, a Relu after it.
+  const fs::path graph = write("h.json", R"({"format": "npusim-graph", "version": 1, "name": "h",
+    "tensors": [{"name": "x", "shape": [1, 16, 8, 8]}, {"name": "w", "shape": [16, 16, 1, 1], "constant": true},
+                {"name": "c", "shape": [1, 16, 8, 8]}, {"name": "y", "shape": [1, 100]}, {"name": "z", "shape": [1, 100]}],
+    "inputs": ["x"], "outputs": ["z"],
+    "layers": [{"name": "conv", "op": "Conv", "inputs": ["x", "w"], "outputs": ["c"], "attrs": {"kernel_shape": [1, 1]}},
+               {"name": "nms", "op": "Host", "inputs": ["c"], "outputs": ["y"]},
+               {"name": "relu", "op": "Relu", "inputs": ["y"], "outputs": ["z"]}]})");
+  const fs::path out = dir_ / "out";
+  ASSERT_EQ(npusim({"run", graph.string(), "-o", out.string(), "-q", "--set", "host.call_cycles=1000"}).exit_code, 0);
+  const auto rows = timeline_rows(out / "runtime_timeline.csv");
+  // 1000 for the call plus 4 per element: 1400 cycles, after the conv's last store.
+  EXPECT_EQ(rows.at("H0").second - rows.at("H0").first, 1400u);
+  EXPECT_EQ(rows.at("H0").first, rows.at("DO1").second + 4);
+  EXPECT_GE(rows.at("DI3").first, rows.at("H0").second);  // the Relu reads what the host wrote
+}
+
+// Every model the project ships or was given compiles and simulates on both shipped configs, and
+// the compiled MACs equal the graph's (npusim info's count).
+class ModelRun : public Cli, public ::testing::WithParamInterface<std::tuple<std::string, std::string>> {};
+
+TEST_P(ModelRun, CompilesAndSimulates) {
+  const auto& [path, config] = GetParam();
+  const fs::path out = dir_ / "out";
+  const Result r = npusim({"run", path, "-c", config, "-o", out.string(), "-q", "--stats-level", "40"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json stats = Json::parse(read_file(out / "stats.json"));
+  const auto total = stats["runtime"]["total_cycles"].get<std::uint64_t>();
+  EXPECT_GE(total, stats["bounds"]["compute_cycles"].get<std::uint64_t>());
+  EXPECT_GE(total, stats["bounds"]["dram_cycles"].get<std::uint64_t>());
+  EXPECT_LE(stats["runtime"]["lram_peak_bytes"].get<std::uint64_t>(), stats["device"]["lram_bytes"].get<std::uint64_t>());
+  const Result info = npusim({"info", path, "-c", config});
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  const auto at = info.out.find("MACs:");
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_EQ(std::stoull(info.out.substr(at + 5)),
+            stats["macs"].get<std::uint64_t>() + stats["vector_macs"].get<std::uint64_t>());
+}
+
+std::vector<std::string> all_models() {
+  std::vector<std::string> models;
+  for (const char* folder : {"models/zoo"}) {
+    for (const auto& e : fs::directory_iterator(kSource / folder)) models.push_back(e.path().string());
+  }
+  for (const auto& e : fs::directory_iterator(kSource.parent_path() / "shared" / "models" / "onnx")) {
+    models.push_back(e.path().string());
+  }
+  std::sort(models.begin(), models.end());
+  return models;
+}
+
+std::string model_run_name(const ::testing::TestParamInfo<std::tuple<std::string, std::string>>& p) {
+  std::string name = fs::path(std::get<0>(p.param)).stem().string() + "_" + std::get<1>(p.param);
+  for (char& ch : name) {
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  }
+  return name;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllModels, ModelRun,
+                         ::testing::Combine(::testing::ValuesIn(all_models()),
+                                            ::testing::Values("default", "server")),
+                         model_run_name);
 
 TEST_F(Cli, HelpDescribesEachCommand) {
   const Result r = npusim({"run", "--help"});

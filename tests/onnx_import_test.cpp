@@ -1,4 +1,5 @@
 #include "sim/frontend/onnx_import.h"
+#include "sim/compiler/compiler.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -526,6 +527,18 @@ TEST(OnnxImport, UnsupportedOpBecomesHostLayerWithFallback) {
       notes[0],
       HasSubstr(
           "node 'nms0' (NonMaxSuppression): output 'selected' dim 0 depends on data; using 1"));
+}
+
+TEST(OnnxImport, HostLayersCompileToHostCommands) {
+  OnnxImportOptions options;
+  options.host_fallback = true;
+  const Graph g = import_onnx(nms_model().save("nms_compile.onnx"), options);
+  const Schedule s = compile_schedule(g, load_hw_config("default"));
+  ASSERT_EQ(s.commands.size(), 1u);
+  EXPECT_EQ(s.commands[0].id, "H0");
+  EXPECT_EQ(s.commands[0].engine, EngineType::kHost);
+  // The default host call costs 5000 cycles plus 4 per output element: [1, 3] -> 5012.
+  EXPECT_EQ(s.commands[0].isolated_cycles, 5000u + 3u * 4u);
 }
 
 TEST(OnnxImport, AllUnsupportedOpsAreReportedTogether) {

@@ -162,7 +162,7 @@ TEST(Schedule, ErrorsDoNotCascade) {
   dma_with_shape["shape"] = {{"m", 1}};
   const std::string e = error_of(schedule_with({unknown_engine, dma_with_shape}));
   // One problem each: no "missing op" for the unknown engine, no "unknown key" for the shape.
-  EXPECT_EQ(e, "s.json: /commands/0/engine: unknown engine 'GPU' (expected DMA_IN, DMA_OUT or SLICE)\n"
+  EXPECT_EQ(e, "s.json: /commands/0/engine: unknown engine 'GPU' (expected DMA_IN, DMA_OUT, SLICE or HOST)\n"
                "s.json: /commands/1/shape: shape applies to SLICE commands only");
   Json no_model = schedule_with(Json::array());
   no_model.erase("model");

@@ -71,6 +71,9 @@ po::options_description model_options(RunOptions& o, const std::string& what, co
        "override one config field, e.g. --set dram.bandwidth_gbps=25.6 (repeatable)")
       ("input-shape", po::value(&o.input_shapes)->value_name("NAME=DxD...")->composing(),
        "fix an ONNX input's shape, e.g. --input-shape input=1x3x224x224 (repeatable)")
+      ("host-fallback", po::bool_switch(&o.host_fallback),
+       "run ONNX ops the NPU cannot on the host (config host.call_cycles and "
+       "host.cycles_per_element) instead of rejecting the model")
       ("out,o", po::value(&o.out)->value_name(what == "compile" ? "FILE" : "DIR"), out_help)
       // Accepted here too so that they may follow the command; main() applies them.
       ("log-level", po::value<std::string>()->value_name("LEVEL"), "trace|debug|info|warn|error|off")

@@ -8,6 +8,7 @@
 
 #include "profiler/output_dir.h"
 #include "sim/app/commands.h"
+#include "sim/app/sweep.h"
 #include "sim/app/profiler_commands.h"
 #include "sim/error.h"
 
@@ -21,6 +22,8 @@ const char* kUsage =
     "  estimate  the compile-time estimate only\n"
     "  compile   a graph JSON, SCALE-Sim topology or ONNX model into a schedule\n"
     "  info      describe a model and its compiled schedule\n"
+    "  sweep     run a grid of config values (clock, slices, any key) as parallel processes\n"
+    "  check     compare runs with the cycle budgets of a budget file (CI)\n"
     "  report    op-type and per-layer breakdown of a run's outputs\n"
     "  convert   timeline.csv / runtime.csv files into one Perfetto trace\n"
     "  diff      compare two runs, or a run's estimate with its simulation\n"
@@ -58,6 +61,8 @@ int dispatch(const std::string& command, const std::vector<std::string>& args) {
   if (command == "estimate") return npusim::app::estimate_command(args);
   if (command == "compile") return npusim::app::compile_command(args);
   if (command == "info") return npusim::app::info_command(args);
+  if (command == "sweep") return npusim::app::sweep_command(args);
+  if (command == "check") return npusim::app::check_command(args);
   if (command == "report") return npusim::app::report_command(args);
   if (command == "convert") return npusim::app::convert_command(args);
   if (command == "diff") return npusim::app::diff_command(args);

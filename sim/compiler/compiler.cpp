@@ -707,6 +707,22 @@ class Compiler {
     }
   }
 
+  // ---- host fallback --------------------------------------------------------------------------
+  // One command on the host, which reads its inputs from DRAM once their writers are done and
+  // writes its outputs there; it costs the config's host call plus a cost per output element.
+  void compile_host(const Group& group) {
+    const Layer& l = g_.layers[group.layers[0]];
+    std::vector<CommandIndex> deps;
+    for (std::uint32_t t : l.inputs) {
+      if (!g_.tensors[t].constant) reader_deps(t, 0, ~std::uint64_t{0}, deps);
+    }
+    Command c;
+    c.engine = EngineType::kHost;
+    for (std::uint32_t t : l.outputs) c.elements += g_.tensors[t].elements();
+    const CommandIndex host = emit(std::move(c), "H", h_, group, std::move(deps));
+    for (std::uint32_t t : l.outputs) writers_[t].push_back({0, ~std::uint64_t{0}, host});
+  }
+
   // ---- views ----------------------------------------------------------------------------------
   // No data moves: the outputs hold whatever the inputs' writers wrote, so readers of any part
   // wait for all of them.
@@ -725,13 +741,15 @@ class Compiler {
     const OpClass cls = classify_op(l.op);
     const bool view = cls == OpClass::kView || l.op == "Concat" || l.op == "Split" || l.op == "Slice";
     if (view) return compile_view(l);
-    if (cls == OpClass::kHost || cls == OpClass::kUnknown) {
+    if (cls == OpClass::kUnknown) {
       throw InputError(g_.source_file, "layer '" + l.name + "' " + l.loc,
                        "op '" + l.op + "' cannot run on the NPU");
     }
     sched_.programs.push_back({group.name, group.loc});
     const std::size_t first_command = sched_.commands.size();
-    if (cls == OpClass::kArray && l.op == "Conv") {
+    if (cls == OpClass::kHost) {
+      compile_host(group);
+    } else if (cls == OpClass::kArray && l.op == "Conv") {
       compile_spatial(group);
     } else if (cls == OpClass::kArray) {
       compile_matmul(group);
@@ -779,7 +797,7 @@ class Compiler {
   std::vector<CommandIndex> weight_frees_;           // stores whose ends free weight chunks
   std::string weights_buffer_;  // the chunk most recently loaded
   Schedule sched_;
-  std::uint64_t di_ = 0, do_ = 0, s_ = 0, buffers_ = 0;
+  std::uint64_t di_ = 0, do_ = 0, s_ = 0, h_ = 0, buffers_ = 0;
   std::uint32_t rr_ = 0;
 };
 
