@@ -38,7 +38,7 @@ std::string shown(char ch) {
 }
 
 // A field as it reads in a message: quoted, cut after 40 characters.
-std::string quoted(const std::string& value) {
+std::string quote_value(const std::string& value) {
   return "'" + (value.size() > 40 ? value.substr(0, 40) + "..." : value) + "'";
 }
 
@@ -53,7 +53,7 @@ std::uint64_t parse_integer(const CsvRecord& r, std::size_t k, const std::string
   const std::string& value = r.fields[k];
   if (value.empty() || value.find_first_not_of("0123456789") != std::string::npos) {
     throw ParseError(file, r.row, names[k],
-                     std::string("expected a non-negative integer (") + unit + "), found " + quoted(value),
+                     std::string("expected a non-negative integer (") + unit + "), found " + quote_value(value),
                      r.line);
   }
   std::uint64_t v = 0;
@@ -61,7 +61,7 @@ std::uint64_t parse_integer(const CsvRecord& r, std::size_t k, const std::string
     v = v * 10 + static_cast<std::uint64_t>(ch - '0');
     if (v > kMaxCsvInteger) {
       throw ParseError(file, r.row, names[k],
-                       quoted(value) + " is larger than " + std::to_string(kMaxCsvInteger), r.line);
+                       quote_value(value) + " is larger than " + std::to_string(kMaxCsvInteger), r.line);
     }
   }
   return v;
@@ -73,13 +73,13 @@ void check_header(const std::vector<CsvRecord>& records, const std::vector<std::
                   const std::string& other_header, const char* other_what) {
   if (records.empty()) {
     throw ParseError(file, 0, "", std::string("empty file; a ") + what + " starts with the header " +
-                                      quoted(join(names, separator)));
+                                      quote_value(join(names, separator)));
   }
   const CsvRecord& h = records.front();
   if (h.fields != names) {
     const std::string found = join(h.fields, separator);
-    std::string message = std::string("expected the ") + what + " header " + quoted(join(names, separator)) +
-                          ", found " + quoted(found);
+    std::string message = std::string("expected the ") + what + " header " + quote_value(join(names, separator)) +
+                          ", found " + quote_value(found);
     if (found.find(other_header) == 0) message += std::string(" (that is a ") + other_what + ")";
     throw ParseError(file, h.row, "", message, h.line);
   }
@@ -234,7 +234,7 @@ std::vector<TimelineRow> read_timeline_csv(std::string_view text, const std::str
     const auto [it, inserted] = seen.emplace(row.id, r.row);
     if (!inserted) {
       throw ParseError(file, r.row, "ID",
-                       "duplicate ID " + quoted(row.id) + " (also in row " + std::to_string(it->second) + ")",
+                       "duplicate ID " + quote_value(row.id) + " (also in row " + std::to_string(it->second) + ")",
                        r.line);
     }
     row.start = parse_integer(r, 1, file, kTimelineHeader, "cycles");

@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <string>
 
-#include <nlohmann/json.hpp>
 
+#include "profiler/json_writer.h"
 #include "profiler/stats.h"
 
 #include <algorithm>
@@ -13,7 +13,6 @@
 namespace npusim::profiler {
 namespace {
 
-using Json = nlohmann::ordered_json;
 
 // Fixed-point text so that the same figures always print the same way.
 std::string fixed(double value, int decimals) {
@@ -82,9 +81,10 @@ std::vector<std::uint64_t> lram_peak_per_program(const Workload& w, const Timeli
   return peaks;
 }
 
-Json run_json(const Workload& w, const Timeline& t, const RunStats& s, StatsLevel level) {
+void write_run(JsonWriter& j, const Workload& w, const Timeline& t, const RunStats& s, StatsLevel level) {
   const Clock clock{w.device.clock_khz};
   const bool waits = level >= StatsLevel::kWaits;
+  const bool extended = level >= StatsLevel::kExtended;
   std::vector<CommandStalls> stalls;
   if (waits) stalls = command_stalls(w, t);
   std::vector<Cycles> deps_wait(w.engines.size(), 0), dram_wait(w.engines.size(), 0);
@@ -98,85 +98,99 @@ Json run_json(const Workload& w, const Timeline& t, const RunStats& s, StatsLeve
       dram_wait[c.engine] += stalls[i].dram;
     }
   }
-  Json engines = Json::object();
+  j.begin_object();
+  j.field("total_cycles", s.total_cycles);
+  j.field("time_us", round6(clock.to_us(s.total_cycles)));
+  j.field("mac_utilization", round6(mac_utilization(w, s)));
+  j.field("dram_achieved_gbps", round6(achieved_gbps(s.dram_read_bytes + s.dram_write_bytes,
+                                                     s.total_cycles, w.device.clock_khz)));
+  j.field("lram_peak_bytes", s.lram.peak_bytes);
+  j.field("lram_peak_cycle", s.lram.peak_at);
+  j.key("engines");
+  j.begin_object();
   for (std::size_t e = 0; e < w.engines.size(); ++e) {
-    Json engine = {{"busy_cycles", s.engines[e].busy_cycles},
-                   {"utilization", round6(ratio(s.engines[e].busy_cycles, s.total_cycles))},
-                   {"commands", s.engines[e].commands}};
     const EngineKind kind = w.engines[e].kind;
-    if (kind == EngineKind::kDmaIn) engine["dram_read_bytes"] = read_bytes[e];
-    if (kind == EngineKind::kDmaOut) engine["dram_write_bytes"] = write_bytes[e];
+    const bool dma = kind == EngineKind::kDmaIn || kind == EngineKind::kDmaOut;
+    j.key(w.engines[e].name);
+    j.begin_object();
+    j.field("busy_cycles", s.engines[e].busy_cycles);
+    j.field("utilization", round6(ratio(s.engines[e].busy_cycles, s.total_cycles)));
+    j.field("commands", s.engines[e].commands);
+    if (kind == EngineKind::kDmaIn) j.field("dram_read_bytes", read_bytes[e]);
+    if (kind == EngineKind::kDmaOut) j.field("dram_write_bytes", write_bytes[e]);
     if (waits) {
-      engine["wait_deps_cycles"] = deps_wait[e];
-      if (kind == EngineKind::kDmaIn || kind == EngineKind::kDmaOut) engine["wait_dram_cycles"] = dram_wait[e];
+      j.field("wait_deps_cycles", deps_wait[e]);
+      if (dma) j.field("wait_dram_cycles", dram_wait[e]);
     }
-    engines[w.engines[e].name] = engine;
+    j.end_object();
   }
-  Json programs = Json::array();
+  j.end_object();
+  std::vector<std::uint64_t> peaks;
+  if (extended) peaks = lram_peak_per_program(w, t, s);
+  j.key("programs");
+  j.begin_array();
   for (std::size_t p = 0; p < w.programs.size(); ++p) {
     const ProgramStats& ps = s.programs[p];
-    programs.push_back({{"name", w.programs[p].name},
-                        {"start_cycle", ps.start},
-                        {"end_cycle", ps.end},
-                        {"cycles", ps.end - ps.start},
-                        {"commands", ps.commands}});
+    j.begin_object();
+    j.field("name", w.programs[p].name);
+    j.field("start_cycle", ps.start);
+    j.field("end_cycle", ps.end);
+    j.field("cycles", ps.end - ps.start);
+    j.field("commands", ps.commands);
+    if (extended) j.field("lram_peak_bytes", peaks[p]);
+    j.end_object();
   }
-  Json run = {
-      {"total_cycles", s.total_cycles},
-      {"time_us", round6(clock.to_us(s.total_cycles))},
-      {"mac_utilization", round6(mac_utilization(w, s))},
-      {"dram_achieved_gbps",
-       round6(achieved_gbps(s.dram_read_bytes + s.dram_write_bytes, s.total_cycles,
-                            w.device.clock_khz))},
-      {"lram_peak_bytes", s.lram.peak_bytes},
-      {"lram_peak_cycle", s.lram.peak_at},
-      {"engines", engines},
-      {"programs", programs}};
-  const bool extended = level >= StatsLevel::kExtended;
-  if (extended) {
-    const auto peaks = lram_peak_per_program(w, t, s);
-    for (std::size_t p = 0; p < w.programs.size(); ++p) run["programs"][p]["lram_peak_bytes"] = peaks[p];
-    if (t.dram.bursts > 0) {
-      Json histogram = Json::array();
-      for (std::size_t b = 0; b < t.dram.latency_histogram.size(); ++b) {
-        if (t.dram.latency_histogram[b] == 0) continue;
-        const Cycles lo = b == 0 ? 0 : Cycles{1} << (b - 1);
-        histogram.push_back({{"min_cycles", lo}, {"bursts", t.dram.latency_histogram[b]}});
-      }
-      run["dram"] = {{"bursts", t.dram.bursts},
-                     {"mean_latency_cycles", round6(static_cast<double>(t.dram.total_latency_cycles) / static_cast<double>(t.dram.bursts))},
-                     {"max_latency_cycles", t.dram.max_latency_cycles},
-                     {"latency_histogram", histogram}};
+  j.end_array();
+  if (extended && t.dram.bursts > 0) {
+    j.key("dram");
+    j.begin_object();
+    j.field("bursts", t.dram.bursts);
+    j.field("mean_latency_cycles", round6(static_cast<double>(t.dram.total_latency_cycles) /
+                                          static_cast<double>(t.dram.bursts)));
+    j.field("max_latency_cycles", t.dram.max_latency_cycles);
+    j.key("latency_histogram");
+    j.begin_array();
+    for (std::size_t b = 0; b < t.dram.latency_histogram.size(); ++b) {
+      if (t.dram.latency_histogram[b] == 0) continue;
+      j.begin_object(true);
+      j.field("min_cycles", b == 0 ? Cycles{0} : Cycles{1} << (b - 1));
+      j.field("bursts", t.dram.latency_histogram[b]);
+      j.end_object();
     }
+    j.end_array();
+    j.end_object();
   }
   if (level >= StatsLevel::kOps) {
     const double peak_macs_per_cycle = static_cast<double>(w.device.array_rows) * w.device.array_cols;
-    Json ops = Json::array();
+    j.key("ops");
+    j.begin_array();
     for (std::size_t i = 0; i < w.commands.size(); ++i) {
       const CommandInfo& c = w.commands[i];
       const CommandTiming& ct = t.commands[i];
-      Json op = {{"index", i},
-                 {"id", c.id},
-                 {"name", invocation_name(w, i)},
-                 {"op", c.op_type},
-                 {"layer", c.layer},
-                 {"engine", w.engines[c.engine].name},
-                 {"program", c.program},
-                 {"start_cycle", ct.start},
-                 {"end_cycle", ct.end},
-                 {"cycles", ct.end - ct.start},
-                 {"bytes", c.dram_read_bytes + c.dram_write_bytes},
-                 {"macs", c.macs + c.vector_macs},
-                 {"wait_deps_cycles", stalls[i].deps},
-                 {"wait_dram_cycles", stalls[i].dram}};
+      j.begin_object(true);
+      j.field("index", static_cast<std::uint64_t>(i));
+      j.field("id", c.id);
+      j.field("name", invocation_name(w, i));
+      j.field("op", c.op_type);
+      j.field("layer", c.layer);
+      j.field("engine", w.engines[c.engine].name);
+      j.field("program", c.program);
+      j.field("start_cycle", ct.start);
+      j.field("end_cycle", ct.end);
+      j.field("cycles", ct.end - ct.start);
+      j.field("bytes", c.dram_read_bytes + c.dram_write_bytes);
+      j.field("macs", c.macs + c.vector_macs);
+      j.field("wait_deps_cycles", stalls[i].deps);
+      j.field("wait_dram_cycles", stalls[i].dram);
       if (extended && c.macs > 0 && ct.end > ct.start) {
-        op["mac_utilization"] = round6(static_cast<double>(c.macs) / (peak_macs_per_cycle * static_cast<double>(ct.end - ct.start)));
+        j.field("mac_utilization", round6(static_cast<double>(c.macs) /
+                                          (peak_macs_per_cycle * static_cast<double>(ct.end - ct.start))));
       }
-      ops.push_back(std::move(op));
+      j.end_object();
     }
-    run["ops"] = std::move(ops);
+    j.end_array();
   }
-  return run;
+  j.end_object();
 }
 
 void engine_table(std::ostream& out, const Workload& w, const RunStats& s) {
@@ -209,26 +223,35 @@ TraceOptions trace_options_for(StatsLevel level) {
 
 // Per inference: its own span (start to end) and its share of the run (end minus the previous
 // inference's end), which is what back-to-back throughput is made of.
-Json iterations_json(const Iterations& it, const Clock& clock) {
+void write_iterations(JsonWriter& j, const Iterations& it, const Clock& clock) {
   auto spans = [&](const std::vector<Iterations::Span>& list) {
-    Json a = Json::array();
+    j.begin_array();
     Cycles previous_end = 0;
     for (std::size_t i = 0; i < list.size(); ++i) {
-      a.push_back({{"index", i},
-                   {"start_cycle", list[i].start},
-                   {"end_cycle", list[i].end},
-                   {"latency_cycles", list[i].end - list[i].start},
-                   {"cycles", list[i].end - previous_end},
-                   {"latency_us", round6(clock.to_us(list[i].end - list[i].start))},
-                   {"profiled", i >= it.first_profiled && i < it.first_profiled + it.profiled}});
+      j.begin_object(true);
+      j.field("index", static_cast<std::uint64_t>(i));
+      j.field("start_cycle", list[i].start);
+      j.field("end_cycle", list[i].end);
+      j.field("latency_cycles", list[i].end - list[i].start);
+      j.field("cycles", list[i].end - previous_end);
+      j.field("latency_us", round6(clock.to_us(list[i].end - list[i].start)));
+      j.field("profiled", i >= it.first_profiled && i < it.first_profiled + it.profiled);
+      j.end_object();
       previous_end = list[i].end;
     }
-    return a;
+    j.end_array();
   };
-  Json j = {{"count", it.count}, {"first_profiled", it.first_profiled}, {"profiled", it.profiled},
-            {"estimate", spans(it.estimate)}};
-  if (!it.runtime.empty()) j["runtime"] = spans(it.runtime);
-  return j;
+  j.begin_object();
+  j.field("count", it.count);
+  j.field("first_profiled", it.first_profiled);
+  j.field("profiled", it.profiled);
+  j.key("estimate");
+  spans(it.estimate);
+  if (!it.runtime.empty()) {
+    j.key("runtime");
+    spans(it.runtime);
+  }
+  j.end_object();
 }
 
 void write_summary(std::ostream& out, const Workload& w, const Timeline& estimate,
@@ -347,31 +370,49 @@ void write_stats_json(std::ostream& out, const Workload& w, const Timeline& esti
   const DeviceInfo& d = w.device;
   const RunStats est = compute_stats(w, estimate);
   const Bounds bounds = compute_bounds(w);
-  Json j = {
-      {"format", "npusim-stats"},
-      {"version", 1},
-      {"model", {{"name", w.model_name}, {"file", w.model_file}}},
-      {"device",
-       {{"config", d.config_name},
-        {"clock_mhz", static_cast<double>(d.clock_khz) / 1000},
-        {"slices", d.slices},
-        {"array_rows", d.array_rows},
-        {"array_cols", d.array_cols},
-        {"dataflow", d.dataflow},
-        {"lram_bytes", d.lram_bytes},
-        {"dram_bandwidth_gbps", static_cast<double>(d.dram_bandwidth_mbps) / 1000}}},
-      {"commands", w.commands.size()},
-      {"programs", w.programs.size()},
-      {"macs", est.macs},
-      {"vector_macs", est.vector_macs},
-      {"dram_read_bytes", est.dram_read_bytes},
-      {"dram_write_bytes", est.dram_write_bytes},
-      {"bounds", {{"compute_cycles", bounds.compute_cycles}, {"dram_cycles", bounds.dram_cycles}}},
-      {"stats_level", static_cast<int>(level)},
-      {"estimate", run_json(w, estimate, est, level)}};
-  if (runtime) j["runtime"] = run_json(w, *runtime, compute_stats(w, *runtime), level);
-  if (iterations != nullptr) j["iterations"] = iterations_json(*iterations, Clock{d.clock_khz});
-  out << j.dump(2) << '\n';
+  JsonWriter j(out);
+  j.begin_object();
+  j.field("format", "npusim-stats");
+  j.field("version", 1);
+  j.key("model");
+  j.begin_object();
+  j.field("name", w.model_name);
+  j.field("file", w.model_file);
+  j.end_object();
+  j.key("device");
+  j.begin_object();
+  j.field("config", d.config_name);
+  j.field("clock_mhz", static_cast<double>(d.clock_khz) / 1000);
+  j.field("slices", d.slices);
+  j.field("array_rows", d.array_rows);
+  j.field("array_cols", d.array_cols);
+  j.field("dataflow", d.dataflow);
+  j.field("lram_bytes", d.lram_bytes);
+  j.field("dram_bandwidth_gbps", static_cast<double>(d.dram_bandwidth_mbps) / 1000);
+  j.end_object();
+  j.field("commands", static_cast<std::uint64_t>(w.commands.size()));
+  j.field("programs", static_cast<std::uint64_t>(w.programs.size()));
+  j.field("macs", est.macs);
+  j.field("vector_macs", est.vector_macs);
+  j.field("dram_read_bytes", est.dram_read_bytes);
+  j.field("dram_write_bytes", est.dram_write_bytes);
+  j.key("bounds");
+  j.begin_object();
+  j.field("compute_cycles", bounds.compute_cycles);
+  j.field("dram_cycles", bounds.dram_cycles);
+  j.end_object();
+  j.field("stats_level", static_cast<int>(level));
+  j.key("estimate");
+  write_run(j, w, estimate, est, level);
+  if (runtime) {
+    j.key("runtime");
+    write_run(j, w, *runtime, compute_stats(w, *runtime), level);
+  }
+  if (iterations != nullptr) {
+    j.key("iterations");
+    write_iterations(j, *iterations, Clock{d.clock_khz});
+  }
+  j.end_object();
 }
 
 }  // namespace npusim::profiler

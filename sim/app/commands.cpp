@@ -1,5 +1,6 @@
 #include "sim/app/commands.h"
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -28,6 +29,22 @@ namespace po = boost::program_options;
 
 namespace npusim::app {
 namespace {
+
+// Logs how long a phase took at info level (`--log-level info`), for people sizing runs.
+class PhaseTimer {
+ public:
+  explicit PhaseTimer(const char* phase) : phase_(phase), start_(std::chrono::steady_clock::now()) {}
+  ~PhaseTimer() {
+    const auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
+    spdlog::info("{}: {:.1f} ms", phase_, ms);
+  }
+  PhaseTimer(const PhaseTimer&) = delete;
+  PhaseTimer& operator=(const PhaseTimer&) = delete;
+
+ private:
+  const char* phase_;
+  std::chrono::steady_clock::time_point start_;
+};
 
 struct RunOptions {
   std::string model;
@@ -159,7 +176,10 @@ struct Loaded {
 Loaded load(const RunOptions& o, const std::string& usage) {
   if (o.model.empty()) throw InputError("", "", "--model is required (see npusim " + usage + " --help)");
   HwConfig config = load_hw_config(o.config, o.overrides);
-  Schedule schedule = load_or_compile(o.model, config, model_options_of(o));
+  Schedule schedule = [&] {
+    PhaseTimer t("load and compile");
+    return load_or_compile(o.model, config, model_options_of(o));
+  }();
   warn_on_target_mismatch(schedule, config);
   profiler::Workload workload = make_workload(schedule, config);
   std::filesystem::path out = o.out.empty() ? std::filesystem::path("traces") / folder_name(schedule.model.name)
@@ -182,10 +202,14 @@ Measured measure(const Loaded& l, const RunOptions& o, bool simulate_too) {
   const std::uint32_t n = o.iterations;
   const Schedule schedule = repeat_schedule(l.schedule, n);
   const profiler::Workload full = n == 1 ? l.workload : make_workload(schedule, l.config);
-  profiler::Timeline est = estimate(schedule, l.config);
+  profiler::Timeline est = [&] {
+    PhaseTimer t("estimate");
+    return estimate(schedule, l.config);
+  }();
   check_lram(full, est, "estimate");
   std::optional<profiler::Timeline> sim;
   if (simulate_too) {
+    PhaseTimer t("simulate");
     sim = simulate(schedule, l.config);
     check_lram(full, *sim, "simulation");
   }
@@ -226,6 +250,7 @@ Measured measure(const Loaded& l, const RunOptions& o, bool simulate_too) {
 }
 
 void write_outputs(const Loaded& l, const Measured& m, profiler::StatsLevel level, bool quiet) {
+  PhaseTimer timer("write outputs");
   profiler::OutputDir dir(l.out);
   const auto& w = m.workload;
   const profiler::Timeline& est = m.estimate;

@@ -1,0 +1,54 @@
+// A streaming JSON writer: values go straight to the stream, so a report with a million per-op
+// entries never exists as a document in memory. Output is deterministic and pretty-printed with
+// two-space indents; `compact` containers go on one line (used for per-op entries).
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace npusim::profiler {
+
+class JsonWriter {
+ public:
+  explicit JsonWriter(std::ostream& out) : out_(out) {}
+  ~JsonWriter() = default;
+  JsonWriter(const JsonWriter&) = delete;
+  JsonWriter& operator=(const JsonWriter&) = delete;
+
+  void begin_object(bool compact = false);
+  void end_object();
+  void begin_array(bool compact = false);
+  void end_array();
+  void key(std::string_view name);  // inside an object, before each value
+  void value(std::uint64_t v);
+  void value(std::int64_t v);
+  void value(std::uint32_t v) { value(std::uint64_t{v}); }
+  void value(int v) { value(std::int64_t{v}); }
+  void value(double v);  // shortest text that reads back the same, as nlohmann::json prints
+  void value(bool v);
+  void value(std::string_view v);
+  void value(const char* v) { value(std::string_view(v)); }
+  void value(const std::string& v) { value(std::string_view(v)); }
+  template <typename T>
+  void field(std::string_view name, const T& v) {
+    key(name);
+    value(v);
+  }
+
+ private:
+  struct Level {
+    bool compact;
+    bool empty = true;
+  };
+  void before_value();
+  void close(char bracket);
+  void newline();
+  std::ostream& out_;
+  std::vector<Level> levels_;
+  bool after_key_ = false;
+};
+
+}  // namespace npusim::profiler

@@ -1,0 +1,571 @@
+#include "profiler/report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <unordered_map>
+
+namespace npusim::profiler {
+namespace {
+
+__extension__ using U128 = unsigned __int128;
+using Json = nlohmann::json;
+
+std::string u128_text(U128 v) {
+  if (v == 0) return "0";
+  std::string s;
+  while (v > 0) {
+    s += static_cast<char>('0' + static_cast<int>(v % 10));
+    v /= 10;
+  }
+  return std::string(s.rbegin(), s.rend());
+}
+
+U128 pow10(int n) {
+  U128 p = 1;
+  for (int i = 0; i < n; ++i) p *= 10;
+  return p;
+}
+
+// q / 10^decimals as text with exactly `decimals` decimals.
+std::string fixed_point(U128 q, int decimals) {
+  if (decimals <= 0) return u128_text(q);
+  const U128 scale = pow10(decimals);
+  std::string frac = u128_text(q % scale);
+  return u128_text(q / scale) + "." + std::string(static_cast<std::size_t>(decimals) - frac.size(), '0') + frac;
+}
+
+// round(num / den), halves up.
+U128 round_div(U128 num, U128 den) { return (2 * num + den) / (2 * den); }
+
+std::string pad_right(const std::string& s, std::size_t width) {
+  return s.size() >= width ? s : s + std::string(width - s.size(), ' ');
+}
+
+std::string pad_left(const std::string& s, std::size_t width) {
+  return s.size() >= width ? s : std::string(width - s.size(), ' ') + s;
+}
+
+std::string num(std::uint64_t v) { return std::to_string(v); }
+
+std::string layer_label(const std::string& layer) { return layer.empty() ? "(none)" : layer; }
+
+// ---- stats.json access with exact messages ----
+
+const Json& member(const Json& j, const std::string& pointer, const char* key, const std::string& file) {
+  if (!j.is_object()) throw ParseError(file, 0, pointer.empty() ? "/" : pointer, "expected an object");
+  const auto it = j.find(key);
+  if (it == j.end()) throw ParseError(file, 0, pointer + "/" + key, "missing");
+  return *it;
+}
+
+std::uint64_t uint_at(const Json& j, const std::string& pointer, const char* key, const std::string& file) {
+  const Json& v = member(j, pointer, key, file);
+  if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<std::int64_t>() >= 0)) {
+    throw ParseError(file, 0, pointer + "/" + key, "expected a non-negative integer");
+  }
+  return v.get<std::uint64_t>();
+}
+
+std::string string_at(const Json& j, const std::string& pointer, const char* key, const std::string& file) {
+  const Json& v = member(j, pointer, key, file);
+  if (!v.is_string()) throw ParseError(file, 0, pointer + "/" + key, "expected a string");
+  return v.get<std::string>();
+}
+
+double number_at(const Json& j, const std::string& pointer, const char* key, const std::string& file) {
+  const Json& v = member(j, pointer, key, file);
+  if (!v.is_number()) throw ParseError(file, 0, pointer + "/" + key, "expected a number");
+  return v.get<double>();
+}
+
+void check_format(const Json& stats, const std::string& file) {
+  if (!stats.is_object()) throw ParseError(file, 0, "", "expected a JSON object (an npusim stats.json)");
+  if (string_at(stats, "", "format", file) != "npusim-stats") {
+    throw ParseError(file, 0, "/format", "expected \"npusim-stats\"");
+  }
+}
+
+// The per-op figures of a section, or the reason they are missing.
+const Json* ops_of(const Json& stats, const std::string& section, const std::string& file, std::string& why) {
+  const Json& s = member(stats, "", section.c_str(), file);
+  if (s.is_object() && s.contains("ops")) return &s["ops"];
+  const auto level = stats.find("stats_level");
+  if (level != stats.end() && level->is_number_integer()) {
+    why = file + ": written at stats level " + std::to_string(level->get<std::int64_t>()) +
+          ", without per-op figures; they need stats level 70 or more (npusim run --stats-level 70)";
+  } else {
+    why = file + ": /" + section + "/ops is missing; per-op figures need stats level 70 or more "
+          "(npusim run --stats-level 70)";
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+// ---- interval arithmetic ----
+
+std::vector<Interval> interval_union(std::vector<Interval> intervals) {
+  std::sort(intervals.begin(), intervals.end(), [](const Interval& a, const Interval& b) {
+    return a.start != b.start ? a.start < b.start : a.end < b.end;
+  });
+  std::vector<Interval> out;
+  for (const Interval& i : intervals) {
+    if (i.end <= i.start) continue;
+    if (!out.empty() && i.start <= out.back().end) {
+      out.back().end = std::max(out.back().end, i.end);
+    } else {
+      out.push_back(i);
+    }
+  }
+  return out;
+}
+
+std::uint64_t union_length(std::vector<Interval> intervals) {
+  std::uint64_t total = 0;
+  for (const Interval& i : interval_union(std::move(intervals))) total += i.end - i.start;
+  return total;
+}
+
+std::uint64_t intersection_length(const std::vector<Interval>& a, const std::vector<Interval>& b) {
+  std::uint64_t total = 0;
+  std::size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    const std::uint64_t from = std::max(a[i].start, b[j].start);
+    const std::uint64_t to = std::min(a[i].end, b[j].end);
+    if (to > from) total += to - from;
+    if (a[i].end < b[j].end) {
+      ++i;
+    } else {
+      ++j;
+    }
+  }
+  return total;
+}
+
+// ---- exact text ----
+
+std::string percent_text(std::uint64_t part, std::uint64_t whole, int decimals) {
+  if (whole == 0) return fixed_point(0, decimals);
+  return fixed_point(round_div(U128{part} * 100 * pow10(decimals), whole), decimals);
+}
+
+std::string us_text(std::uint64_t cycles, std::uint64_t clock_khz) {
+  const U128 khz = clock_khz == 0 ? 1000000 : clock_khz;
+  return fixed_point(round_div(U128{cycles} * 1000000, khz), 3);
+}
+
+EngineClass engine_class(const std::string& engine) {
+  if (engine == "DMA_IN") return EngineClass::kDmaIn;
+  if (engine == "DMA_OUT") return EngineClass::kDmaOut;
+  if (engine.rfind("SLICE", 0) == 0) {
+    const std::size_t dot = engine.find('.');
+    if (dot != std::string::npos && dot > 5 &&
+        engine.find_first_not_of("0123456789", 5) == dot) {
+      const std::string unit = engine.substr(dot + 1);
+      if (unit == "ARRAY") return EngineClass::kArray;
+      if (unit == "VECTOR") return EngineClass::kVector;
+    }
+  }
+  return EngineClass::kOther;
+}
+
+// ---- npusim report ----
+
+nlohmann::json read_json_file(const std::string& path) {
+  const std::string text = read_text_file(path);
+  try {
+    return Json::parse(text);
+  } catch (const Json::parse_error& e) {
+    throw ParseError(path, 0, "", std::string("not valid JSON: ") + e.what());
+  }
+}
+
+ReportInput read_report_input(const nlohmann::json& stats, const std::string& file, bool prefer_estimate) {
+  check_format(stats, file);
+  ReportInput in;
+  in.file = file;
+  in.section = !prefer_estimate && stats.contains("runtime") ? "runtime" : "estimate";
+  const Json& model = member(stats, "", "model", file);
+  in.model_name = string_at(model, "/model", "name", file);
+  in.model_file = string_at(model, "/model", "file", file);
+  const Json& device = member(stats, "", "device", file);
+  in.config = string_at(device, "/device", "config", file);
+  const double mhz = number_at(device, "/device", "clock_mhz", file);
+  if (!(mhz > 0) || mhz > 1e9) throw ParseError(file, 0, "/device/clock_mhz", "expected a clock above 0 MHz");
+  in.clock_khz = static_cast<std::uint64_t>(std::llround(mhz * 1000));
+  if (in.clock_khz == 0) throw ParseError(file, 0, "/device/clock_mhz", "expected a clock of at least 1 kHz");
+  in.slices = uint_at(device, "/device", "slices", file);
+  in.array_rows = uint_at(device, "/device", "array_rows", file);
+  in.array_cols = uint_at(device, "/device", "array_cols", file);
+  in.dram_read_bytes = uint_at(stats, "", "dram_read_bytes", file);
+  in.dram_write_bytes = uint_at(stats, "", "dram_write_bytes", file);
+  const std::string sp = "/" + in.section;
+  const Json& section = member(stats, "", in.section.c_str(), file);
+  in.total_cycles = uint_at(section, sp, "total_cycles", file);
+  in.lram_peak_bytes = uint_at(section, sp, "lram_peak_bytes", file);
+  std::string why;
+  const Json* ops = ops_of(stats, in.section, file, why);
+  if (ops == nullptr) throw ParseError("", 0, "", why);
+  if (!ops->is_array()) throw ParseError(file, 0, sp + "/ops", "expected an array");
+  in.ops.reserve(ops->size());
+  for (std::size_t i = 0; i < ops->size(); ++i) {
+    const Json& o = (*ops)[i];
+    const std::string p = sp + "/ops/" + std::to_string(i);
+    OpRecord r;
+    r.index = uint_at(o, p, "index", file);
+    r.id = string_at(o, p, "id", file);
+    r.op = string_at(o, p, "op", file);
+    r.layer = string_at(o, p, "layer", file);
+    r.engine = string_at(o, p, "engine", file);
+    r.program = uint_at(o, p, "program", file);
+    r.start = uint_at(o, p, "start_cycle", file);
+    r.end = uint_at(o, p, "end_cycle", file);
+    if (r.end < r.start) throw ParseError(file, 0, p + "/end_cycle", "is before start_cycle");
+    if (r.end > in.total_cycles) throw ParseError(file, 0, p + "/end_cycle", "is after " + sp + "/total_cycles");
+    r.bytes = uint_at(o, p, "bytes", file);
+    r.macs = uint_at(o, p, "macs", file);
+    in.ops.push_back(std::move(r));
+  }
+  return in;
+}
+
+ReportInput read_report_input_file(const std::string& path, bool prefer_estimate) {
+  return read_report_input(read_json_file(path), path, prefer_estimate);
+}
+
+Report compute_report(const ReportInput& in) {
+  Report r;
+  ModelFigures& m = r.model;
+  m.invoke_cycles = in.total_cycles;
+  m.dram_bytes = in.dram_read_bytes + in.dram_write_bytes;
+  m.variable_buffer_bytes = in.lram_peak_bytes;
+  std::vector<Interval> npu, dma;
+  std::map<std::string, std::size_t> type_index;
+  std::vector<std::vector<Interval>> type_intervals;
+  std::unordered_map<std::string, std::size_t> layer_index;
+  struct LayerIntervals {
+    std::vector<Interval> all, array, vector, dma_in, dma_out, other;
+  };
+  std::vector<LayerIntervals> layer_intervals;
+  for (const OpRecord& op : in.ops) {
+    const Interval iv{op.start, op.end};
+    const Cycles cycles = op.end - op.start;
+    m.op_cycles += cycles;
+    const EngineClass cls = engine_class(op.engine);
+    if (cls == EngineClass::kArray || cls == EngineClass::kVector) npu.push_back(iv);
+    if (cls == EngineClass::kDmaIn || cls == EngineClass::kDmaOut) dma.push_back(iv);
+
+    auto [t, new_type] = type_index.emplace(op.op, r.op_types.size());
+    if (new_type) {
+      r.op_types.push_back({op.op, 0, 0, 0});
+      type_intervals.emplace_back();
+    }
+    r.op_types[t->second].count += 1;
+    r.op_types[t->second].cycles += cycles;
+    type_intervals[t->second].push_back(iv);
+
+    auto [l, new_layer] = layer_index.emplace(op.layer, r.layers.size());
+    if (new_layer) {
+      LayerFigures f;
+      f.layer = op.layer;
+      f.first_start = op.start;
+      f.last_end = op.end;
+      r.layers.push_back(f);
+      layer_intervals.emplace_back();
+    }
+    LayerFigures& f = r.layers[l->second];
+    f.commands += 1;
+    f.first_start = std::min(f.first_start, op.start);
+    f.last_end = std::max(f.last_end, op.end);
+    LayerIntervals& li = layer_intervals[l->second];
+    li.all.push_back(iv);
+    switch (cls) {
+      case EngineClass::kArray: li.array.push_back(iv); break;
+      case EngineClass::kVector: li.vector.push_back(iv); break;
+      case EngineClass::kDmaIn: li.dma_in.push_back(iv); break;
+      case EngineClass::kDmaOut: li.dma_out.push_back(iv); break;
+      case EngineClass::kOther: li.other.push_back(iv); break;
+    }
+  }
+  m.npu_cycles = union_length(std::move(npu));
+  m.dma_cycles = union_length(std::move(dma));
+  for (std::size_t t = 0; t < r.op_types.size(); ++t) r.op_types[t].wall = union_length(std::move(type_intervals[t]));
+  std::stable_sort(r.op_types.begin(), r.op_types.end(), [](const OpTypeFigures& a, const OpTypeFigures& b) {
+    return a.cycles != b.cycles ? a.cycles > b.cycles : a.op < b.op;
+  });
+  for (std::size_t l = 0; l < r.layers.size(); ++l) {
+    LayerIntervals& li = layer_intervals[l];
+    LayerFigures& f = r.layers[l];
+    f.cycles = union_length(std::move(li.all));
+    f.array = union_length(std::move(li.array));
+    f.vector = union_length(std::move(li.vector));
+    f.dma_in = union_length(std::move(li.dma_in));
+    f.dma_out = union_length(std::move(li.dma_out));
+    f.other = union_length(std::move(li.other));
+  }
+  return r;
+}
+
+void write_report(std::ostream& out, const ReportInput& in, const Report& r, ReportMode mode) {
+  const ModelFigures& m = r.model;
+  const std::uint64_t khz = in.clock_khz;
+  out << "npusim report: " << in.file << " ("
+      << (in.section == "runtime" ? "runtime simulation" : "compile-time estimate") << ")\n";
+  out << "model:   " << in.model_name << " (" << in.model_file << "), " << in.ops.size() << " commands\n";
+  out << "config:  " << in.config << ": " << fixed_point(khz, 3) << " MHz, " << in.slices
+      << " slice(s) of " << in.array_rows << "x" << in.array_cols << "\n\n";
+
+  out << "totals:\n";
+  out << "  " << pad_right("invoke time", 22) << pad_left(us_text(m.invoke_cycles, khz), 16) << " us"
+      << pad_left(num(m.invoke_cycles), 16) << " cycles\n";
+  out << "  " << pad_right("NPU time", 22) << pad_left(us_text(m.npu_cycles, khz), 16) << " us"
+      << pad_left(num(m.npu_cycles), 16) << " cycles  " << percent_text(m.npu_cycles, m.invoke_cycles)
+      << " % of invoke time\n";
+  out << "  " << pad_right("DMA time", 22) << pad_left(us_text(m.dma_cycles, khz), 16) << " us"
+      << pad_left(num(m.dma_cycles), 16) << " cycles  " << percent_text(m.dma_cycles, m.invoke_cycles)
+      << " % of invoke time\n";
+  out << "  " << pad_right("DRAM bytes moved", 22) << pad_left(num(m.dram_bytes), 16)
+      << " B   (read " << in.dram_read_bytes << " B, written " << in.dram_write_bytes << " B)\n";
+  out << "  " << pad_right("variable buffer size", 22) << pad_left(num(m.variable_buffer_bytes), 16)
+      << " B   (peak local memory)\n\n";
+
+  if (mode == ReportMode::kTotal) {
+    out << "op types by cycles (share = cycles / all ops' cycles; wall = union / invoke time):\n";
+    out << "  " << pad_right("op type", 22) << pad_left("count", 8) << pad_left("cycles", 16)
+        << pad_left("share %", 9) << pad_left("cdf %", 9) << pad_left("wall cycles", 16)
+        << pad_left("wall %", 9) << '\n';
+    Cycles cumulative = 0;
+    for (const OpTypeFigures& t : r.op_types) {
+      cumulative += t.cycles;
+      out << "  " << pad_right(t.op, 22) << pad_left(num(t.count), 8) << pad_left(num(t.cycles), 16)
+          << pad_left(percent_text(t.cycles, m.op_cycles), 9)
+          << pad_left(percent_text(cumulative, m.op_cycles), 9) << pad_left(num(t.wall), 16)
+          << pad_left(percent_text(t.wall, m.invoke_cycles), 9) << '\n';
+    }
+  } else {
+    out << "ops by index (share = cycles / all ops' cycles):\n";
+    out << "  " << pad_left("index", 7) << "  " << pad_right("id", 10) << pad_right("op", 20)
+        << pad_right("engine", 15) << pad_left("start", 14) << pad_left("end", 14)
+        << pad_left("cycles", 12) << pad_left("share %", 9) << "  layer\n";
+    for (const OpRecord& op : in.ops) {
+      out << "  " << pad_left(num(op.index), 7) << "  " << pad_right(op.id, 9) << ' '
+          << pad_right(op.op, 19) << ' ' << pad_right(op.engine, 14) << ' '
+          << pad_left(num(op.start), 14) << pad_left(num(op.end), 14)
+          << pad_left(num(op.end - op.start), 12)
+          << pad_left(percent_text(op.end - op.start, m.op_cycles), 9) << "  "
+          << layer_label(op.layer) << '\n';
+    }
+  }
+  out << '\n';
+
+  const bool other = std::any_of(r.layers.begin(), r.layers.end(), [](const LayerFigures& f) { return f.other > 0; });
+  out << "layers (cycles = union of the layer's commands; shares of those cycles, overlapping):\n";
+  out << "  " << pad_left("commands", 8) << pad_left("cycles", 14) << pad_left("us", 14)
+      << pad_left("array %", 9) << pad_left("vector %", 9) << pad_left("DMA load %", 11)
+      << pad_left("DMA store %", 12) << (other ? pad_left("other %", 9) : "") << "  layer\n";
+  for (const LayerFigures& f : r.layers) {
+    out << "  " << pad_left(num(f.commands), 8) << pad_left(num(f.cycles), 14)
+        << pad_left(us_text(f.cycles, khz), 14) << pad_left(percent_text(f.array, f.cycles), 9)
+        << pad_left(percent_text(f.vector, f.cycles), 9) << pad_left(percent_text(f.dma_in, f.cycles), 11)
+        << pad_left(percent_text(f.dma_out, f.cycles), 12)
+        << (other ? pad_left(percent_text(f.other, f.cycles), 9) : "") << "  " << layer_label(f.layer)
+        << '\n';
+  }
+}
+
+// ---- npusim diff ----
+
+std::optional<Tolerance> parse_tolerance(const std::string& text) {
+  const std::size_t dot = text.find('.');
+  const std::string whole = text.substr(0, dot);
+  const std::string frac = dot == std::string::npos ? "" : text.substr(dot + 1);
+  auto digits = [](const std::string& s) { return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos; };
+  if (!digits(whole) || whole.size() > 12) return std::nullopt;
+  if (dot != std::string::npos && (!digits(frac) || frac.size() > 6)) return std::nullopt;
+  Tolerance t;
+  t.micro_pct = std::stoull(whole) * 1000000 + (frac.empty() ? 0 : std::stoull(frac + std::string(6 - frac.size(), '0')));
+  return t;
+}
+
+std::string tolerance_text(const Tolerance& t) {
+  std::string text = fixed_point(t.micro_pct, 6);
+  while (text.back() == '0') text.pop_back();
+  if (text.back() == '.') text.pop_back();
+  return text;
+}
+
+bool past_tolerance(std::uint64_t a, std::uint64_t b, const Tolerance& t) {
+  if (a == 0) return b > 0;
+  const U128 diff = b > a ? b - a : a - b;
+  return diff * 100 * 1000000 > U128{t.micro_pct} * a;
+}
+
+std::string delta_percent_text(std::uint64_t a, std::uint64_t b) {
+  if (a == 0) return b == 0 ? "0.00" : "n/a";
+  if (a == b) return "0.00";
+  const U128 diff = b > a ? b - a : a - b;
+  return (b > a ? "+" : "-") + fixed_point(round_div(diff * 10000, a), 2);
+}
+
+std::string delta_text(std::uint64_t a, std::uint64_t b) {
+  if (a == b) return "0";
+  return b > a ? "+" + num(b - a) : "-" + num(a - b);
+}
+
+std::optional<std::map<std::string, std::string>> read_layer_map(const nlohmann::json& stats,
+                                                                 const std::string& file,
+                                                                 std::string& why) {
+  check_format(stats, file);
+  const Json* ops = ops_of(stats, "estimate", file, why);
+  if (ops == nullptr) return std::nullopt;
+  if (!ops->is_array()) throw ParseError(file, 0, "/estimate/ops", "expected an array");
+  std::map<std::string, std::string> layers;
+  for (std::size_t i = 0; i < ops->size(); ++i) {
+    const std::string p = "/estimate/ops/" + std::to_string(i);
+    layers[string_at((*ops)[i], p, "id", file)] = string_at((*ops)[i], p, "layer", file);
+  }
+  return layers;
+}
+
+namespace {
+
+// |b - a|, the sort key of a delta; a missing side counts as 0.
+std::uint64_t magnitude(std::uint64_t a, std::uint64_t b) { return b > a ? b - a : a - b; }
+
+std::map<std::string, std::vector<Interval>> layer_intervals(const DiffSide& side,
+                                                             std::vector<std::string>& order) {
+  std::map<std::string, std::vector<Interval>> by_layer;
+  for (const TimelineRow& row : side.rows) {
+    const auto it = side.layer_of->find(row.id);
+    const std::string layer = it == side.layer_of->end() ? "(unknown)" : layer_label(it->second);
+    auto [entry, inserted] = by_layer.try_emplace(layer);
+    if (inserted && std::find(order.begin(), order.end(), layer) == order.end()) order.push_back(layer);
+    entry->second.push_back({row.start, row.end});
+  }
+  return by_layer;
+}
+
+}  // namespace
+
+DiffResult compute_diff(const DiffSide& a, const DiffSide& b, const Tolerance& tolerance) {
+  DiffResult r;
+  for (const TimelineRow& row : a.rows) r.total_a = std::max(r.total_a, row.end);
+  for (const TimelineRow& row : b.rows) r.total_b = std::max(r.total_b, row.end);
+  r.total_past = past_tolerance(r.total_a, r.total_b, tolerance);
+
+  std::unordered_map<std::string, const TimelineRow*> in_b;
+  for (const TimelineRow& row : b.rows) in_b.emplace(row.id, &row);
+  std::unordered_map<std::string, bool> in_a;
+  for (const TimelineRow& row : a.rows) {
+    in_a.emplace(row.id, true);
+    CommandDelta d{row.id, row.end - row.start, std::nullopt};
+    const auto it = in_b.find(row.id);
+    if (it != in_b.end()) {
+      d.b = it->second->end - it->second->start;
+      r.matched += 1;
+    } else {
+      r.only_a.push_back(row.id);
+    }
+    r.commands.push_back(std::move(d));
+  }
+  for (const TimelineRow& row : b.rows) {
+    if (in_a.count(row.id)) continue;
+    r.only_b.push_back(row.id);
+    r.commands.push_back({row.id, std::nullopt, row.end - row.start});
+  }
+  std::stable_sort(r.commands.begin(), r.commands.end(), [](const CommandDelta& x, const CommandDelta& y) {
+    return magnitude(x.a.value_or(0), x.b.value_or(0)) > magnitude(y.a.value_or(0), y.b.value_or(0));
+  });
+
+  r.has_layers = a.layer_of.has_value() && b.layer_of.has_value();
+  if (r.has_layers) {
+    std::vector<std::string> order;
+    auto la = layer_intervals(a, order);
+    auto lb = layer_intervals(b, order);
+    for (const std::string& layer : order) {
+      LayerDelta d;
+      d.layer = layer;
+      if (auto it = la.find(layer); it != la.end()) d.a = union_length(std::move(it->second));
+      if (auto it = lb.find(layer); it != lb.end()) d.b = union_length(std::move(it->second));
+      d.past = past_tolerance(d.a, d.b, tolerance);
+      r.any_layer_past = r.any_layer_past || d.past;
+      r.layers.push_back(std::move(d));
+    }
+    std::stable_sort(r.layers.begin(), r.layers.end(), [](const LayerDelta& x, const LayerDelta& y) {
+      return magnitude(x.a, x.b) > magnitude(y.a, y.b);
+    });
+  }
+  return r;
+}
+
+bool write_diff(std::ostream& out, const DiffSide& a, const DiffSide& b, const DiffResult& r,
+                const Tolerance& tolerance, const DiffPrintOptions& options) {
+  const std::string tol = tolerance_text(tolerance);
+  out << "npusim diff (tolerance " << tol << " %)\n";
+  out << "  A: " << a.label << " (" << a.rows.size() << " commands)\n";
+  out << "  B: " << b.label << " (" << b.rows.size() << " commands)\n\n";
+  out << "total cycles (last End): A " << r.total_a << ", B " << r.total_b << ", delta "
+      << delta_text(r.total_a, r.total_b) << " (" << delta_percent_text(r.total_a, r.total_b) << " %)\n";
+  out << "commands: " << r.matched << " matched, " << r.only_a.size() << " only in A, "
+      << r.only_b.size() << " only in B\n";
+  auto id_list = [&](const char* label, const std::vector<std::string>& ids) {
+    if (ids.empty()) return;
+    out << "  " << label << ": ";
+    for (std::size_t i = 0; i < ids.size() && i < 10; ++i) out << (i ? ", " : "") << ids[i];
+    if (ids.size() > 10) out << ", ... (" << ids.size() - 10 << " more)";
+    out << '\n';
+  };
+  id_list("only in A", r.only_a);
+  id_list("only in B", r.only_b);
+  out << '\n';
+
+  auto shown = [&](std::size_t n) { return options.top == 0 ? n : std::min(n, options.top); };
+  auto heading = [&](std::size_t n) {
+    return shown(n) < n ? "top " + num(shown(n)) + " of " + num(n) : "all " + num(n);
+  };
+  auto mark = [](bool past) { return past ? "! " : "  "; };
+  auto opt = [](const std::optional<Cycles>& v) { return v ? num(*v) : std::string("-"); };
+
+  std::size_t layers_past = 0;
+  if (r.has_layers) {
+    for (const LayerDelta& d : r.layers) layers_past += d.past ? 1 : 0;
+    out << "layers by |delta| (cycles = union of the layer's commands; ! = past the tolerance), "
+        << heading(r.layers.size()) << ":\n";
+    out << "  " << pad_left("A cycles", 14) << pad_left("B cycles", 14) << pad_left("delta", 14)
+        << pad_left("delta %", 10) << "  layer\n";
+    for (std::size_t i = 0; i < shown(r.layers.size()); ++i) {
+      const LayerDelta& d = r.layers[i];
+      out << mark(d.past) << pad_left(num(d.a), 14) << pad_left(num(d.b), 14)
+          << pad_left(delta_text(d.a, d.b), 14) << pad_left(delta_percent_text(d.a, d.b), 10) << "  "
+          << d.layer << '\n';
+    }
+  } else {
+    std::string why = a.layer_of ? b.no_layers_reason : a.no_layers_reason;
+    out << "layers: not compared: " << (why.empty() ? "no stats.json with per-op figures" : why) << '\n';
+  }
+  out << '\n';
+
+  out << "commands by |delta| (cycles = End - Start; ! = past the tolerance), "
+      << heading(r.commands.size()) << ":\n";
+  out << "  " << pad_right("id", 12) << pad_left("A cycles", 14) << pad_left("B cycles", 14)
+      << pad_left("delta", 14) << pad_left("delta %", 10) << '\n';
+  for (std::size_t i = 0; i < shown(r.commands.size()); ++i) {
+    const CommandDelta& d = r.commands[i];
+    const bool both = d.a && d.b;
+    out << mark(both && past_tolerance(*d.a, *d.b, tolerance)) << pad_right(d.id, 12)
+        << pad_left(opt(d.a), 14) << pad_left(opt(d.b), 14)
+        << pad_left(delta_text(d.a.value_or(0), d.b.value_or(0)), 14)
+        << pad_left(both ? delta_percent_text(*d.a, *d.b) : "n/a", 10) << '\n';
+  }
+  out << '\n';
+
+  const bool failed = r.total_past || (options.fail_on_layer && r.has_layers && r.any_layer_past);
+  out << "result: " << (failed ? "FAIL" : "OK") << " (total " << delta_percent_text(r.total_a, r.total_b)
+      << " %";
+  if (options.fail_on_layer && r.has_layers) out << ", " << layers_past << " layer(s) past";
+  out << ", tolerance " << tol << " %)\n";
+  return failed;
+}
+
+}  // namespace npusim::profiler
