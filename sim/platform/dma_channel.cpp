@@ -1,5 +1,7 @@
 #include "sim/platform/dma_channel.h"
 
+#include <algorithm>
+
 #include "sim/platform/sc_time.h"
 
 namespace npusim::platform {
@@ -12,39 +14,32 @@ DmaChannel::DmaChannel(const sc_core::sc_module_name& name, const Schedule& sche
       dram_(dram),
       requester_(dram.add_requester(*this)) {}
 
-void DmaChannel::burst_served(std::uint64_t done_cycle) {
-  in_flight_.push(done_cycle);
-  completion_.notify(until_cycle(in_flight_.top()));
+void DmaChannel::issue(std::uint64_t ready) {
+  const std::uint64_t size = timing_.burst_bytes(bytes_, next_burst_++);
+  port_free_ = std::max(port_free_, ready) + timing_.port_cycles(size);
+  dram_.request(requester_, port_free_, size);
 }
 
-std::uint64_t DmaChannel::await_completions() {
-  while (true) {
-    std::uint64_t done = 0;
-    const std::uint64_t now = now_cycles();
-    while (!in_flight_.empty() && in_flight_.top() <= now) {
-      in_flight_.pop();
-      ++done;
-    }
-    if (done > 0) return done;
-    // A burst still queued at the DRAM is not in in_flight_ yet; burst_served will notify.
-    if (!in_flight_.empty()) completion_.notify(until_cycle(in_flight_.top()));
-    wait(completion_);
-  }
+void DmaChannel::burst_served(std::uint64_t done_cycle) {
+  // Bursts are served in the order they were issued; burst `served_` has its data at
+  // `done_cycle`, which frees its slot for the burst max_outstanding later.
+  last_done_ = std::max(last_done_, done_cycle);
+  ++served_;
+  if (next_burst_ < bursts_) issue(done_cycle);
+  if (served_ == bursts_) transfer_done_.notify(until_cycle(last_done_));
 }
 
 void DmaChannel::execute(const Command& command) {
   wait(cycles(timing_.setup_cycles));
-  const std::uint64_t bursts = timing_.burst_count(command.bytes);
-  std::uint64_t issued = 0;
-  std::uint64_t completed = 0;
-  for (std::uint64_t b = 0; b < bursts; ++b) {
-    while (issued - completed >= timing_.max_outstanding) completed += await_completions();
-    const std::uint64_t size = timing_.burst_bytes(command.bytes, b);
-    wait(cycles(timing_.port_cycles(size)));
-    dram_.request(requester_, size);
-    ++issued;
-  }
-  while (completed < bursts) completed += await_completions();
+  bytes_ = command.bytes;
+  bursts_ = timing_.burst_count(command.bytes);
+  next_burst_ = 0;
+  served_ = 0;
+  port_free_ = now_cycles();
+  last_done_ = port_free_;
+  // The first max_outstanding bursts go out back to back through the port.
+  while (next_burst_ < std::min<std::uint64_t>(bursts_, timing_.max_outstanding)) issue(port_free_);
+  wait(transfer_done_);
 }
 
 }  // namespace npusim::platform

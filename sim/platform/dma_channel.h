@@ -1,11 +1,11 @@
 // One channel of a DMA engine: moves a transfer in bursts through its port and the shared DRAM.
-// The steps mirror cost::isolated_transfer_cycles, which replays them with DRAM to itself.
+// Event-driven without a wake-up per burst: bursts are handed to the DRAM with the cycle they
+// will reach it, and each served burst schedules the one whose outstanding slot it frees, from
+// the DRAM's callback. The steps are cost::isolated_transfer_cycles's, which replays them with
+// DRAM to itself.
 #pragma once
 
 #include <cstdint>
-#include <functional>
-#include <queue>
-#include <vector>
 
 #include "sim/cost_model.h"
 #include "sim/platform/command_unit.h"
@@ -23,15 +23,20 @@ class DmaChannel final : public CommandUnit, public DramRequester {
   void execute(const Command& command) override;
 
  private:
-  // Waits until at least one burst in flight has its data, and returns how many have.
-  std::uint64_t await_completions();
+  // Passes burst `next_burst_` through the port from cycle `ready` on and hands it to the DRAM.
+  void issue(std::uint64_t ready);
 
   const cost::DmaTiming& timing_;
   Dram& dram_;
   std::uint32_t requester_;
-  // Cycles at which bursts in flight complete, earliest first.
-  std::priority_queue<std::uint64_t, std::vector<std::uint64_t>, std::greater<>> in_flight_;
-  sc_core::sc_event completion_;
+  // The transfer in progress.
+  std::uint64_t bytes_ = 0;
+  std::uint64_t bursts_ = 0;
+  std::uint64_t next_burst_ = 0;  // next to issue
+  std::uint64_t served_ = 0;      // bursts the DRAM has scheduled, in issue order
+  std::uint64_t port_free_ = 0;   // cycle the port finishes its last issued burst
+  std::uint64_t last_done_ = 0;   // latest completion so far
+  sc_core::sc_event transfer_done_;
 };
 
 }  // namespace npusim::platform

@@ -25,17 +25,30 @@ std::uint32_t Dram::add_requester(DramRequester& requester) {
   return last_granted_;
 }
 
-void Dram::request(std::uint32_t requester, std::uint64_t bytes) {
-  pending_[requester].push_back({now_cycles(), bytes});
+void Dram::request(std::uint32_t requester, std::uint64_t arrival, std::uint64_t bytes) {
+  pending_[requester].push_back({arrival, bytes});
   ++pending_count_;
   // Keeps an earlier pending decision if there is one.
-  arbitrate_event_.notify(decision_offset());
+  arbitrate_event_.notify(until_cycle(arrival) + decision_offset());
 }
 
 void Dram::arbitrate() {
   const std::uint64_t now = now_cycles();
   const cost::Ticks next_cycle_ticks = cost::Ticks{now + 1} * state_.timing().ticks_per_cycle;
+  const auto requesters = static_cast<std::uint32_t>(requesters_.size());
   while (pending_count_ > 0) {
+    // Only bursts that have arrived compete; the others come back when they arrive.
+    std::uint64_t next_arrival = ~std::uint64_t{0};
+    bool any_arrived = false;
+    for (std::uint32_t r = 0; r < requesters; ++r) {
+      if (pending_[r].empty()) continue;
+      any_arrived = any_arrived || pending_[r].front().arrival_cycle <= now;
+      next_arrival = std::min(next_arrival, pending_[r].front().arrival_cycle);
+    }
+    if (!any_arrived) {
+      arbitrate_event_.notify(until_cycle(next_arrival) + decision_offset());
+      return;
+    }
     const std::uint32_t channel = state_.earliest_channel();
     const cost::Ticks free_at = state_.channel_free_at(channel);
     if (free_at >= next_cycle_ticks) {
@@ -45,11 +58,11 @@ void Dram::arbitrate() {
       arbitrate_event_.notify(until_cycle(cycle) + decision_offset());
       return;
     }
-    // Round-robin: the first requester after the last one granted that has a burst waiting.
+    // Round-robin: the first requester after the last one granted whose burst has arrived.
     std::uint32_t r = last_granted_;
     do {
-      r = (r + 1) % static_cast<std::uint32_t>(requesters_.size());
-    } while (pending_[r].empty());
+      r = (r + 1) % requesters;
+    } while (pending_[r].empty() || pending_[r].front().arrival_cycle > now);
     last_granted_ = r;
     const Burst burst = pending_[r].front();
     pending_[r].pop_front();

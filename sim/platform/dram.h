@@ -1,5 +1,6 @@
 // DRAM shared by every DMA channel: bursts queue per requester and are served round-robin across
-// requesters on the channel that frees first, with the cost model's exact service times.
+// the requesters whose next burst has arrived, on the channel that frees first, with the cost
+// model's exact service times. Decisions happen only when a burst arrives or a channel frees.
 #pragma once
 
 #include <cstdint>
@@ -30,8 +31,9 @@ class Dram final : public sc_core::sc_module {
 
   // Requesters are served round-robin in the order they register.
   std::uint32_t add_requester(DramRequester& requester);
-  // A burst of `bytes` reaches DRAM now.
-  void request(std::uint32_t requester, std::uint64_t bytes);
+  // A burst of `bytes` reaches DRAM at cycle `arrival` (now or later). A requester's bursts
+  // arrive in the order it requests them and are served in that order.
+  void request(std::uint32_t requester, std::uint64_t arrival, std::uint64_t bytes);
   std::uint64_t bursts_served() const { return bursts_served_; }
 
  private:

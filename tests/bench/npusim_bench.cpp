@@ -1,0 +1,78 @@
+// Process-level measurements for scripts/bench.sh, where SystemC is involved (it elaborates once
+// per process, so each measurement is its own run of this program). Prints one JSON object.
+//   npusim_bench synthetic N [CONFIG]   generate N commands, estimate and simulate them
+//   npusim_bench core MODEL [CONFIG]    load or compile MODEL, then time the simulation alone
+#include <sys/resource.h>
+
+#include <chrono>
+#include <iostream>
+#include <string>
+
+#include "sim/compiler/compiler.h"
+#include "sim/error.h"
+#include "sim/estimator.h"
+#include "sim/frontend/graph_json.h"
+#include "sim/platform/platform.h"
+#include "sim/synthetic.h"
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+long peak_rss_kib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;  // KiB on Linux
+}
+
+int usage() {
+  std::cerr << "usage: npusim_bench synthetic N [CONFIG] | core MODEL.json [CONFIG]\n";
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) return usage();
+  const std::string mode = argv[1];
+  const std::string config_name = argc > 3 ? argv[3] : "default";
+  try {
+    const npusim::HwConfig config = npusim::load_hw_config(config_name);
+    auto start = std::chrono::steady_clock::now();
+    npusim::Schedule schedule;
+    if (mode == "synthetic") {
+      schedule = npusim::synthetic_schedule(std::stoull(argv[2]), config);
+    } else if (mode == "core") {
+      const std::string model = argv[2];
+      const npusim::Json root = npusim::read_json_file(model);
+      const bool graph = root.is_object() && root.contains("format") && root["format"] == "npusim-graph";
+      schedule = graph
+                     ? npusim::compile_schedule(npusim::parse_graph_json(root, model), config)
+                     : npusim::parse_schedule(root, model, config);
+    } else {
+      return usage();
+    }
+    const double build_s = seconds_since(start);
+    start = std::chrono::steady_clock::now();
+    const auto est = npusim::estimate(schedule, config);
+    const double estimate_s = seconds_since(start);
+    start = std::chrono::steady_clock::now();
+    const auto sim = npusim::simulate(schedule, config);
+    const double simulate_s = seconds_since(start);
+    const double n = static_cast<double>(schedule.commands.size());
+    std::cout << "{\"mode\": \"" << mode << "\", \"config\": \"" << config.name
+              << "\", \"commands\": " << schedule.commands.size() << ", \"build_s\": " << build_s
+              << ", \"estimate_s\": " << estimate_s << ", \"simulate_s\": " << simulate_s
+              << ", \"estimate_commands_per_s\": " << n / estimate_s
+              << ", \"simulate_commands_per_s\": " << n / simulate_s
+              << ", \"simulated_cycles\": " << sim.total_cycles()
+              << ", \"estimated_cycles\": " << est.total_cycles()
+              << ", \"peak_rss_kib\": " << peak_rss_kib() << "}\n";
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "npusim_bench: " << e.what() << '\n';
+    return 3;
+  }
+}
