@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Measures npusim's speed and prints a table; writes the figures as JSON (default
+# traces/bench/bench.json). It measures, it asserts nothing: targets are checked by reading it.
+#   scripts/bench.sh [--runs N] [--out FILE] [--skip-build]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+runs=5
+out=traces/bench/bench.json
+build=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --runs) runs=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --skip-build) build=0; shift ;;
+    *) echo "usage: scripts/bench.sh [--runs N] [--out FILE] [--skip-build]" >&2; exit 2 ;;
+  esac
+done
+if [ "$build" = 1 ]; then bash scripts/build.sh >/dev/null; fi
+bin=build/npusim
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$(dirname "$out")"
+
+# Median of the numbers on stdin.
+median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+
+# Wall seconds and peak RSS (KiB) of a command, `runs` times; prints "median_s median_kib".
+measure() {
+  local times=() rss=()
+  for _ in $(seq "$runs"); do
+    /usr/bin/time -f "%e %M" -o "$tmp/time" "$@" >/dev/null 2>"$tmp/err" || { cat "$tmp/err" >&2; return 1; }
+    read -r t m < "$tmp/time"
+    times+=("$t"); rss+=("$m")
+  done
+  echo "$(printf '%s\n' "${times[@]}" | median) $(printf '%s\n' "${rss[@]}" | median)"
+}
+
+echo "npusim benchmark ($(nproc) cores, median of $runs runs)"
+json="{\"cores\": $(nproc), \"runs\": $runs"
+
+printf '\n%-44s %10s %12s\n' "ResNet-50 end to end (stats level 70)" "wall s" "peak RSS MiB"
+for config in default server; do
+  read -r s kib < <(measure "$bin" run models/zoo/resnet50.json -c "$config" -o "$tmp/r50-$config" -q)
+  printf '%-44s %10s %12.1f\n' "  $config" "$s" "$(echo "$kib / 1024" | bc -l)"
+  json="$json, \"resnet50_${config}_wall_s\": $s, \"resnet50_${config}_peak_rss_kib\": $kib"
+done
+
+printf '\n%-44s %14s\n' "Simulator core (simulate only)" "commands/s"
+core=$(build/npusim_bench core models/zoo/resnet50.json default)
+cps=$(python3 -c "import json,sys; print(round(json.loads(sys.argv[1])['simulate_commands_per_s']))" "$core")
+printf '%-44s %14s\n' "  ResNet-50 schedule, default" "$cps"
+json="$json, \"core_resnet50_commands_per_s\": $cps"
+
+printf '\n%-44s %10s %10s %12s\n' "Synthetic schedules (generate+estimate+simulate)" "wall s" "sim cmd/s" "peak RSS MiB"
+for n in 10000 100000 1000000; do
+  /usr/bin/time -f "%e %M" -o "$tmp/time" build/npusim_bench synthetic "$n" > "$tmp/syn.json"
+  read -r s kib < "$tmp/time"
+  cps=$(python3 -c "import json; print(round(json.load(open('$tmp/syn.json'))['simulate_commands_per_s']))")
+  printf '%-44s %10s %10s %12.1f\n' "  $n commands" "$s" "$cps" "$(echo "$kib / 1024" | bc -l)"
+  json="$json, \"synthetic_${n}_wall_s\": $s, \"synthetic_${n}_simulate_commands_per_s\": $cps, \"synthetic_${n}_peak_rss_kib\": $kib"
+done
+
+if "$bin" sweep --help >/dev/null 2>&1; then
+  printf '\n%-44s %10s\n' "16-point ResNet-50 sweep, --jobs 2" "wall s"
+  /usr/bin/time -f "%e" -o "$tmp/time" "$bin" sweep --model models/zoo/resnet50.json \
+    --clock-mhz 400,600,800,1000 --slices 1,2,4,8 --jobs 2 --out "$tmp/sweep" >/dev/null 2>&1
+  s=$(cat "$tmp/time")
+  printf '%-44s %10s\n' "  4 clocks x 4 slice counts" "$s"
+  json="$json, \"sweep16_resnet50_jobs2_wall_s\": $s"
+fi
+
+printf '\n%-44s %12s\n' "ResNet-50 traces (default config, level 70)" "MB"
+for f in trace.json trace.pftrace; do
+  bytes=$(stat -c %s "$tmp/r50-default/$f")
+  printf '%-44s %12.2f\n' "  $f" "$(echo "$bytes / 1000000" | bc -l)"
+  json="$json, \"resnet50_${f/./_}_bytes\": $bytes"
+done
+
+printf '\nGoogle Benchmark (SystemC-free parts):\n'
+build/npusim_gbench --benchmark_format=console --benchmark_out="$tmp/gbench.json" \
+  --benchmark_out_format=json --benchmark_min_time=0.2 2>/dev/null | grep -E "^BM_|^Benchmark|^-"
+json="$json, \"gbench\": $(cat "$tmp/gbench.json")}"
+echo "$json" | python3 -m json.tool > "$out"
+echo
+echo "written to $out"
