@@ -255,7 +255,9 @@ void write_iterations(JsonWriter& j, const Iterations& it, const Clock& clock) {
 }
 
 void write_summary(std::ostream& out, const Workload& w, const Timeline& estimate,
-                   const Timeline* runtime, StatsLevel level, const Iterations* iterations) {
+                   const Timeline* runtime, const ReportOptions& options) {
+  const StatsLevel level = options.level;
+  const Iterations* iterations = options.iterations;
   const DeviceInfo& d = w.device;
   const Clock clock{d.clock_khz};
   const RunStats est = compute_stats(w, estimate);
@@ -263,6 +265,10 @@ void write_summary(std::ostream& out, const Workload& w, const Timeline& estimat
   const RunStats& main = runtime ? compute_stats(w, *runtime) : est;
 
   out << "npusim " << (runtime ? "run" : "estimate") << " summary\n";
+  if (!options.incomplete.empty()) {
+    out << "INCOMPLETE: the run could not complete; what follows covers the " << w.commands.size()
+        << " commands that finished.\n  " << options.incomplete << "\n";
+  }
   out << "model:   " << w.model_name << " (" << w.model_file << "), " << w.commands.size()
       << " commands in " << w.programs.size() << " program(s)\n";
   out << "config:  " << d.config_name << ": " << fixed(static_cast<double>(d.clock_khz) / 1000, 3)
@@ -366,7 +372,9 @@ void write_summary(std::ostream& out, const Workload& w, const Timeline& estimat
 }
 
 void write_stats_json(std::ostream& out, const Workload& w, const Timeline& estimate,
-                      const Timeline* runtime, StatsLevel level, const Iterations* iterations) {
+                      const Timeline* runtime, const ReportOptions& options) {
+  const StatsLevel level = options.level;
+  const Iterations* iterations = options.iterations;
   const DeviceInfo& d = w.device;
   const RunStats est = compute_stats(w, estimate);
   const Bounds bounds = compute_bounds(w);
@@ -374,6 +382,8 @@ void write_stats_json(std::ostream& out, const Workload& w, const Timeline& esti
   j.begin_object();
   j.field("format", "npusim-stats");
   j.field("version", 1);
+  j.field("complete", options.incomplete.empty());
+  if (!options.incomplete.empty()) j.field("incomplete_reason", options.incomplete);
   j.key("model");
   j.begin_object();
   j.field("name", w.model_name);

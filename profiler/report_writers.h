@@ -39,13 +39,18 @@ struct Iterations {
   std::vector<Span> runtime;   // empty without a simulation
 };
 
-// `runtime` is null when only the compile-time estimate was made (`npusim estimate`);
-// `iterations` is null for a single inference.
+struct ReportOptions {
+  StatsLevel level = StatsLevel::kOps;
+  const Iterations* iterations = nullptr;  // null for a single inference
+  // Why the run could not complete, if it could not; the outputs then hold the commands that
+  // finished and say so.
+  std::string incomplete;
+};
+
+// `runtime` is null when only the compile-time estimate was made (`npusim estimate`).
 void write_summary(std::ostream& out, const Workload& workload, const Timeline& estimate,
-                   const Timeline* runtime, StatsLevel level = StatsLevel::kOps,
-                   const Iterations* iterations = nullptr);
+                   const Timeline* runtime, const ReportOptions& options = {});
 void write_stats_json(std::ostream& out, const Workload& workload, const Timeline& estimate,
-                      const Timeline* runtime, StatsLevel level = StatsLevel::kOps,
-                      const Iterations* iterations = nullptr);
+                      const Timeline* runtime, const ReportOptions& options = {});
 
 }  // namespace npusim::profiler

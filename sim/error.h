@@ -1,9 +1,12 @@
 // Errors that reach the user, and the exit codes they map to (documented in docs/cli.md).
 #pragma once
 
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "profiler/timeline.h"
 
 namespace npusim {
 
@@ -34,10 +37,22 @@ class InputError : public std::runtime_error {
   std::vector<Problem> problems_;
 };
 
-// The simulation (or the estimate) could not complete: exit code 3.
+// How far a run got before it could not go on: when each finished command ran.
+struct PartialRun {
+  profiler::Timeline timeline;  // meaningful for finished commands only
+  std::vector<bool> finished;
+};
+
+// The simulation (or the estimate) could not complete: exit code 3. Carries the partial run when
+// there is one, so that the outputs up to that point can still be written.
 class SimulationError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit SimulationError(const std::string& message, std::shared_ptr<const PartialRun> partial = nullptr)
+      : std::runtime_error(message), partial_(std::move(partial)) {}
+  const PartialRun* partial() const { return partial_.get(); }
+
+ private:
+  std::shared_ptr<const PartialRun> partial_;
 };
 
 // Collects problems while a loader goes on checking, then throws them together.

@@ -308,20 +308,28 @@ TEST_F(Cli, DefaultOutputFolderIsNamedSafelyAfterTheModel) {
   EXPECT_FALSE(fs::exists(dir_ / "escape"));
 }
 
-TEST_F(Cli, DeadlockExitsThreeNamingTheCommands) {
+TEST_F(Cli, DeadlockExitsThreeNamingTheCommandsAndWritesWhatFinished) {
   Json s = Json::parse(read_file(model("fc")));
-  // No dependency cycle, but the in-order DMA_IN queue closes one: DI0 waits for S0, which waits
-  // for DI1, queued on DMA_IN behind DI0.
-  s["commands"][0]["deps"] = {"S0"};
-  s["commands"][2]["deps"] = {"DI1"};
-  s["commands"][2]["free"] = {"x"};  // S0 no longer depends on DI0, so may not free its buffer
+  // No dependency cycle, but the in-order DMA_OUT queue closes one: DO0 waits for S0, and a new
+  // store DO1 queued before it waits for DO0. DI0, DI1 and S0 finish; the stores never start.
+  s["commands"][3]["id"] = "DO1";
+  s["commands"].insert(s["commands"].begin() + 3,
+                       Json{{"id", "DO0"}, {"engine", "DMA_OUT"}, {"bytes", 64}, {"deps", {"DO1"}}});
   const fs::path bad = write("deadlock.json", s.dump());
   const fs::path out = dir_ / "out";
   const Result r = npusim({"run", "-m", bad.string(), "-o", out.string()});
   EXPECT_EQ(r.exit_code, 3);
-  EXPECT_THAT(r.err, HasSubstr("DMA_IN holds DI0, waiting for S0 (queued on SLICE0.ARRAY, not started)"));
-  EXPECT_THAT(r.err, HasSubstr("SLICE0.ARRAY holds S0, waiting for DI1 (queued on DMA_IN behind 1 command(s))"));
-  EXPECT_FALSE(fs::exists(out));
+  EXPECT_THAT(r.err, HasSubstr("DMA_OUT holds DO0, waiting for DO1 (queued on DMA_OUT behind 1 command(s))"));
+  EXPECT_THAT(r.err, HasSubstr("outputs up to that point written to"));
+  // The estimate already deadlocks, so only its outputs exist, holding the three commands that
+  // finished, and say they are incomplete.
+  const Json stats = Json::parse(read_file(out / "stats.json"));
+  EXPECT_EQ(stats["complete"], false);
+  EXPECT_THAT(stats["incomplete_reason"].get<std::string>(), HasSubstr("deadlock"));
+  EXPECT_EQ(stats["commands"], 3);
+  EXPECT_FALSE(stats.contains("runtime"));
+  EXPECT_EQ(timeline_rows(out / "timeline.csv").size(), 3u);
+  EXPECT_THAT(read_file(out / "summary.txt"), HasSubstr("INCOMPLETE: the run could not complete"));
 }
 
 TEST_F(Cli, LocalMemoryOverflowExitsThree) {
@@ -337,7 +345,10 @@ TEST_F(Cli, LocalMemoryOverflowExitsThree) {
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_THAT(r.err, HasSubstr("local memory capacity exceeded in the estimate: DI1 allocates at cycle"));
   EXPECT_THAT(r.err, HasSubstr("bringing occupancy to 614400 of 524288 bytes"));
-  EXPECT_FALSE(fs::exists(out));
+  const Json stats = Json::parse(read_file(out / "stats.json"));
+  EXPECT_EQ(stats["complete"], false);
+  EXPECT_EQ(stats["commands"], 4);  // every command ran; the schedule is still invalid
+  EXPECT_THAT(read_file(out / "summary.txt"), HasSubstr("INCOMPLETE"));
 }
 
 TEST_F(Cli, StatsLevelsAreAdditive) {

@@ -142,16 +142,15 @@ void warn_on_target_mismatch(const Schedule& schedule, const HwConfig& config) {
   }
 }
 
-// A schedule that overfills local memory cannot run as compiled.
-void check_lram(const profiler::Workload& w, const profiler::Timeline& t, const char* which) {
+// A schedule that overfills local memory cannot run as compiled: why, if it does.
+std::string lram_failure(const profiler::Workload& w, const profiler::Timeline& t, const char* which) {
   const profiler::RunStats stats = profiler::compute_stats(w, t);
-  if (const auto& over = stats.lram.overflow) {
-    throw SimulationError(std::string("local memory capacity exceeded in the ") + which + ": " +
-                          w.commands[over->command].id + " allocates at cycle " +
-                          std::to_string(over->at) + ", bringing occupancy to " +
-                          std::to_string(over->in_use_bytes) + " of " +
-                          std::to_string(w.device.lram_bytes) + " bytes");
-  }
+  const auto& over = stats.lram.overflow;
+  if (!over) return "";
+  return std::string("local memory capacity exceeded in the ") + which + ": " +
+         w.commands[over->command].id + " allocates at cycle " + std::to_string(over->at) +
+         ", bringing occupancy to " + std::to_string(over->in_use_bytes) + " of " +
+         std::to_string(w.device.lram_bytes) + " bytes";
 }
 
 // A model name as a folder name: letters, digits, '.', '-' and '_' kept, anything else '_'.
@@ -196,24 +195,53 @@ struct Measured {
   profiler::Timeline estimate;
   std::optional<profiler::Timeline> runtime;
   std::optional<profiler::Iterations> iterations;
+  std::string failure;  // why the run could not complete; the outputs then hold what finished
 };
+
+// Runs `run` and returns its timeline; if it cannot complete, records why and which commands
+// finished, and returns the partial timeline.
+template <typename Run>
+profiler::Timeline run_or_partial(Run run, std::string& failure, std::vector<bool>& finished) {
+  try {
+    return run();
+  } catch (const SimulationError& e) {
+    if (e.partial() == nullptr) throw;
+    failure = e.what();
+    finished = e.partial()->finished;
+    return e.partial()->timeline;
+  }
+}
 
 Measured measure(const Loaded& l, const RunOptions& o, bool simulate_too) {
   const std::uint32_t n = o.iterations;
   const Schedule schedule = repeat_schedule(l.schedule, n);
   const profiler::Workload full = n == 1 ? l.workload : make_workload(schedule, l.config);
-  profiler::Timeline est = [&] {
+  std::string failure;
+  std::vector<bool> finished(schedule.commands.size(), true);
+  profiler::Timeline est = run_or_partial([&] {
     PhaseTimer t("estimate");
     return estimate(schedule, l.config);
-  }();
-  check_lram(full, est, "estimate");
+  }, failure, finished);
+  if (failure.empty()) failure = lram_failure(full, est, "estimate");
   std::optional<profiler::Timeline> sim;
-  if (simulate_too) {
-    PhaseTimer t("simulate");
-    sim = simulate(schedule, l.config);
-    check_lram(full, *sim, "simulation");
+  // A run the estimate cannot complete, the simulation cannot either: it is not started.
+  if (simulate_too && failure.empty()) {
+    sim = run_or_partial([&] {
+      PhaseTimer t("simulate");
+      return simulate(schedule, l.config);
+    }, failure, finished);
+    if (failure.empty()) failure = lram_failure(full, *sim, "simulation");
   }
-  if (n == 1) return {full, std::move(est), std::move(sim), std::nullopt};
+  if (!failure.empty()) {
+    // The outputs hold the commands that finished, with the run's own times.
+    std::vector<const profiler::Timeline*> timelines = {&est};
+    if (sim) timelines.push_back(&*sim);
+    profiler::Selection part = profiler::select_commands(full, timelines, finished, 0);
+    Measured m{std::move(part.workload), std::move(part.timelines[0]), std::nullopt, std::nullopt, failure};
+    if (sim) m.runtime = std::move(part.timelines[1]);
+    return m;
+  }
+  if (n == 1) return {full, std::move(est), std::move(sim), std::nullopt, ""};
 
   const std::size_t per = l.schedule.commands.size();
   const std::uint32_t samples = o.profile_samples == 0 ? n - o.profile_start : o.profile_samples;
@@ -244,7 +272,7 @@ Measured measure(const Loaded& l, const RunOptions& o, bool simulate_too) {
     return o.profile_start == 0 ? profiler::Cycles{0} : list[o.profile_start - 1].end;
   };
   profiler::Selection e = profiler::select_commands(full, {&est}, keep, origin(it.estimate));
-  Measured m{std::move(e.workload), std::move(e.timelines[0]), std::nullopt, it};
+  Measured m{std::move(e.workload), std::move(e.timelines[0]), std::nullopt, it, ""};
   if (sim) m.runtime = std::move(profiler::select_commands(full, {&*sim}, keep, origin(it.runtime)).timelines[0]);
   return m;
 }
@@ -255,7 +283,10 @@ void write_outputs(const Loaded& l, const Measured& m, profiler::StatsLevel leve
   const auto& w = m.workload;
   const profiler::Timeline& est = m.estimate;
   const profiler::Timeline* sim = m.runtime ? &*m.runtime : nullptr;
-  const profiler::Iterations* it = m.iterations ? &*m.iterations : nullptr;
+  profiler::ReportOptions report;
+  report.level = level;
+  report.iterations = m.iterations ? &*m.iterations : nullptr;
+  report.incomplete = m.failure;
   dir.write("timeline.csv", [&](std::ostream& s) { profiler::write_timeline_csv(s, w, est); });
   if (sim) {
     dir.write("runtime_timeline.csv", [&](std::ostream& s) { profiler::write_timeline_csv(s, w, *sim); });
@@ -267,11 +298,11 @@ void write_outputs(const Loaded& l, const Measured& m, profiler::StatsLevel leve
   const profiler::TraceModel trace = profiler::build_trace_model(w, runs, profiler::trace_options_for(level));
   dir.write("trace.json", [&](std::ostream& s) { profiler::write_chrome_trace(s, trace); });
   dir.write("trace.pftrace", [&](std::ostream& s) { profiler::write_perfetto_trace(s, trace); });
-  dir.write("summary.txt", [&](std::ostream& s) { profiler::write_summary(s, w, est, sim, level, it); });
-  dir.write("stats.json", [&](std::ostream& s) { profiler::write_stats_json(s, w, est, sim, level, it); });
+  dir.write("summary.txt", [&](std::ostream& s) { profiler::write_summary(s, w, est, sim, report); });
+  dir.write("stats.json", [&](std::ostream& s) { profiler::write_stats_json(s, w, est, sim, report); });
   dir.commit();
   if (!quiet) {
-    profiler::write_summary(std::cout, w, est, sim, level, it);
+    profiler::write_summary(std::cout, w, est, sim, report);
     std::cout << "\noutputs written to " << l.out.string() << '\n';
   }
 }
@@ -318,7 +349,9 @@ int run_command(const std::vector<std::string>& args) {
   }
   const profiler::StatsLevel level = checked_level(o);
   const Loaded l = load(o, "run");
-  write_outputs(l, measure(l, o, true), level, is_quiet(args));
+  const Measured m = measure(l, o, true);
+  write_outputs(l, m, level, is_quiet(args));
+  if (!m.failure.empty()) throw SimulationError(m.failure + "\n(outputs up to that point written to " + l.out.string() + ", marked incomplete)");
   return kExitOk;
 }
 
@@ -337,7 +370,9 @@ int estimate_command(const std::vector<std::string>& args) {
   }
   const profiler::StatsLevel level = checked_level(o);
   const Loaded l = load(o, "estimate");
-  write_outputs(l, measure(l, o, false), level, is_quiet(args));
+  const Measured m = measure(l, o, false);
+  write_outputs(l, m, level, is_quiet(args));
+  if (!m.failure.empty()) throw SimulationError(m.failure + "\n(outputs up to that point written to " + l.out.string() + ", marked incomplete)");
   return kExitOk;
 }
 

@@ -93,7 +93,8 @@ profiler::Timeline simulate(const Schedule& schedule, const HwConfig& config) {
   sc_core::sc_start();
   if (scoreboard.finished_count() < schedule.commands.size()) {
     throw SimulationError(
-        describe_deadlock(schedule, config, scoreboard.all_finished(), npu.heads()));
+        describe_deadlock(schedule, config, scoreboard.all_finished(), npu.heads()),
+        std::make_shared<PartialRun>(PartialRun{recorder.take(), scoreboard.all_finished()}));
   }
   return recorder.take();
 }

@@ -50,7 +50,7 @@ void BM_WritersResNet50(benchmark::State& state) {
   const npusim::profiler::Timeline t = npusim::estimate(s, config);
   for (auto _ : state) {
     std::ostringstream stats, json, pf;
-    npusim::profiler::write_stats_json(stats, w, t, &t);
+    npusim::profiler::write_stats_json(stats, w, t, &t);  // level 70
     const auto model = npusim::profiler::build_trace_model(w, {{"a", &t}, {"b", &t}});
     npusim::profiler::write_chrome_trace(json, model);
     npusim::profiler::write_perfetto_trace(pf, model);
