@@ -1,6 +1,7 @@
 #include "profiler/csv_readers.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -37,9 +38,9 @@ std::string shown(char ch) {
   return std::string("'") + ch + "'";
 }
 
-// A field as it reads in a message: quoted, cut after 40 characters.
+// A field as it reads in a message: quoted, cut after 80 characters.
 std::string quote_value(const std::string& value) {
-  return "'" + (value.size() > 40 ? value.substr(0, 40) + "..." : value) + "'";
+  return "'" + (value.size() > 80 ? value.substr(0, 80) + "..." : value) + "'";
 }
 
 std::string join(const std::vector<std::string>& fields, char separator) {
@@ -72,14 +73,14 @@ void check_header(const std::vector<CsvRecord>& records, const std::vector<std::
                   char separator, const std::string& file, const char* what,
                   const std::string& other_header, const char* other_what) {
   if (records.empty()) {
-    throw ParseError(file, 0, "", std::string("empty file; a ") + what + " starts with the header " +
-                                      quote_value(join(names, separator)));
+    throw ParseError(file, 0, "", std::string("empty file; a ") + what + " starts with the header '" +
+                                      join(names, separator) + "'");
   }
   const CsvRecord& h = records.front();
   if (h.fields != names) {
     const std::string found = join(h.fields, separator);
-    std::string message = std::string("expected the ") + what + " header " + quote_value(join(names, separator)) +
-                          ", found " + quote_value(found);
+    std::string message = std::string("expected the ") + what + " header '" + join(names, separator) +
+                          "', found " + quote_value(found);
     if (found.find(other_header) == 0) message += std::string(" (that is a ") + other_what + ")";
     throw ParseError(file, h.row, "", message, h.line);
   }

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <unordered_map>
 
 namespace npusim::profiler {
@@ -362,14 +361,14 @@ void write_report(std::ostream& out, const ReportInput& in, const Report& r, Rep
   const bool other = std::any_of(r.layers.begin(), r.layers.end(), [](const LayerFigures& f) { return f.other > 0; });
   out << "layers (cycles = union of the layer's commands; shares of those cycles, overlapping):\n";
   out << "  " << pad_left("commands", 8) << pad_left("cycles", 14) << pad_left("us", 14)
-      << pad_left("array %", 9) << pad_left("vector %", 9) << pad_left("DMA load %", 11)
-      << pad_left("DMA store %", 12) << (other ? pad_left("other %", 9) : "") << "  layer\n";
+      << pad_left("array %", 10) << pad_left("vector %", 10) << pad_left("DMA load %", 12)
+      << pad_left("DMA store %", 13) << (other ? pad_left("other %", 10) : "") << "  layer\n";
   for (const LayerFigures& f : r.layers) {
     out << "  " << pad_left(num(f.commands), 8) << pad_left(num(f.cycles), 14)
-        << pad_left(us_text(f.cycles, khz), 14) << pad_left(percent_text(f.array, f.cycles), 9)
-        << pad_left(percent_text(f.vector, f.cycles), 9) << pad_left(percent_text(f.dma_in, f.cycles), 11)
-        << pad_left(percent_text(f.dma_out, f.cycles), 12)
-        << (other ? pad_left(percent_text(f.other, f.cycles), 9) : "") << "  " << layer_label(f.layer)
+        << pad_left(us_text(f.cycles, khz), 14) << pad_left(percent_text(f.array, f.cycles), 10)
+        << pad_left(percent_text(f.vector, f.cycles), 10) << pad_left(percent_text(f.dma_in, f.cycles), 12)
+        << pad_left(percent_text(f.dma_out, f.cycles), 13)
+        << (other ? pad_left(percent_text(f.other, f.cycles), 10) : "") << "  " << layer_label(f.layer)
         << '\n';
   }
 }

@@ -303,7 +303,8 @@ void write_summary(std::ostream& out, const Workload& w, const Timeline& estimat
 
   if (iterations != nullptr) {
     out << "inferences:   " << iterations->count << " back to back, profiled " << iterations->profiled
-        << " from #" << iterations->first_profiled << " (times below count from its start)\n";
+        << " from #" << iterations->first_profiled
+        << " (this table counts from the run's start, the rest from the window's)\n";
     const auto& spans = runtime ? iterations->runtime : iterations->estimate;
     out << "  " << pad_right("inference", 12) << pad_left("start", 14) << pad_left("end", 14)
         << pad_left("latency", 12) << pad_left("us", 12) << '\n';

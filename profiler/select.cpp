@@ -1,5 +1,6 @@
 #include "profiler/select.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace npusim::profiler {
@@ -32,7 +33,8 @@ Selection select_commands(const Workload& workload, const std::vector<const Time
   }
   for (const Timeline* t : timelines) {
     Timeline sub;
-    sub.dram = t->dram;
+    // Bursts are not attributed to commands: only a selection of everything keeps them.
+    if (std::find(keep.begin(), keep.end(), false) == keep.end()) sub.dram = t->dram;
     for (std::size_t i = 0; i < workload.commands.size(); ++i) {
       if (!keep[i]) continue;
       CommandTiming ct = t->commands[i];

@@ -15,7 +15,7 @@ struct Selection {
 
 // Keeps the commands with keep[i]; drops dependencies on commands not kept and programs with no
 // command kept; subtracts `origin` cycles from every kept time (none may start before it). DRAM
-// burst activity is kept whole (it is not attributed to commands).
+// burst activity is not attributed to commands, so it is kept only when every command is.
 Selection select_commands(const Workload& workload, const std::vector<const Timeline*>& timelines,
                           const std::vector<bool>& keep, Cycles origin);
 

@@ -261,8 +261,13 @@ void check_graph(const Graph& g) {
         diag.error(where(l), "weight " + shape_text(w.shape) + " does not fit input " + shape_text(x.shape) + " with group " + std::to_string(group));
         continue;
       }
+      const std::vector<std::int64_t> weight_kernel = {static_cast<std::int64_t>(w.shape[2]), static_cast<std::int64_t>(w.shape[3])};
+      if (l.attrs.get_ints("kernel_shape", weight_kernel) != weight_kernel) {
+        diag.error(where(l), "kernel_shape does not match the weight " + shape_text(w.shape));
+        continue;
+      }
       Attributes attrs = l.attrs;
-      attrs.ints["kernel_shape"] = attrs.get_ints("kernel_shape", {static_cast<std::int64_t>(w.shape[2]), static_cast<std::int64_t>(w.shape[3])});
+      attrs.ints["kernel_shape"] = weight_kernel;
       const auto dims = conv_output_dims(x.shape[2], x.shape[3], attrs);
       if (!dims) {
         diag.error(where(l), "invalid kernel_shape, strides, pads or dilations for input " + shape_text(x.shape));

@@ -21,10 +21,13 @@ Schedule repeat_schedule(const Schedule& schedule, std::uint32_t count) {
   out.programs.clear();
   const std::size_t n = schedule.commands.size();
   // How many ids each prefix uses: copy k adds k times that to its numbers.
-  std::uint64_t di = 0, dout = 0, s = 0;
+  std::uint64_t di = 0, dout = 0, s = 0, h = 0;
+  auto counter_of = [&](const std::string& prefix) -> std::uint64_t& {
+    return prefix == "DI" ? di : prefix == "DO" ? dout : prefix == "H" ? h : s;
+  };
   for (const Command& c : schedule.commands) {
     const auto [prefix, number] = split_id(c.id);
-    std::uint64_t& counter = prefix == "DI" ? di : prefix == "DO" ? dout : s;
+    std::uint64_t& counter = counter_of(prefix);
     counter = std::max(counter, number + 1);
   }
   std::vector<bool> has_dependant(n, false);
@@ -43,7 +46,7 @@ Schedule repeat_schedule(const Schedule& schedule, std::uint32_t count) {
     for (std::uint32_t i = 0; i < n; ++i) {
       Command c = schedule.commands[i];
       const auto [prefix, number] = split_id(c.id);
-      const std::uint64_t per_copy = prefix == "DI" ? di : prefix == "DO" ? dout : s;
+      const std::uint64_t per_copy = counter_of(prefix);
       c.id = prefix + std::to_string(number + k * per_copy);
       c.program += static_cast<std::uint32_t>(k * schedule.programs.size());
       for (std::uint32_t& d : c.deps) d += base;

@@ -237,12 +237,6 @@ Command parse_command(const Json& value, std::size_t index, const HwConfig& conf
     if (op != engine) diag.error(c.pointer("op"), "a " + engine + " command's op must be " + engine);
     if (c.get("slice")) diag.error(c.pointer("slice"), "slice applies to SLICE commands only");
     if (c.get("shape")) diag.error(c.pointer("shape"), "shape applies to SLICE commands only");
-    const std::uint64_t bursts = cost::DmaTiming(config).burst_count(cmd.bytes);
-    if (bursts > kMaxBurstsPerTransfer) {
-      diag.error(c.pointer("bytes"), std::to_string(cmd.bytes) + " bytes make " + std::to_string(bursts) +
-                 " bursts of dma.burst_bytes; at most " + std::to_string(kMaxBurstsPerTransfer) +
-                 " per transfer (split the transfer or raise dma.burst_bytes)");
-    }
   }
   cmd.layer = c.get_string("layer", "");
   cmd.loc = c.get_string("loc", "");
@@ -466,6 +460,10 @@ Schedule parse_schedule(const Json& root, const std::string& origin, const HwCon
 }
 
 void finalize_schedule(Schedule& sched, const HwConfig& config, Diagnostics& diag) {
+  if (sched.commands.size() > kMaxCommands) {
+    diag.error("/commands", std::to_string(sched.commands.size()) + " commands exceed the limit of " + std::to_string(kMaxCommands));
+    return;
+  }
   std::map<std::string, Buffer> buffers;
   for (std::uint32_t i = 0; i < sched.commands.size(); ++i) {
     Command& cmd = sched.commands[i];
@@ -529,6 +527,13 @@ void finalize_schedule(Schedule& sched, const HwConfig& config, Diagnostics& dia
       cmd.compute_cycles = cycles;
       cmd.isolated_cycles = cycles;
     } else if (cmd.engine != EngineType::kSlice) {
+      const std::uint64_t bursts = dma.burst_count(cmd.bytes);
+      if (bursts > kMaxBurstsPerTransfer) {
+        diag.error(ptr + "/bytes", std::to_string(cmd.bytes) + " bytes make " + std::to_string(bursts) +
+                   " bursts of dma.burst_bytes; at most " + std::to_string(kMaxBurstsPerTransfer) +
+                   " per transfer (split the transfer or raise dma.burst_bytes)");
+        continue;
+      }
       auto [it, inserted] = transfer_cycles.try_emplace(cmd.bytes, 0);
       if (inserted) it->second = cost::isolated_transfer_cycles(cmd.bytes, dma, dram);
       cmd.isolated_cycles = it->second;

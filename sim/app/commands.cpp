@@ -55,9 +55,10 @@ struct RunOptions {
   std::string out;
   bool help = false;
   int stats_level = 70;
-  std::uint32_t iterations = 1;
-  std::uint32_t profile_start = 0;
-  std::uint32_t profile_samples = 0;  // 0: every inference from profile_start on
+  // Signed, so that a negative value is reported as such rather than wrapped.
+  std::int64_t iterations = 1;
+  std::int64_t profile_start = 0;
+  std::int64_t profile_samples = 0;  // 0: every inference from profile_start on
 };
 
 // What run and estimate measure and how much they write.
@@ -213,7 +214,9 @@ profiler::Timeline run_or_partial(Run run, std::string& failure, std::vector<boo
 }
 
 Measured measure(const Loaded& l, const RunOptions& o, bool simulate_too) {
-  const std::uint32_t n = o.iterations;
+  // Checked by checked_level: 1 <= n <= 10000, 0 <= start < n, 0 <= samples <= n - start.
+  const auto n = static_cast<std::uint32_t>(o.iterations);
+  const auto start = static_cast<std::uint32_t>(o.profile_start);
   const Schedule schedule = repeat_schedule(l.schedule, n);
   const profiler::Workload full = n == 1 ? l.workload : make_workload(schedule, l.config);
   std::string failure;
@@ -244,10 +247,10 @@ Measured measure(const Loaded& l, const RunOptions& o, bool simulate_too) {
   if (n == 1) return {full, std::move(est), std::move(sim), std::nullopt, ""};
 
   const std::size_t per = l.schedule.commands.size();
-  const std::uint32_t samples = o.profile_samples == 0 ? n - o.profile_start : o.profile_samples;
+  const std::uint32_t samples = o.profile_samples == 0 ? n - start : static_cast<std::uint32_t>(o.profile_samples);
   profiler::Iterations it;
   it.count = n;
-  it.first_profiled = o.profile_start;
+  it.first_profiled = start;
   it.profiled = samples;
   auto spans = [&](const profiler::Timeline& t) {
     std::vector<profiler::Iterations::Span> list(n);
@@ -265,11 +268,11 @@ Measured measure(const Loaded& l, const RunOptions& o, bool simulate_too) {
   it.estimate = spans(est);
   if (sim) it.runtime = spans(*sim);
   std::vector<bool> keep(schedule.commands.size(), false);
-  for (std::size_t i = o.profile_start * per; i < (o.profile_start + samples) * per; ++i) keep[i] = true;
+  for (std::size_t i = start * per; i < (start + samples) * per; ++i) keep[i] = true;
   // Times count from the end of the inference before the window (an inference starts when the
   // previous one has finished).
   auto origin = [&](const std::vector<profiler::Iterations::Span>& list) {
-    return o.profile_start == 0 ? profiler::Cycles{0} : list[o.profile_start - 1].end;
+    return start == 0 ? profiler::Cycles{0} : list[start - 1].end;
   };
   profiler::Selection e = profiler::select_commands(full, {&est}, keep, origin(it.estimate));
   Measured m{std::move(e.workload), std::move(e.timelines[0]), std::nullopt, it, ""};
@@ -310,6 +313,9 @@ void write_outputs(const Loaded& l, const Measured& m, profiler::StatsLevel leve
 profiler::StatsLevel checked_level(const RunOptions& o) {
   const auto level = profiler::stats_level_from(o.stats_level);
   if (!level) throw InputError("--stats-level", "", "expected 40, 50, 70 or 100, found " + std::to_string(o.stats_level));
+  if (o.profile_start < 0 || o.profile_samples < 0) {
+    throw InputError(o.profile_start < 0 ? "--profile-start-iter" : "--profile-samples", "", "expected a non-negative number");
+  }
   if (o.iterations < 1 || o.iterations > 10000) {
     throw InputError("--iterations", "", "expected 1 to 10000 inferences, found " + std::to_string(o.iterations));
   }
@@ -464,7 +470,13 @@ int info_command(const std::vector<std::string>& args) {
     for (const Command& c : schedule.commands) macs += c.macs + c.vector_macs;
     std::cout << "MACs:         " << macs << '\n';
   }
-  std::cout << "compiled for: " << config.name << " (" << config.slices.count << " slices)\n";
+  if (graph) {
+    std::cout << "compiled for: " << config.name << " (" << config.slices.count << " slices)\n";
+  } else {
+    std::cout << "compiled for: " << (schedule.target_config.empty() ? "(not stated)" : schedule.target_config)
+              << (schedule.target_slices ? " (" + std::to_string(schedule.target_slices) + " slices)" : "")
+              << "; measured on " << config.name << '\n';
+  }
   std::cout << "commands:     " << schedule.commands.size() << " in " << schedule.programs.size()
             << " program(s)\n";
   for (std::size_t e = 0; e < w.engines.size(); ++e) {

@@ -101,6 +101,7 @@ struct Plan {
   std::string config_arg;  // absolute file path or built-in name, for the children
   std::vector<std::string> fixed;         // --set, applied to every point first
   std::vector<std::string> input_shapes;  // --input-shape, passed on
+  unsigned stats_level = 40;              // --stats-level, passed on
   std::vector<SweepKey> keys;             // command-line order
 
   std::size_t size() const {
@@ -134,6 +135,7 @@ struct Plan {
   std::vector<std::string> extra_args() const {
     std::vector<std::string> extra;
     for (const std::string& s : input_shapes) extra.push_back("--input-shape=" + s);
+    extra.push_back("--stats-level=" + std::to_string(stats_level));
     return extra;
   }
 };
@@ -305,6 +307,7 @@ std::string sweep_json(const Plan& plan, const std::vector<PointResult>& results
   j["config"] = plan.config;
   j["set"] = plan.fixed;
   j["input_shapes"] = plan.input_shapes;
+  j["stats_level"] = plan.stats_level;
   OJson keys = OJson::array();
   for (const SweepKey& k : plan.keys) {
     OJson values = OJson::array();
@@ -358,6 +361,7 @@ std::string plan_json(const Plan& plan) {
   j["config_arg"] = plan.config_arg;
   j["set"] = plan.fixed;
   j["input_shapes"] = plan.input_shapes;
+  j["stats_level"] = plan.stats_level;
   OJson keys = OJson::array();
   for (const SweepKey& k : plan.keys) keys.push_back({{"key", k.key}, {"values", k.values}});
   j["keys"] = keys;
@@ -386,6 +390,7 @@ Plan read_plan(const fs::path& dir) {
     plan.config_arg = j.at("config_arg").get<std::string>();
     plan.fixed = j.at("set").get<std::vector<std::string>>();
     plan.input_shapes = j.at("input_shapes").get<std::vector<std::string>>();
+    plan.stats_level = j.at("stats_level").get<unsigned>();
     for (const OJson& k : j.at("keys")) {
       SweepKey key{k.at("key").get<std::string>(), k.at("values").get<std::vector<std::string>>()};
       if (key.values.empty()) throw InputError(name, "/keys", "a key without values");
@@ -406,6 +411,7 @@ struct SweepOptions {
   std::string model, config = "default", out, emit_jobs, merge;
   std::vector<std::string> fixed, input_shapes;
   unsigned jobs = 0;
+  unsigned stats_level = 40;
   bool help = false;
 };
 
@@ -558,6 +564,9 @@ int sweep_command(const std::vector<std::string>& args) {
        "sweep a config key over values (repeatable; one grid dimension each)")
       ("input-shape", po::value(&o.input_shapes)->value_name("NAME=DxD...")->composing(),
        "passed on to npusim run (ONNX inputs)")
+      ("stats-level", po::value(&o.stats_level)->value_name("40|50|70|100")->default_value(40),
+       "passed on to npusim run: how much each point's outputs hold (40, the totals, is enough "
+       "for the sweep's figures and the fastest)")
       ("out,o", po::value(&o.out)->value_name("DIR"), "the sweep folder (required)")
       ("jobs,j", po::value(&o.jobs)->value_name("N"), "points run at a time (default: the number of cores)")
       ("emit-jobs", po::value(&o.emit_jobs)->value_name("FILE"),
@@ -609,8 +618,8 @@ int sweep_command(const std::vector<std::string>& args) {
   const bool quiet = vm["quiet"].as<bool>();
 
   if (!o.merge.empty()) {
-    for (const char* other : {"model", "set", "clock-mhz", "slices", "sweep", "input-shape", "out", "jobs", "emit-jobs"}) {
-      if (vm.count(other)) {
+    for (const char* other : {"model", "set", "clock-mhz", "slices", "sweep", "input-shape", "out", "jobs", "emit-jobs", "stats-level"}) {
+      if (vm.count(other) && !vm[other].defaulted()) {
         throw InputError("", "", std::string("--merge takes no --") + other +
                                      ": the grid comes from DIR/sweep-plan.json (see npusim sweep --help)");
       }
@@ -623,10 +632,13 @@ int sweep_command(const std::vector<std::string>& args) {
   if (o.out.empty()) throw InputError("", "", "--out is required (see npusim sweep --help)");
   if (keys.empty()) throw InputError("", "", "nothing to sweep: give --clock-mhz, --slices or --sweep KEY=V1,V2,...");
   if (vm.count("jobs") && o.jobs == 0) throw InputError("", "--jobs", "expected at least 1");
+  if (o.stats_level != 40 && o.stats_level != 50 && o.stats_level != 70 && o.stats_level != 100) {
+    throw InputError("", "--stats-level", "expected 40, 50, 70 or 100, found " + std::to_string(o.stats_level));
+  }
   const unsigned jobs = vm.count("jobs") ? o.jobs : default_jobs();
   for (std::size_t a = 0; a < keys.size(); ++a) {
     for (std::size_t b = 0; b < a; ++b) {
-      if (keys[a].key == keys[b].key) throw InputError("", keys[a].key, "is swept twice");
+      if (keys[a].key == keys[b].key) throw InputError("", "", keys[a].key + " is swept twice");
     }
   }
   std::size_t points = 1;
@@ -642,6 +654,7 @@ int sweep_command(const std::vector<std::string>& args) {
   plan.config = o.config;
   plan.fixed = o.fixed;
   plan.input_shapes = o.input_shapes;
+  plan.stats_level = o.stats_level;
   plan.keys = std::move(keys);
   std::error_code ec;
   if (!fs::is_regular_file(o.model, ec)) throw InputError(o.model, "", "no such file");

@@ -150,6 +150,11 @@ class Compiler {
     std::sort(deps.begin(), deps.end());
     deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
     c.deps = std::move(deps);
+    if (sched_.commands.size() >= kMaxCommands) {
+      throw InputError(g_.source_file, "layer '" + group.name + "' " + group.loc,
+                       "compiling for this config takes more than " + std::to_string(kMaxCommands) +
+                           " commands, the most a schedule may have; raise lram_kib");
+    }
     sched_.commands.push_back(std::move(c));
     return static_cast<CommandIndex>(sched_.commands.size() - 1);
   }
@@ -435,16 +440,21 @@ class Compiler {
     const std::uint64_t chunks = ceil_div(nd, cols);
     cols = ceil_div(nd, chunks);
     const std::uint64_t a_row_bytes = kd * ea, y_row_bytes = nd * ey;
+    // An operand batched other than the output (mixed broadcasting, [2,1] x [1,3]) has no simple
+    // pass -> batch map: its loads wait for all of its writers.
+    const bool a_exact = shared_b || a_batch == 1 || a_batch == out_batch;
+    const bool b_exact = shared_b || b_batch == 1 || b_batch == out_batch;
     for (std::uint64_t p = 0; p < passes; ++p) {
-      const std::uint64_t a_base = shared_b ? 0 : (a_batch == 1 ? 0 : p * m);
-      const std::uint64_t b_base = shared_b ? 0 : (b_batch == 1 ? 0 : p);
+      const std::uint64_t a_base = shared_b || a_batch == 1 || !a_exact ? 0 : p * m;
+      const std::uint64_t b_base = shared_b || b_batch == 1 || !b_exact ? 0 : p;
       for (std::uint64_t ch = 0; ch < chunks; ++ch) {
         const std::uint64_t c0 = ch * cols, nc = std::min(nd, c0 + cols) - c0;
         // An activation as right operand (attention) loads like weights, after its writers.
         std::vector<CommandIndex> after;
         if (!b.constant) {
           const std::uint64_t b_bytes = kd * nd * eb;
-          reader_deps(l.inputs[1], b_base * b_bytes, (b_base + 1) * b_bytes, after);
+          reader_deps(l.inputs[1], b_exact ? b_base * b_bytes : 0,
+                      b_exact ? (b_base + 1) * b_bytes : b.bytes(), after);
         }
         const CommandIndex weights = load_weights(nc * per_col, group, after);
         std::vector<CommandIndex> computes;
@@ -452,7 +462,7 @@ class Compiler {
         for (std::uint64_t t = 0; t < tiles; ++t) {
           const std::uint64_t r0 = t * rows, r1 = std::min(rows_total, r0 + rows);
           const std::uint64_t row_base = a_base;
-          const bool a_rows = !image_[l.inputs[0]];  // else another layout: wait for all writers
+          const bool a_rows = !image_[l.inputs[0]] && a_exact;  // else wait for all writers
           Piece piece{l.inputs[0], a_rows ? (row_base + r0) * a_row_bytes : 0,
                       a_rows ? (row_base + r1) * a_row_bytes : a.bytes(), (r1 - r0) * kd * ea};
           GemmShape shape;
@@ -507,10 +517,12 @@ class Compiler {
     }
     while (rows > 1 && passes * ceil_div(rows_total, rows) * ceil_div(nd, cols) < slices_) rows = ceil_div(rows, 2);
     const std::uint64_t a_row_bytes = kd * ea, y_row_bytes = nd * ey, b_bytes = kd * nd * eb;
-    const bool a_rows = !image_[l.inputs[0]];
+    const bool a_exact = shared_b || a_batch == 1 || a_batch == passes;
+    const bool b_exact = shared_b || b_batch == 1 || b_batch == passes;
+    const bool a_rows = !image_[l.inputs[0]] && a_exact;
     for (std::uint64_t p = 0; p < passes; ++p) {
-      const std::uint64_t a_base = shared_b || a_batch == 1 ? 0 : p * m;
-      const std::uint64_t b_base = shared_b || b_batch == 1 ? 0 : p;
+      const std::uint64_t a_base = shared_b || a_batch == 1 || !a_exact ? 0 : p * m;
+      const std::uint64_t b_base = shared_b || b_batch == 1 || !b_exact ? 0 : p;
       const std::uint64_t y_base = shared_b ? 0 : p * m;
       for (std::uint64_t r0 = 0; r0 < rows_total; r0 += rows) {
         const std::uint64_t r1 = std::min(rows_total, r0 + rows);
@@ -531,7 +543,10 @@ class Compiler {
                         a_rows ? (a_base + r1) * a_row_bytes : a.bytes(), a_deps);
             if (wait != kNone) a_deps.push_back(wait);
             std::vector<CommandIndex> b_deps;
-            if (!b.constant) reader_deps(l.inputs[1], b_base * b_bytes, (b_base + 1) * b_bytes, b_deps);
+            if (!b.constant) {
+              reader_deps(l.inputs[1], b_exact ? b_base * b_bytes : 0,
+                          b_exact ? (b_base + 1) * b_bytes : b.bytes(), b_deps);
+            }
             if (wait != kNone) b_deps.push_back(wait);
             Command load_a = dma(EngineType::kDmaIn, (r1 - r0) * kn * ea);
             Command load_b = dma(EngineType::kDmaIn, kn * nc * eb + (k0 == 0 ? ceil_div(extra * nc, nd) : 0));
@@ -757,6 +772,11 @@ class Compiler {
       compile_vector(group);
     }
     if (sched_.commands.size() == first_command) sched_.programs.pop_back();
+    // Other outputs of the group's last layer (a quantize's scale, say) come from the same stores.
+    for (std::uint32_t out : g_.layers[group.layers.back()].outputs) {
+      if (out == group.output) continue;
+      for (const Writer& w : writers_[group.output]) writers_[out].push_back({0, ~std::uint64_t{0}, w.store});
+    }
   }
 
   Schedule finish() {

@@ -1,0 +1,335 @@
+#include "tests/fuzz/fuzz_entries.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "profiler/csv_readers.h"
+#include "profiler/csv_writers.h"
+#include "profiler/stats.h"
+#include "sim/builtin_configs.h"
+#include "sim/compiler/compiler.h"
+#include "sim/engines.h"
+#include "sim/error.h"
+#include "sim/estimator.h"
+#include "sim/frontend/graph_json.h"
+#include "sim/frontend/onnx_import.h"
+#include "sim/frontend/scalesim.h"
+#include "sim/graph.h"
+#include "sim/hw_config.h"
+#include "sim/json_reader.h"
+#include "sim/schedule.h"
+
+namespace npusim::fuzz {
+namespace {
+
+std::string text_of(const std::uint8_t* data, std::size_t size) {
+  return size == 0 ? std::string() : std::string(reinterpret_cast<const char*>(data), size);
+}
+
+// A broken invariant of accepted input: a finding, never a normal outcome.
+[[noreturn]] void finding(const std::string& what) { throw std::logic_error("fuzz invariant: " + what); }
+
+const HwConfig& default_config() {
+  static const HwConfig config = [] {
+    for (const BuiltinConfig& b : builtin_configs()) {
+      if (b.name == "default") return parse_hw_config(std::string(b.json), "built-in:default");
+    }
+    throw std::logic_error("no built-in config 'default'");
+  }();
+  return config;
+}
+
+// The timeline.csv and runtime.csv of an accepted run must read back with convert's readers,
+// row for row.
+void check_csv_round_trip(const profiler::Workload& workload, const profiler::Timeline& timeline) {
+  std::ostringstream tl;
+  profiler::write_timeline_csv(tl, workload, timeline);
+  std::vector<profiler::TimelineRow> rows;
+  try {
+    rows = profiler::read_timeline_csv(tl.str(), "timeline.csv");
+  } catch (const profiler::ParseError& e) {
+    finding(std::string("timeline.csv as written does not read back: ") + e.what());
+  }
+  if (rows.size() != workload.commands.size()) finding("timeline.csv lost or added rows");
+  std::unordered_map<std::string, std::size_t> by_id;
+  for (std::size_t i = 0; i < workload.commands.size(); ++i) by_id.emplace(workload.commands[i].id, i);
+  for (const profiler::TimelineRow& row : rows) {
+    const auto it = by_id.find(row.id);
+    if (it == by_id.end() || timeline.commands[it->second].start != row.start ||
+        timeline.commands[it->second].end != row.end) {
+      finding("timeline.csv row " + std::to_string(row.row) + " (" + row.id + ") does not match its command");
+    }
+  }
+  std::ostringstream rt;
+  profiler::write_runtime_csv(rt, workload, timeline);
+  try {
+    profiler::read_runtime_csv(rt.str(), "runtime.csv");
+  } catch (const profiler::ParseError& e) {
+    finding(std::string("runtime.csv as written does not read back: ") + e.what());
+  }
+}
+
+// What `npusim estimate` and `info` do with a schedule, short of writing files: the estimate,
+// the statistics and, when asked, the CSV round trip. Rejections are normal outcomes.
+void measure(const Schedule& schedule, const HwConfig& config, bool round_trip) {
+  const profiler::Workload workload = make_workload(schedule, config);
+  std::optional<profiler::Timeline> timeline;
+  try {
+    timeline = estimate(schedule, config);
+  } catch (const InputError&) {
+    return;  // runs past kMaxCycles
+  } catch (const SimulationError&) {
+    return;  // a deadlock, reported
+  }
+  if (timeline->commands.size() != schedule.commands.size()) finding("estimate lost commands");
+  for (std::size_t i = 0; i < schedule.commands.size(); ++i) {
+    const auto& t = timeline->commands[i];
+    if (t.end < t.start || t.end > kMaxCycles) finding("estimate has end < start or past kMaxCycles");
+    for (std::uint32_t d : schedule.commands[i].deps) {
+      if (timeline->commands[d].end > t.start) finding("a command starts before its dependency ends");
+    }
+  }
+  profiler::compute_stats(workload, *timeline);
+  profiler::compute_bounds(workload);
+  profiler::command_stalls(workload, *timeline);
+  if (round_trip) check_csv_round_trip(workload, *timeline);
+}
+
+// Bytes of every tensor of a graph, saturating.
+std::uint64_t graph_bytes(const Graph& g) {
+  std::uint64_t total = 0;
+  for (const Tensor& t : g.tensors) {
+    std::uint64_t bytes = dtype_bytes(t.dtype);
+    for (std::uint64_t d : t.shape) {
+      if (__builtin_mul_overflow(bytes, d, &bytes)) return ~std::uint64_t{0};
+    }
+    if (__builtin_add_overflow(total, bytes, &total)) return ~std::uint64_t{0};
+  }
+  return total;
+}
+
+// The compiler's work grows with the model's bytes over the local memory (the number of tiles).
+// A tiny file can describe a model of petabytes, which compiles, correctly, into millions of
+// commands: not a hang, but too slow for a fuzz iteration. So a graph of more than kSmallGraph
+// bytes compiles for the default config with lram_kib scaled up to keep it to a few thousand
+// tiles, which also drives the compiler's arithmetic to large sizes; past what lram_kib allows
+// (2^30 KiB) it is not compiled (docs/reliability.md, "not covered").
+constexpr std::uint64_t kSmallGraph = std::uint64_t{1} << 24;
+constexpr std::uint64_t kMaxLramKib = std::uint64_t{1} << 30;
+
+std::optional<HwConfig> config_for(const Graph& g) {
+  const std::uint64_t bytes = graph_bytes(g);
+  if (bytes <= kSmallGraph) return default_config();
+  // Default: 512 KiB for 2^24 bytes, i.e. local memory = bytes / 32.
+  const std::uint64_t kib = (bytes >> 15) + 1;
+  if (kib > kMaxLramKib) return std::nullopt;
+  return parse_hw_config("{}", "built-in:default", {"lram_kib=" + std::to_string(kib)});
+}
+
+// What `npusim estimate` does with a model: compile it, then measure the schedule.
+void compile_and_measure(const Graph& graph) {
+  const std::optional<HwConfig> config = config_for(graph);
+  if (!config) return;
+  std::optional<Schedule> schedule;
+  try {
+    schedule = compile_schedule(graph, *config);
+  } catch (const InputError&) {
+    return;  // a layer that cannot be compiled for this config
+  }
+  measure(*schedule, *config, true);
+}
+
+// A small model every config should compile unless its local memory is too small.
+constexpr const char* kSmallModel = R"({
+  "format": "npusim-graph", "version": 1, "name": "small",
+  "tensors": [
+    {"name": "x", "shape": [1, 8, 16, 16]},
+    {"name": "w1", "shape": [16, 8, 3, 3], "constant": true},
+    {"name": "c1", "shape": [1, 16, 16, 16]},
+    {"name": "r1", "shape": [1, 16, 16, 16]},
+    {"name": "dw", "shape": [16, 1, 3, 3], "constant": true},
+    {"name": "c2", "shape": [1, 16, 8, 8]},
+    {"name": "p", "shape": [1, 16, 1, 1]},
+    {"name": "f", "shape": [1, 16]},
+    {"name": "w2", "shape": [16, 10], "constant": true},
+    {"name": "y", "shape": [1, 10]},
+    {"name": "s", "shape": [1, 10], "dtype": "float32"},
+    {"name": "h", "shape": [1, 10], "dtype": "float32"}
+  ],
+  "inputs": ["x"], "outputs": ["h"],
+  "layers": [
+    {"name": "conv1", "op": "Conv", "inputs": ["x", "w1"], "outputs": ["c1"],
+     "attrs": {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}},
+    {"name": "relu1", "op": "Relu", "inputs": ["c1"], "outputs": ["r1"]},
+    {"name": "dw2", "op": "Conv", "inputs": ["r1", "dw"], "outputs": ["c2"],
+     "attrs": {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "strides": [2, 2], "group": 16}},
+    {"name": "pool", "op": "GlobalAveragePool", "inputs": ["c2"], "outputs": ["p"]},
+    {"name": "flat", "op": "Flatten", "inputs": ["p"], "outputs": ["f"]},
+    {"name": "fc", "op": "MatMul", "inputs": ["f", "w2"], "outputs": ["y"]},
+    {"name": "soft", "op": "Softmax", "inputs": ["y"], "outputs": ["s"]},
+    {"name": "host", "op": "Host", "inputs": ["s"], "outputs": ["h"], "attrs": {"onnx_op": "Neg"}}
+  ]
+})";
+
+const Graph& small_graph() {
+  static const Graph graph = parse_graph_json(parse_json_text(kSmallModel, "small.json"), "small.json");
+  return graph;
+}
+
+// A temporary file for import_onnx, which reads a path: one per process, overwritten each time.
+class TempFile {
+ public:
+  explicit TempFile(const std::string& name) {
+    dir_ = std::filesystem::temp_directory_path() / ("npusim-fuzz-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+    path_ = (dir_ / name).string();
+  }
+  ~TempFile() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  const std::string& write(const std::uint8_t* data, std::size_t size) {
+    std::ofstream out(path_, std::ios::binary | std::ios::trunc);
+    if (size > 0) out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
+    out.close();
+    if (!out) throw std::runtime_error("cannot write " + path_);
+    return path_;
+  }
+
+ private:
+  std::filesystem::path dir_;
+  std::string path_;
+};
+
+}  // namespace
+
+int fuzz_hw_config(const std::uint8_t* data, std::size_t size) {
+  const std::string text = text_of(data, size);
+  // JSON, then NUL-separated overrides.
+  const std::size_t nul = text.find('\0');
+  const std::string json = text.substr(0, nul);
+  std::vector<std::string> overrides;
+  if (nul != std::string::npos) {
+    std::size_t from = nul + 1;
+    while (true) {
+      const std::size_t next = text.find('\0', from);
+      overrides.push_back(text.substr(from, next == std::string::npos ? next : next - from));
+      if (next == std::string::npos) break;
+      from = next + 1;
+    }
+  }
+  std::optional<HwConfig> config;
+  try {
+    config = parse_hw_config(json, "fuzz.json", overrides);
+  } catch (const InputError&) {
+    return 0;
+  }
+  config->dram_latency_cycles();
+  std::optional<Schedule> schedule;
+  try {
+    schedule = compile_schedule(small_graph(), *config);
+  } catch (const InputError&) {
+    return 0;  // too little local memory for the model
+  }
+  measure(*schedule, *config, false);
+  return 0;
+}
+
+int fuzz_schedule(const std::uint8_t* data, std::size_t size) {
+  std::optional<Schedule> schedule;
+  try {
+    schedule = parse_schedule(parse_json_text(text_of(data, size), "fuzz.json"), "fuzz.json", default_config());
+  } catch (const InputError&) {
+    return 0;
+  }
+  measure(*schedule, default_config(), true);
+  return 0;
+}
+
+int fuzz_graph_json(const std::uint8_t* data, std::size_t size) {
+  std::optional<Graph> graph;
+  try {
+    graph = parse_graph_json(parse_json_text(text_of(data, size), "fuzz.json"), "fuzz.json");
+  } catch (const InputError&) {
+    return 0;
+  }
+  compile_and_measure(*graph);
+  return 0;
+}
+
+int fuzz_topology(const std::uint8_t* data, std::size_t size) {
+  std::optional<Graph> graph;
+  try {
+    graph = parse_scalesim_topology(text_of(data, size), "fuzz.csv");
+  } catch (const InputError&) {
+    return 0;
+  }
+  compile_and_measure(*graph);
+  return 0;
+}
+
+int fuzz_onnx(const std::uint8_t* data, std::size_t size) {
+  static TempFile file("fuzz.onnx");
+  const std::string& path = file.write(data, size);
+  std::optional<Graph> graph;
+  for (const bool host_fallback : {false, true}) {
+    OnnxImportOptions options;
+    options.host_fallback = host_fallback;
+    try {
+      graph = import_onnx(path, options);
+      break;
+    } catch (const InputError&) {
+    }
+  }
+  if (graph) compile_and_measure(*graph);
+  return 0;
+}
+
+int fuzz_timeline_csv(const std::uint8_t* data, std::size_t size) {
+  try {
+    const auto rows = profiler::read_timeline_csv(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz.csv");
+    for (const auto& row : rows) {
+      if (row.end < row.start || row.end > profiler::kMaxCsvInteger || row.id.empty() || row.op_type.empty()) {
+        finding("read_timeline_csv accepted a row it documents as invalid");
+      }
+    }
+  } catch (const profiler::ParseError&) {
+  }
+  return 0;
+}
+
+int fuzz_runtime_csv(const std::uint8_t* data, std::size_t size) {
+  try {
+    const auto rows = profiler::read_runtime_csv(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz.csv");
+    for (const auto& row : rows) {
+      if (row.duration_us > row.end_us || row.end_us > profiler::kMaxCsvInteger) {
+        finding("read_runtime_csv accepted a row it documents as invalid");
+      }
+    }
+  } catch (const profiler::ParseError&) {
+  }
+  return 0;
+}
+
+const std::vector<Target>& targets() {
+  static const std::vector<Target> list = {
+      {"hw_config", fuzz_hw_config},       {"schedule", fuzz_schedule},
+      {"graph_json", fuzz_graph_json},     {"topology", fuzz_topology},
+      {"onnx", fuzz_onnx},                 {"timeline_csv", fuzz_timeline_csv},
+      {"runtime_csv", fuzz_runtime_csv},
+  };
+  return list;
+}
+
+}  // namespace npusim::fuzz
