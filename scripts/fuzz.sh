@@ -32,6 +32,7 @@ for t in "${TARGETS[@]}"; do
   fi
 done
 
+bash scripts/setup.sh >/dev/null  # clang and libclang-rt-14-dev among the rest
 BUILD=${NPUSIM_FUZZ_BUILD:-build-fuzz}
 JOBS=${NPUSIM_FUZZ_JOBS:-$(nproc)}
 TIMEOUT=${NPUSIM_FUZZ_TIMEOUT:-30}

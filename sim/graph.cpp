@@ -45,6 +45,42 @@ std::optional<std::vector<std::uint64_t>> broadcast(const std::vector<std::uint6
   return out;
 }
 
+// The largest tensor, as the largest transfer of a schedule (kMaxTransferBytes): 256 TiB.
+constexpr std::uint64_t kMaxTensorBytes = std::uint64_t{1} << 48;
+
+// Whether `s` is well-formed UTF-8 (no overlong forms, surrogates or code points past U+10FFFF).
+bool valid_utf8(const std::string& s) {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    std::size_t len = 0;
+    unsigned char lo = 0x80, hi = 0xBF;  // range of the second byte
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if (c >= 0xC2 && c <= 0xDF) {
+      len = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      len = 3;
+      if (c == 0xE0) lo = 0xA0;
+      if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      len = 4;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F;
+    } else {
+      return false;
+    }
+    if (i + len > s.size()) return false;
+    for (std::size_t k = 1; k < len; ++k) {
+      const auto b = static_cast<unsigned char>(s[i + k]);
+      if (b < (k == 1 ? lo : 0x80) || b > (k == 1 ? hi : 0xBF)) return false;
+    }
+    i += len;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::uint32_t dtype_bytes(DType dtype) {
@@ -195,11 +231,32 @@ std::uint64_t layer_macs(const Graph& g, const Layer& l) {
 void check_graph(const Graph& g) {
   Diagnostics diag(g.source_file);
   auto where = [&](const Layer& l) { return "layer '" + l.name + "'" + (l.loc.empty() ? "" : " (" + l.loc + ")"); };
+  // Names end up in JSON outputs (stats.json, trace.json, schedules), which must be UTF-8; a
+  // topology CSV or an ONNX file can hold any bytes.
+  if (!valid_utf8(g.name)) diag.error("graph name", "is not valid UTF-8 text");
+  for (const Tensor& t : g.tensors) {
+    if (!valid_utf8(t.name) || !valid_utf8(t.layout)) diag.error("tensor '" + t.name + "'", "name or layout is not valid UTF-8 text");
+  }
+  for (const Layer& l : g.layers) {
+    bool ok = valid_utf8(l.name) && valid_utf8(l.op) && valid_utf8(l.loc);
+    for (const auto& attr : l.attrs.strings) ok = ok && valid_utf8(attr.first) && valid_utf8(attr.second);
+    for (const auto& attr : l.attrs.ints) ok = ok && valid_utf8(attr.first);
+    for (const auto& attr : l.attrs.floats) ok = ok && valid_utf8(attr.first);
+    if (!ok) diag.error(where(l), "name, op, location or an attribute is not valid UTF-8 text");
+  }
+  diag.throw_if_any();
   std::vector<bool> available(g.tensors.size(), false);
   for (std::uint32_t t = 0; t < g.tensors.size(); ++t) {
     if (g.tensors[t].constant) available[t] = true;
+    std::uint64_t bytes = dtype_bytes(g.tensors[t].dtype);
+    bool overflow = false;
     for (std::uint64_t d : g.tensors[t].shape) {
       if (d == 0) diag.error("tensor '" + g.tensors[t].name + "'", "shape " + shape_text(g.tensors[t].shape) + " has a zero dimension");
+      overflow = overflow || __builtin_mul_overflow(bytes, d, &bytes);
+    }
+    // Sizes past 64 bits would wrap in every byte count the compiler makes (and divide by zero).
+    if (overflow || bytes > kMaxTensorBytes) {
+      diag.error("tensor '" + g.tensors[t].name + "'", "shape " + shape_text(g.tensors[t].shape) + " holds more than 2^48 bytes, the most a tensor may hold");
     }
   }
   for (std::uint32_t t : g.inputs) available.at(t) = true;

@@ -11,6 +11,13 @@ namespace {
 // Applies one "key.path=value" override to the raw JSON, before any checking, so that an
 // override is checked exactly like the file it overrides.
 void apply_override(Json& root, const std::string& assignment, Diagnostics& diag) {
+  try {
+    // Keys and values end up in JSON (error messages dump values; stats.json holds the name).
+    (void)Json(assignment).dump();  // type_error 316 on invalid UTF-8
+  } catch (const Json::type_error&) {
+    diag.error("--set " + assignment, "not valid UTF-8 text");
+    return;
+  }
   const auto eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0) {
     diag.error("--set " + assignment, "expected key.path=value");
@@ -20,9 +27,11 @@ void apply_override(Json& root, const std::string& assignment, Diagnostics& diag
   const std::string text = assignment.substr(eq + 1);
   Json value;
   try {
-    value = Json::parse(text);
-  } catch (const Json::parse_error&) {
-    value = text;  // a bare word such as os or ws
+    value = parse_json_text(text, "--set");
+  } catch (const InputError&) {
+    // A bare word such as os or ws, or what is no JSON value npusim reads (1e400, deep nesting):
+    // a string, which the check then reports if it expected something else.
+    value = text;
   }
   Json* node = &root;
   std::string pointer;

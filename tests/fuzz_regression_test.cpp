@@ -73,6 +73,25 @@ TEST_P(FuzzReplay, Corpus) {
 INSTANTIATE_TEST_SUITE_P(Targets, FuzzReplay, ::testing::ValuesIn(target_names()),
                          [](const ::testing::TestParamInfo<std::string>& target) { return target.param; });
 
+// Findings whose inputs are too large to keep as files, generated here.
+std::string nested(std::size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }
+
+void run_text(Entry entry, const std::string& text) {
+  EXPECT_NO_THROW(entry(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()));
+}
+
+// 200000 levels of nesting used to overflow the stack where a loader printed the value in its
+// error message (nlohmann's dump() recurses per level): now past 512 levels a file is rejected.
+TEST(FuzzRegressions, DeeplyNestedJson) {
+  const std::string deep = nested(200000);
+  run_text(fuzz_hw_config, "{\"clock_mhz\": " + deep + "}");
+  run_text(fuzz_hw_config, std::string("{}") + '\0' + "clock_mhz=" + deep);
+  run_text(fuzz_schedule,
+           R"({"format": "npusim-schedule", "version": 1, "model": {"name": "m"}, "commands": [)"
+           R"({"id": "DI0", "engine": "DMA_IN", "bytes": 1, "deps": [)" + deep + "]}]}");
+  run_text(fuzz_graph_json, R"({"format": "npusim-graph", "version": 1, "name": )" + deep + "}");
+}
+
 // Every regression folder belongs to a target (a typo would silently replay nothing).
 TEST(FuzzRegressions, FoldersNameTargets) {
   for (const fs::path& dir : {kFuzzDir / "regressions", kFuzzDir / "corpus"}) {

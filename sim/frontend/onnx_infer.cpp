@@ -18,7 +18,10 @@ using TP = onnx::TensorProto;
 std::int64_t product(const Dims& d, std::size_t from = 0,
                      std::size_t to = std::numeric_limits<std::size_t>::max()) {
   std::int64_t n = 1;
-  for (std::size_t k = from; k < d.size() && k < to; ++k) n *= d[k];
+  for (std::size_t k = from; k < d.size() && k < to; ++k) {
+    // Shapes come from the file: a product past 2^63 is a malformed model, not a wrap.
+    if (__builtin_mul_overflow(n, d[k], &n)) fail("shape " + dims_text(d) + " has more elements than fit 64 bits");
+  }
   return n;
 }
 
@@ -333,8 +336,8 @@ Value reshape(const Ctx& c) {
       infer_at = static_cast<int>(k);
     } else if (target[k] < 0) {
       fail("shape " + dims_text(target) + " has a negative dim");
-    } else {
-      known *= target[k];
+    } else if (__builtin_mul_overflow(known, target[k], &known)) {
+      fail("shape " + dims_text(target) + " has more elements than fit 64 bits");
     }
   }
   if (infer_at >= 0) {

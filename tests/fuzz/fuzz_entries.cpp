@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -10,11 +11,16 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <unordered_map>
 
 #include "profiler/csv_readers.h"
+#include "profiler/chrome_trace.h"
 #include "profiler/csv_writers.h"
+#include "profiler/perfetto_trace.h"
+#include "profiler/report_writers.h"
 #include "profiler/stats.h"
+#include "profiler/trace_model.h"
 #include "sim/builtin_configs.h"
 #include "sim/compiler/compiler.h"
 #include "sim/engines.h"
@@ -48,6 +54,9 @@ const HwConfig& default_config() {
   return config;
 }
 
+constexpr std::size_t kMaxRoundTripCommands = 1 << 16;
+constexpr std::size_t kMaxWrittenCommands = 1 << 12;
+
 // The timeline.csv and runtime.csv of an accepted run must read back with convert's readers,
 // row for row.
 void check_csv_round_trip(const profiler::Workload& workload, const profiler::Timeline& timeline) {
@@ -78,6 +87,29 @@ void check_csv_round_trip(const profiler::Workload& workload, const profiler::Ti
   }
 }
 
+// Every other output `npusim run` writes, into memory; the estimate stands in for the simulation
+// too. The JSON ones must parse.
+void write_outputs(const profiler::Workload& workload, const profiler::Timeline& timeline) {
+  std::ostringstream annotated, summary, stats, chrome, perfetto;
+  profiler::write_annotated_csv(annotated, workload, timeline);
+  profiler::ReportOptions options;
+  options.level = profiler::StatsLevel::kExtended;
+  profiler::write_summary(summary, workload, timeline, &timeline, options);
+  profiler::write_stats_json(stats, workload, timeline, &timeline, options);
+  const std::vector<profiler::TraceRun> runs = {{"compile-time estimate", &timeline}, {"simulation", &timeline}};
+  const profiler::TraceModel model = profiler::build_trace_model(workload, runs, profiler::trace_options_for(options.level));
+  profiler::write_chrome_trace(chrome, model);
+  profiler::write_perfetto_trace(perfetto, model);
+  for (const auto& [name, text] : {std::pair{"stats.json", stats.str()}, std::pair{"trace.json", chrome.str()}}) {
+    try {
+      const Json parsed = Json::parse(text);
+      if (parsed.is_discarded()) finding(std::string(name) + " as written is not JSON");
+    } catch (const Json::exception& e) {
+      finding(std::string(name) + " as written is not JSON: " + e.what());
+    }
+  }
+}
+
 // What `npusim estimate` and `info` do with a schedule, short of writing files: the estimate,
 // the statistics and, when asked, the CSV round trip. Rejections are normal outcomes.
 void measure(const Schedule& schedule, const HwConfig& config, bool round_trip) {
@@ -101,7 +133,12 @@ void measure(const Schedule& schedule, const HwConfig& config, bool round_trip) 
   profiler::compute_stats(workload, *timeline);
   profiler::compute_bounds(workload);
   profiler::command_stalls(workload, *timeline);
-  if (round_trip) check_csv_round_trip(workload, *timeline);
+  // The outputs of a compiled giant cost far more to write (and, under ASan, to parse back)
+  // than to compile: only for schedules of a size a fuzz iteration can afford.
+  if (round_trip && schedule.commands.size() <= kMaxRoundTripCommands) {
+    check_csv_round_trip(workload, *timeline);
+    if (schedule.commands.size() <= kMaxWrittenCommands) write_outputs(workload, *timeline);
+  }
 }
 
 // Bytes of every tensor of a graph, saturating.
@@ -118,34 +155,32 @@ std::uint64_t graph_bytes(const Graph& g) {
 }
 
 // The compiler's work grows with the model's bytes over the local memory (the number of tiles).
-// A tiny file can describe a model of petabytes, which compiles, correctly, into millions of
-// commands: not a hang, but too slow for a fuzz iteration. So a graph of more than kSmallGraph
-// bytes compiles for the default config with lram_kib scaled up to keep it to a few thousand
-// tiles, which also drives the compiler's arithmetic to large sizes; past what lram_kib allows
-// (2^30 KiB) it is not compiled (docs/reliability.md, "not covered").
+// A tiny file can describe a model of terabytes (check_graph allows 2^48 bytes per tensor), which
+// compiles, correctly, into millions of commands: not a hang, but too slow for a fuzz iteration.
+// So a graph of more than kSmallGraph bytes compiles for the default config with lram_kib scaled
+// up with it (local memory = bytes / 32, as the default's 512 KiB for 16 MiB), at most to 2^30
+// KiB, which keeps it to a few thousand tiles per tensor and drives the compiler's arithmetic to
+// large sizes.
 constexpr std::uint64_t kSmallGraph = std::uint64_t{1} << 24;
 constexpr std::uint64_t kMaxLramKib = std::uint64_t{1} << 30;
 
-std::optional<HwConfig> config_for(const Graph& g) {
+HwConfig config_for(const Graph& g) {
   const std::uint64_t bytes = graph_bytes(g);
   if (bytes <= kSmallGraph) return default_config();
-  // Default: 512 KiB for 2^24 bytes, i.e. local memory = bytes / 32.
-  const std::uint64_t kib = (bytes >> 15) + 1;
-  if (kib > kMaxLramKib) return std::nullopt;
+  const std::uint64_t kib = std::min(kMaxLramKib, (bytes >> 15) + 1);
   return parse_hw_config("{}", "built-in:default", {"lram_kib=" + std::to_string(kib)});
 }
 
 // What `npusim estimate` does with a model: compile it, then measure the schedule.
 void compile_and_measure(const Graph& graph) {
-  const std::optional<HwConfig> config = config_for(graph);
-  if (!config) return;
+  const HwConfig config = config_for(graph);
   std::optional<Schedule> schedule;
   try {
-    schedule = compile_schedule(graph, *config);
+    schedule = compile_schedule(graph, config);
   } catch (const InputError&) {
     return;  // a layer that cannot be compiled for this config
   }
-  measure(*schedule, *config, true);
+  measure(*schedule, config, true);
 }
 
 // A small model every config should compile unless its local memory is too small.
