@@ -50,23 +50,12 @@ std::string invocation_name(const Workload& w, std::size_t i) {
 // Peak local-memory occupancy while each program runs, from the occupancy's change points.
 std::vector<std::uint64_t> lram_peak_per_program(const Workload& w, const Timeline& t,
                                                  const RunStats& s) {
-  struct Change {
-    Cycles at;
-    bool is_alloc;
-    std::uint64_t bytes;
-  };
-  std::vector<Change> changes;
-  for (std::size_t i = 0; i < w.commands.size(); ++i) {
-    if (w.commands[i].lram_alloc_bytes) changes.push_back({t.commands[i].start, true, w.commands[i].lram_alloc_bytes});
-    if (w.commands[i].lram_free_bytes) changes.push_back({t.commands[i].end, false, w.commands[i].lram_free_bytes});
-  }
-  std::sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) {
-    return a.at != b.at ? a.at < b.at : a.is_alloc < b.is_alloc;
-  });
+  const std::vector<LramChange> changes = lram_changes(w, t);
   std::vector<std::pair<Cycles, std::uint64_t>> level;  // occupancy from each change on
   std::uint64_t in_use = 0;
-  for (const Change& c : changes) {
-    in_use = c.is_alloc ? in_use + c.bytes : in_use - std::min(in_use, c.bytes);
+  for (const LramChange& c : changes) {
+    const CommandInfo& info = w.commands[c.command];
+    in_use = c.is_alloc ? in_use + info.lram_alloc_bytes : in_use - std::min(in_use, info.lram_free_bytes);
     level.emplace_back(c.at, in_use);
   }
   std::vector<std::uint64_t> peaks(w.programs.size(), 0);

@@ -27,23 +27,10 @@ Cycles union_length(std::vector<CommandTiming>& intervals) {
 }
 
 LramStats lram_occupancy(const Workload& workload, const Timeline& timeline) {
-  struct Change {
-    Cycles at;
-    bool is_alloc;  // false sorts first: frees before allocations at the same cycle
-    std::uint32_t command;
-  };
-  std::vector<Change> changes;
-  for (std::uint32_t i = 0; i < workload.commands.size(); ++i) {
-    const CommandInfo& c = workload.commands[i];
-    if (c.lram_alloc_bytes > 0) changes.push_back({timeline.commands[i].start, true, i});
-    if (c.lram_free_bytes > 0) changes.push_back({timeline.commands[i].end, false, i});
-  }
-  std::sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) {
-    return std::tie(a.at, a.is_alloc, a.command) < std::tie(b.at, b.is_alloc, b.command);
-  });
+  const std::vector<LramChange> changes = lram_changes(workload, timeline);
   LramStats stats;
   std::uint64_t in_use = 0;
-  for (const Change& ch : changes) {
+  for (const LramChange& ch : changes) {
     const CommandInfo& c = workload.commands[ch.command];
     if (ch.is_alloc) {
       in_use += c.lram_alloc_bytes;
@@ -63,6 +50,21 @@ LramStats lram_occupancy(const Workload& workload, const Timeline& timeline) {
 }
 
 }  // namespace
+
+std::vector<LramChange> lram_changes(const Workload& workload, const Timeline& timeline) {
+  std::vector<LramChange> changes;
+  for (std::uint32_t i = 0; i < workload.commands.size(); ++i) {
+    const CommandInfo& c = workload.commands[i];
+    if (c.lram_alloc_bytes > 0) changes.push_back({timeline.commands[i].start, true, i});
+    if (c.lram_free_bytes > 0) changes.push_back({timeline.commands[i].end, false, i});
+  }
+  std::sort(changes.begin(), changes.end(), [](const LramChange& a, const LramChange& b) {
+    if (a.at != b.at) return a.at < b.at;
+    if (a.command == b.command) return a.is_alloc && !b.is_alloc;
+    return std::tie(a.is_alloc, a.command) < std::tie(b.is_alloc, b.command);
+  });
+  return changes;
+}
 
 RunStats compute_stats(const Workload& workload, const Timeline& timeline) {
   RunStats stats;

@@ -53,6 +53,16 @@ struct RunStats {
 };
 
 RunStats compute_stats(const Workload& workload, const Timeline& timeline);
+
+// Local-memory changes in the order they apply: by cycle; at one cycle frees first, except that
+// a command's own allocation comes before its own free (a command that takes no cycles). The one
+// home of that rule: the statistics, the trace counter and the per-program peaks use it.
+struct LramChange {
+  Cycles at = 0;
+  bool is_alloc = false;
+  std::uint32_t command = 0;
+};
+std::vector<LramChange> lram_changes(const Workload& workload, const Timeline& timeline);
 Bounds compute_bounds(const Workload& workload);
 
 // Achieved DRAM bandwidth in GB/s (10^9 bytes per second) over `cycles`; 0 for 0 cycles.

@@ -151,26 +151,13 @@ std::vector<double> utilisation(std::vector<std::pair<Cycles, Cycles>> intervals
 // Local memory in use, exactly: at each cycle where it changes, the value after that cycle's
 // frees and then its allocations (frees first, as in LramStats).
 std::vector<TraceCounterSample> lram_samples(const Workload& w, const Timeline& t) {
-  struct Change {
-    Cycles at;
-    bool is_alloc;  // frees first at one cycle
-    std::uint32_t command;
-  };
-  std::vector<Change> changes;
-  for (std::uint32_t i = 0; i < w.commands.size(); ++i) {
-    const CommandInfo& c = w.commands[i];
-    if (c.lram_alloc_bytes > 0) changes.push_back({t.commands[i].start, true, i});
-    if (c.lram_free_bytes > 0) changes.push_back({t.commands[i].end, false, i});
-  }
-  std::sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) {
-    return std::tie(a.at, a.is_alloc, a.command) < std::tie(b.at, b.is_alloc, b.command);
-  });
+  const std::vector<LramChange> changes = lram_changes(w, t);
   const std::uint64_t khz = w.device.clock_khz;
   std::vector<TraceCounterSample> samples;
   if (changes.empty() || changes.front().at > 0) samples.push_back({0, 0.0});
   std::uint64_t in_use = 0;
   for (std::size_t i = 0; i < changes.size(); ++i) {
-    const Change& ch = changes[i];
+    const LramChange& ch = changes[i];
     const CommandInfo& c = w.commands[ch.command];
     if (ch.is_alloc) {
       in_use += c.lram_alloc_bytes;

@@ -159,8 +159,11 @@ bool id_follows_convention(const std::string& id, EngineType engine) {
                              : engine == EngineType::kHost   ? "H"
                                                              : "S";
   if (id.size() <= prefix.size() || id.compare(0, prefix.size(), prefix) != 0) return false;
-  return std::all_of(id.begin() + static_cast<std::ptrdiff_t>(prefix.size()), id.end(),
-                     [](char ch) { return ch >= '0' && ch <= '9'; });
+  // Digits with no leading zero (S7 and S07 would be one command to a reader), at most 12 of
+  // them, so that renumbering for --iterations cannot overflow.
+  const std::string digits = id.substr(prefix.size());
+  return std::all_of(digits.begin(), digits.end(), [](char ch) { return ch >= '0' && ch <= '9'; }) &&
+         digits.size() <= 12 && (digits.size() == 1 || digits[0] != '0');
 }
 
 struct Buffer {
@@ -255,7 +258,11 @@ Command parse_command(const Json& value, std::size_t index, const HwConfig& conf
   const Json& allocs = array_field(c, "alloc", false);
   for (std::size_t a = 0; a < allocs.size(); ++a) {
     JsonObject alloc(allocs[a], c.pointer("alloc") + "/" + std::to_string(a), diag);
-    const auto name = alloc.require_string("buffer");
+    auto name = alloc.require_string("buffer");
+    if (name && name->empty()) {
+      diag.error(alloc.pointer("buffer"), "a buffer needs a name");
+      name.reset();
+    }
     const auto bytes = alloc.require_uint("bytes", 1, kMaxTransferBytes);
     // A placeholder keeps the indices of later entries, so that pointers stay right.
     cmd.alloc.push_back({name.value_or(""), bytes.value_or(0)});
@@ -263,7 +270,7 @@ Command parse_command(const Json& value, std::size_t index, const HwConfig& conf
   }
   const Json& frees = array_field(c, "free", false);
   for (std::size_t f = 0; f < frees.size(); ++f) {
-    if (!frees[f].is_string()) {
+    if (!frees[f].is_string() || frees[f].get<std::string>().empty()) {
       diag.error(c.pointer("free") + "/" + std::to_string(f), "expected a buffer name, found " + frees[f].dump());
       cmd.free.emplace_back();
       continue;

@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <sstream>
 
 #include "profiler/stats.h"
@@ -104,6 +105,33 @@ TEST(Compiler, TilesSpreadOverSlicesWithExactShapesAndDependencies) {
   EXPECT_EQ(s.commands[11].deps, (std::vector<std::uint32_t>{6}));
   // conv2's weights (DI3) wait for nothing: only one chunk was loaded before them.
   EXPECT_TRUE(s.commands[7].deps.empty());
+}
+
+TEST(Compiler, ATransposeWaitsForEveryStoreOfItsInput) {
+  // MatMul [64,64]x[64,64] -> Transpose -> Relu, in little memory so that both are tiled: a
+  // transposed tile reads columns from every row, so its loads wait for all of the MatMul's
+  // stores, not the ones of its own rows.
+  const Json doc = Json::parse(R"({"format": "npusim-graph", "version": 1, "name": "t",
+    "tensors": [{"name": "a", "shape": [64, 64]}, {"name": "b", "shape": [64, 64], "constant": true},
+                {"name": "m", "shape": [64, 64]}, {"name": "t", "shape": [64, 64]}, {"name": "y", "shape": [64, 64]}],
+    "inputs": ["a"], "outputs": ["y"],
+    "layers": [{"name": "mm", "op": "MatMul", "inputs": ["a", "b"], "outputs": ["m"]},
+               {"name": "tr", "op": "Transpose", "inputs": ["m"], "outputs": ["t"], "attrs": {"perm": [1, 0]}},
+               {"name": "relu", "op": "Relu", "inputs": ["t"], "outputs": ["y"]}]})");
+  const Schedule s = compile_schedule(parse_graph_json(doc, "t.json"), parse_hw_config("{}", "c", {"lram_kib=16"}));
+  std::vector<std::uint32_t> mm_stores;
+  std::optional<std::uint32_t> first_transpose_load;
+  for (std::uint32_t i = 0; i < s.commands.size(); ++i) {
+    const Command& c = s.commands[i];
+    if (c.layer == "mm" && c.engine == EngineType::kDmaOut) mm_stores.push_back(i);
+    if (c.layer == "tr" && c.engine == EngineType::kDmaIn && !first_transpose_load) first_transpose_load = i;
+  }
+  ASSERT_GT(mm_stores.size(), 1u);
+  ASSERT_TRUE(first_transpose_load.has_value());
+  for (std::uint32_t store : mm_stores) {
+    EXPECT_NE(std::find(s.commands[*first_transpose_load].deps.begin(), s.commands[*first_transpose_load].deps.end(), store),
+              s.commands[*first_transpose_load].deps.end()) << s.commands[store].id;
+  }
 }
 
 TEST(Compiler, MacsEqualTheGraphsAnalyticCount) {

@@ -97,6 +97,20 @@ TEST(Stats, LocalMemoryFreesBeforeAllocationsInTheSameCycle) {
   EXPECT_FALSE(s.lram.overflow.has_value());
 }
 
+TEST(Stats, ACommandTakingNoCyclesReleasesWhatItTakes) {
+  Workload w = two_engine_workload();
+  w.commands[2].lram_alloc_bytes = 100;  // S0 takes 100 and gives back 1000 (900 + its own)
+  w.commands[2].lram_free_bytes = 1000;
+  Timeline t = two_engine_timeline();
+  t.commands[2] = {550, 550};
+  const RunStats s = compute_stats(w, t);
+  EXPECT_EQ(s.lram.peak_bytes, 1000u);  // 900 + 100 at cycle 550, then 0
+  const auto changes = lram_changes(w, t);
+  ASSERT_EQ(changes.size(), 4u);
+  EXPECT_TRUE(changes[2].is_alloc);  // S0's own allocation before its own free
+  EXPECT_FALSE(changes[3].is_alloc);
+}
+
 TEST(Stats, LocalMemoryOverflowIsReported) {
   Workload w = two_engine_workload();
   w.device.lram_bytes = 800;

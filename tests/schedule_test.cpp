@@ -86,10 +86,11 @@ TEST(Schedule, CommandFieldsAreChecked) {
   Json slice_on_dma = dma_in("DI4", 8);
   slice_on_dma["slice"] = 0;
   Json bad_id = dma_in("S5", 8);
+  Json zero_id = gemm("S07", 0);
   Json unknown_key = gemm("S6", 0);
   unknown_key["priority"] = 1;
   const std::string e = error_of(schedule_with(
-      {bad_engine, bad_op, missing_dim, zero_bytes, slice_on_dma, bad_id, unknown_key}));
+      {bad_engine, bad_op, missing_dim, zero_bytes, slice_on_dma, bad_id, unknown_key, zero_id}));
   EXPECT_THAT(e, HasSubstr("/commands/0/engine: unknown engine 'GPU'"));
   EXPECT_THAT(e, HasSubstr("/commands/1/op: unknown op 'Fft'"));
   EXPECT_THAT(e, HasSubstr("/commands/2/shape/k: missing required field"));
@@ -97,6 +98,7 @@ TEST(Schedule, CommandFieldsAreChecked) {
   EXPECT_THAT(e, HasSubstr("/commands/4/slice: slice applies to SLICE commands only"));
   EXPECT_THAT(e, HasSubstr("/commands/5/id: id 'S5' does not follow the convention"));
   EXPECT_THAT(e, HasSubstr("/commands/6/priority: unknown key"));
+  EXPECT_THAT(e, HasSubstr("/commands/7/id: id 'S07' does not follow the convention"));
 }
 
 TEST(Schedule, ConvShapesAreChecked) {
@@ -127,7 +129,12 @@ TEST(Schedule, BuffersAreChecked) {
   c["free"] = {"x", "y"};
   Json d = gemm("S1", 0, {"S0"});
   d["free"] = {"x"};
-  const std::string e = error_of(schedule_with({a, b, c, d}));
+  Json nameless = dma_in("DI9", 8);
+  nameless["alloc"] = {{{"buffer", ""}, {"bytes", 8}}};
+  nameless["free"] = {""};
+  const std::string e = error_of(schedule_with({a, b, c, d, nameless}));
+  EXPECT_THAT(e, HasSubstr("/commands/4/alloc/0/buffer: a buffer needs a name"));
+  EXPECT_THAT(e, HasSubstr("/commands/4/free/0: expected a buffer name"));
   EXPECT_THAT(e, HasSubstr("/commands/1/alloc/0/buffer: buffer 'x' is allocated twice"));
   EXPECT_THAT(e, HasSubstr("/commands/1/alloc/1/bytes: buffer of 524289 bytes can never fit the local memory of 524288 bytes"));
   EXPECT_THAT(e, HasSubstr("/commands/2/free/1: buffer 'y' is never allocated"));

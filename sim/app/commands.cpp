@@ -310,6 +310,14 @@ void write_outputs(const Loaded& l, const Measured& m, profiler::StatsLevel leve
   }
 }
 
+// N back-to-back copies must stay within the schedule limit.
+void check_iteration_size(const Loaded& l, const RunOptions& o) {
+  const std::uint64_t total = l.schedule.commands.size() * static_cast<std::uint64_t>(o.iterations);
+  if (total > kMaxCommands) {
+    throw InputError("--iterations", "", std::to_string(o.iterations) + " copies of " + std::to_string(l.schedule.commands.size()) + " commands exceed the limit of " + std::to_string(kMaxCommands) + " commands");
+  }
+}
+
 profiler::StatsLevel checked_level(const RunOptions& o) {
   const auto level = profiler::stats_level_from(o.stats_level);
   if (!level) throw InputError("--stats-level", "", "expected 40, 50, 70 or 100, found " + std::to_string(o.stats_level));
@@ -355,6 +363,7 @@ int run_command(const std::vector<std::string>& args) {
   }
   const profiler::StatsLevel level = checked_level(o);
   const Loaded l = load(o, "run");
+  check_iteration_size(l, o);
   const Measured m = measure(l, o, true);
   write_outputs(l, m, level, is_quiet(args));
   if (!m.failure.empty()) throw SimulationError(m.failure + "\n(outputs up to that point written to " + l.out.string() + ", marked incomplete)");
@@ -376,6 +385,7 @@ int estimate_command(const std::vector<std::string>& args) {
   }
   const profiler::StatsLevel level = checked_level(o);
   const Loaded l = load(o, "estimate");
+  check_iteration_size(l, o);
   const Measured m = measure(l, o, false);
   write_outputs(l, m, level, is_quiet(args));
   if (!m.failure.empty()) throw SimulationError(m.failure + "\n(outputs up to that point written to " + l.out.string() + ", marked incomplete)");
@@ -401,6 +411,8 @@ int compile_command(const std::vector<std::string>& args) {
   const Schedule schedule = compile_schedule(graph, config);
   if (o.out.empty()) {
     write_schedule_json(std::cout, schedule);
+    std::cout.flush();
+    if (!std::cout) throw profiler::OutputError("cannot write the schedule to standard output");
   } else {
     // Written beside its final name and renamed, so no half-written schedule is ever seen.
     const std::filesystem::path path(o.out);

@@ -443,7 +443,7 @@ class Compiler {
     // An operand batched other than the output (mixed broadcasting, [2,1] x [1,3]) has no simple
     // pass -> batch map: its loads wait for all of its writers.
     const bool a_exact = shared_b || a_batch == 1 || a_batch == out_batch;
-    const bool b_exact = shared_b || b_batch == 1 || b_batch == out_batch;
+    const bool b_exact = (shared_b || b_batch == 1 || b_batch == out_batch) && !image_[l.inputs[1]];
     for (std::uint64_t p = 0; p < passes; ++p) {
       const std::uint64_t a_base = shared_b || a_batch == 1 || !a_exact ? 0 : p * m;
       const std::uint64_t b_base = shared_b || b_batch == 1 || !b_exact ? 0 : p;
@@ -518,7 +518,7 @@ class Compiler {
     while (rows > 1 && passes * ceil_div(rows_total, rows) * ceil_div(nd, cols) < slices_) rows = ceil_div(rows, 2);
     const std::uint64_t a_row_bytes = kd * ea, y_row_bytes = nd * ey, b_bytes = kd * nd * eb;
     const bool a_exact = shared_b || a_batch == 1 || a_batch == passes;
-    const bool b_exact = shared_b || b_batch == 1 || b_batch == passes;
+    const bool b_exact = (shared_b || b_batch == 1 || b_batch == passes) && !image_[l.inputs[1]];
     const bool a_rows = !image_[l.inputs[0]] && a_exact;
     for (std::uint64_t p = 0; p < passes; ++p) {
       const std::uint64_t a_base = shared_b || a_batch == 1 || !a_exact ? 0 : p * m;
@@ -611,8 +611,11 @@ class Compiler {
     for (std::uint32_t t : l.inputs) {
       const Tensor& in = g_.tensors[t];
       const bool same_layout = image_[t] == image_[driver];
+      // Only ops that keep element order read the rows they write: a transpose or gather reads
+      // from anywhere in its input.
+      const bool keeps_order = classify_op(l.op) == OpClass::kVector || l.op == "Cast";
       if (in.elements() == d.elements()) {
-        operands.push_back({t, same_layout ? Feed::kShare : Feed::kShareAll, 0});
+        operands.push_back({t, same_layout && keeps_order ? Feed::kShare : Feed::kShareAll, 0});
       } else if (same_layout && !image_[t] && in.shape.size() >= 2 &&
                  in.shape.back() == d.shape.back() && rows_total % rows_of(t) == 0) {
         operands.push_back({t, Feed::kRows, rows_of(t)});

@@ -20,6 +20,7 @@
 #include "profiler/perfetto_trace.h"
 #include "profiler/report_writers.h"
 #include "profiler/stats.h"
+#include "profiler/trace_import.h"
 #include "profiler/trace_model.h"
 #include "sim/builtin_configs.h"
 #include "sim/compiler/compiler.h"
@@ -220,6 +221,29 @@ const Graph& small_graph() {
   return graph;
 }
 
+// What `npusim convert` does with a file it read: a Perfetto trace and an overview (JSON, which
+// must parse, and a table), at the default clock and at 1 kHz, where large times no longer fit
+// the trace's nanoseconds (a ParseError, a normal outcome).
+void convert(profiler::ImportedFile file) {
+  for (const std::uint64_t khz : {std::uint64_t{800000}, std::uint64_t{1}}) {
+    std::optional<profiler::ImportedTrace> trace;
+    try {
+      trace.emplace(std::vector<profiler::ImportedFile>{file}, khz);
+    } catch (const profiler::ParseError&) {
+      continue;
+    }
+    std::ostringstream perfetto, overview, table;
+    trace->write_perfetto(perfetto);
+    profiler::write_overview_json(overview, *trace, "fuzz.pftrace");
+    profiler::write_overview_table(table, *trace);
+    try {
+      if (Json::parse(overview.str()).is_discarded()) finding("output is not JSON");
+    } catch (const Json::exception& e) {
+      finding(std::string("the convert overview as written is not JSON: ") + e.what());
+    }
+  }
+}
+
 // A temporary file for import_onnx, which reads a path: one per process, overwritten each time.
 class TempFile {
  public:
@@ -332,28 +356,38 @@ int fuzz_onnx(const std::uint8_t* data, std::size_t size) {
 }
 
 int fuzz_timeline_csv(const std::uint8_t* data, std::size_t size) {
+  profiler::ImportedFile file;
+  file.path = "fuzz.csv";
+  file.kind = profiler::ImportedFile::Kind::kTimeline;
   try {
-    const auto rows = profiler::read_timeline_csv(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz.csv");
-    for (const auto& row : rows) {
-      if (row.end < row.start || row.end > profiler::kMaxCsvInteger || row.id.empty() || row.op_type.empty()) {
-        finding("read_timeline_csv accepted a row it documents as invalid");
-      }
-    }
+    file.timeline = profiler::read_timeline_csv(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz.csv");
   } catch (const profiler::ParseError&) {
+    return 0;
   }
+  for (const auto& row : file.timeline) {
+    if (row.end < row.start || row.end > profiler::kMaxCsvInteger || row.id.empty() || row.op_type.empty()) {
+      finding("read_timeline_csv accepted a row it documents as invalid");
+    }
+  }
+  convert(std::move(file));
   return 0;
 }
 
 int fuzz_runtime_csv(const std::uint8_t* data, std::size_t size) {
+  profiler::ImportedFile file;
+  file.path = "fuzz.csv";
+  file.kind = profiler::ImportedFile::Kind::kRuntime;
   try {
-    const auto rows = profiler::read_runtime_csv(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz.csv");
-    for (const auto& row : rows) {
-      if (row.duration_us > row.end_us || row.end_us > profiler::kMaxCsvInteger) {
-        finding("read_runtime_csv accepted a row it documents as invalid");
-      }
-    }
+    file.runtime = profiler::read_runtime_csv(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz.csv");
   } catch (const profiler::ParseError&) {
+    return 0;
   }
+  for (const auto& row : file.runtime) {
+    if (row.duration_us > row.end_us || row.end_us > profiler::kMaxCsvInteger) {
+      finding("read_runtime_csv accepted a row it documents as invalid");
+    }
+  }
+  convert(std::move(file));
   return 0;
 }
 
