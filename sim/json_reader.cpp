@@ -103,6 +103,20 @@ const Json* JsonObject::lookup(const std::string& key) {
 
 const Json* JsonObject::get(const std::string& key) { return lookup(key); }
 
+const Json& JsonObject::get_array(const std::string& key, bool required) {
+  static const Json kEmptyArray = Json::array();
+  const Json* v = lookup(key);
+  if (!v) {
+    if (required && is_object_) diag_.error(pointer(key), "missing required field");
+    return kEmptyArray;
+  }
+  if (!v->is_array()) {
+    diag_.error(pointer(key), std::string("expected an array, found ") + v->type_name());
+    return kEmptyArray;
+  }
+  return *v;
+}
+
 std::optional<std::uint64_t> json_uint(const Json& v) {
   if (v.is_number_unsigned()) return v.get<std::uint64_t>();
   if (v.is_number_integer()) {

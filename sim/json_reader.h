@@ -55,6 +55,9 @@ class JsonObject {
   std::optional<std::string> require_string(const std::string& key);
   // The raw value of a key (marks it as read); nullptr when absent.
   const Json* get(const std::string& key);
+  // An array field, or an empty array (with a problem recorded) when it is not one or, being
+  // required, is missing.
+  const Json& get_array(const std::string& key, bool required);
 
   // Records one problem per key that no accessor asked for.
   void finish();

@@ -11,25 +11,12 @@ namespace npusim {
 namespace {
 
 const Json kEmptyObject = Json::object();
-const Json kEmptyArray = Json::array();
 
 // An array field: the array itself, or an empty one (with a problem recorded) when it is not.
-const Json& array_field(JsonObject& obj, const std::string& key, bool required) {
-  const Json* v = obj.get(key);
-  if (!v) {
-    if (required) obj.diagnostics().error(obj.pointer(key), "missing required field");
-    return kEmptyArray;
-  }
-  if (!v->is_array()) {
-    obj.diagnostics().error(obj.pointer(key), std::string("expected an array, found ") + v->type_name());
-    return kEmptyArray;
-  }
-  return *v;
-}
 
 std::vector<TensorInfo> parse_tensors(JsonObject& model, const std::string& key) {
   std::vector<TensorInfo> tensors;
-  const Json& list = array_field(model, key, false);
+  const Json& list = model.get_array(key, false);
   for (std::size_t i = 0; i < list.size(); ++i) {
     JsonObject t(list[i], model.pointer(key) + "/" + std::to_string(i), model.diagnostics());
     TensorInfo info;
@@ -245,7 +232,7 @@ Command parse_command(const Json& value, std::size_t index, const HwConfig& conf
   cmd.loc = c.get_string("loc", "");
   cmd.program = static_cast<std::uint32_t>(c.get_uint("program", 0, 0, program_count - 1));
 
-  const Json& deps = array_field(c, "deps", false);
+  const Json& deps = c.get_array("deps", false);
   for (std::size_t d = 0; d < deps.size(); ++d) {
     const std::string dptr = c.pointer("deps") + "/" + std::to_string(d);
     if (!deps[d].is_string()) {
@@ -255,7 +242,7 @@ Command parse_command(const Json& value, std::size_t index, const HwConfig& conf
     refs.deps.emplace_back(deps[d].get<std::string>(), dptr);
   }
 
-  const Json& allocs = array_field(c, "alloc", false);
+  const Json& allocs = c.get_array("alloc", false);
   for (std::size_t a = 0; a < allocs.size(); ++a) {
     JsonObject alloc(allocs[a], c.pointer("alloc") + "/" + std::to_string(a), diag);
     auto name = alloc.require_string("buffer");
@@ -268,7 +255,7 @@ Command parse_command(const Json& value, std::size_t index, const HwConfig& conf
     cmd.alloc.push_back({name.value_or(""), bytes.value_or(0)});
     alloc.finish();
   }
-  const Json& frees = array_field(c, "free", false);
+  const Json& frees = c.get_array("free", false);
   for (std::size_t f = 0; f < frees.size(); ++f) {
     if (!frees[f].is_string() || frees[f].get<std::string>().empty()) {
       diag.error(c.pointer("free") + "/" + std::to_string(f), "expected a buffer name, found " + frees[f].dump());
@@ -417,7 +404,7 @@ Schedule parse_schedule(const Json& root, const std::string& origin, const HwCon
     t.finish();
   }
 
-  const Json& programs = array_field(top, "programs", false);
+  const Json& programs = top.get_array("programs", false);
   for (std::size_t p = 0; p < programs.size(); ++p) {
     JsonObject prog(programs[p], "/programs/" + std::to_string(p), diag);
     sched.programs.push_back({prog.require_string("name").value_or(""), prog.get_string("loc", "")});
@@ -425,7 +412,7 @@ Schedule parse_schedule(const Json& root, const std::string& origin, const HwCon
   }
   if (sched.programs.empty()) sched.programs.push_back({sched.model.name, ""});
 
-  const Json& commands = array_field(top, "commands", true);
+  const Json& commands = top.get_array("commands", true);
   if (commands.size() > kMaxCommands) {
     diag.error("/commands", std::to_string(commands.size()) + " commands exceed the limit of " + std::to_string(kMaxCommands));
     diag.throw_if_any();

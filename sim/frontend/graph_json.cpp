@@ -6,20 +6,7 @@
 namespace npusim {
 namespace {
 
-const Json kEmptyArray = Json::array();
 
-const Json& array_of(JsonObject& obj, const std::string& key, bool required) {
-  const Json* v = obj.get(key);
-  if (!v) {
-    if (required) obj.diagnostics().error(obj.pointer(key), "missing required field");
-    return kEmptyArray;
-  }
-  if (!v->is_array()) {
-    obj.diagnostics().error(obj.pointer(key), std::string("expected an array, found ") + v->type_name());
-    return kEmptyArray;
-  }
-  return *v;
-}
 
 std::vector<std::uint64_t> parse_dims(const Json& value, const std::string& pointer, Diagnostics& diag) {
   std::vector<std::uint64_t> dims;
@@ -88,7 +75,7 @@ Graph parse_graph_json(const Json& root, const std::string& origin) {
   top.get_string("description", "");  // free text, for people
 
   std::unordered_map<std::string, std::uint32_t> by_name;
-  const Json& tensors = array_of(top, "tensors", true);
+  const Json& tensors = top.get_array("tensors", true);
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     JsonObject t(tensors[i], "/tensors/" + std::to_string(i), diag);
     Tensor tensor;
@@ -140,10 +127,10 @@ Graph parse_graph_json(const Json& root, const std::string& origin) {
     }
     return ids;
   };
-  g.inputs = resolve(array_of(top, "inputs", true), "/inputs");
-  g.outputs = resolve(array_of(top, "outputs", true), "/outputs");
+  g.inputs = resolve(top.get_array("inputs", true), "/inputs");
+  g.outputs = resolve(top.get_array("outputs", true), "/outputs");
 
-  const Json& layers = array_of(top, "layers", true);
+  const Json& layers = top.get_array("layers", true);
   for (std::size_t i = 0; i < layers.size(); ++i) {
     const std::string ptr = "/layers/" + std::to_string(i);
     JsonObject l(layers[i], ptr, diag);
@@ -153,8 +140,8 @@ Graph parse_graph_json(const Json& root, const std::string& origin) {
     if (l.has("op") && classify_op(layer.op) == OpClass::kUnknown) {
       diag.error(l.pointer("op"), "unknown graph op '" + layer.op + "' (docs/graph.md lists them)");
     }
-    layer.inputs = resolve(array_of(l, "inputs", true), l.pointer("inputs"));
-    layer.outputs = resolve(array_of(l, "outputs", true), l.pointer("outputs"));
+    layer.inputs = resolve(l.get_array("inputs", true), l.pointer("inputs"));
+    layer.outputs = resolve(l.get_array("outputs", true), l.pointer("outputs"));
     if (const Json* a = l.get("attrs")) layer.attrs = parse_attrs(*a, l.pointer("attrs"), diag);
     layer.loc = l.get_string("loc", "loc(\"" + std::filesystem::path(origin).filename().string() + "\":" + ptr + ")");
     l.finish();
