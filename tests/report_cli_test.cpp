@@ -2,6 +2,8 @@
 // folders (exact tables, files and exit codes), and on a real run of models/fc.json.
 #include <gtest/gtest.h>
 
+#include "tests/cli_support.h"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,24 +27,9 @@ using Json = nlohmann::json;
 
 const fs::path kSource = NPUSIM_SOURCE_DIR;
 
-struct Result {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::string quote(const std::string& arg) {
-  std::string q = "'";
-  for (char ch : arg) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
-  return q + "'";
-}
+using npusim::test::quote;
+using npusim::test::read_file;
+using npusim::test::Result;
 
 // A fresh folder per test; npusim runs inside it, so relative paths print the same everywhere.
 class ProfilerCli : public ::testing::Test {
