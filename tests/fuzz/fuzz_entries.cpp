@@ -56,7 +56,7 @@ const HwConfig& default_config() {
 }
 
 constexpr std::size_t kMaxRoundTripCommands = 1 << 16;
-constexpr std::size_t kMaxWrittenCommands = 1 << 12;
+constexpr std::size_t kMaxWrittenCommands = 1 << 9;
 
 // The timeline.csv and runtime.csv of an accepted run must read back with convert's readers,
 // row for row.
