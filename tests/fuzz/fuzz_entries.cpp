@@ -22,18 +22,18 @@
 #include "profiler/stats.h"
 #include "profiler/trace_import.h"
 #include "profiler/trace_model.h"
-#include "sim/builtin_configs.h"
+#include "sim/config/builtin_configs.h"
 #include "sim/compiler/compiler.h"
-#include "sim/engines.h"
-#include "sim/error.h"
-#include "sim/estimator.h"
+#include "sim/ir/engines.h"
+#include "sim/util/error.h"
+#include "sim/estimator/estimator.h"
 #include "sim/frontend/graph_json.h"
 #include "sim/frontend/onnx_import.h"
 #include "sim/frontend/scalesim.h"
-#include "sim/graph.h"
-#include "sim/hw_config.h"
-#include "sim/json_reader.h"
-#include "sim/schedule.h"
+#include "sim/ir/graph.h"
+#include "sim/config/hw_config.h"
+#include "sim/util/json_reader.h"
+#include "sim/ir/schedule.h"
 
 namespace npusim::fuzz {
 namespace {
@@ -55,7 +55,7 @@ const HwConfig& default_config() {
   return config;
 }
 
-constexpr std::size_t kMaxRoundTripCommands = 1 << 16;
+constexpr std::size_t kMaxRoundTripCommands = 1 << 14;
 constexpr std::size_t kMaxWrittenCommands = 1 << 9;
 
 // The timeline.csv and runtime.csv of an accepted run must read back with convert's readers,
@@ -159,16 +159,16 @@ std::uint64_t graph_bytes(const Graph& g) {
 // A tiny file can describe a model of terabytes (check_graph allows 2^48 bytes per tensor), which
 // compiles, correctly, into millions of commands: not a hang, but too slow for a fuzz iteration.
 // So a graph of more than kSmallGraph bytes compiles for the default config with lram_kib scaled
-// up with it (local memory = bytes / 32, as the default's 512 KiB for 16 MiB), at most to 2^30
-// KiB, which keeps it to a few thousand tiles per tensor and drives the compiler's arithmetic to
+// up with it (local memory = bytes / 8, as the default's 512 KiB for 4 MiB), at most to 2^30 KiB,
+// which keeps it to some hundreds of tiles per tensor and drives the compiler's arithmetic to
 // large sizes.
-constexpr std::uint64_t kSmallGraph = std::uint64_t{1} << 24;
+constexpr std::uint64_t kSmallGraph = std::uint64_t{1} << 22;
 constexpr std::uint64_t kMaxLramKib = std::uint64_t{1} << 30;
 
 HwConfig config_for(const Graph& g) {
   const std::uint64_t bytes = graph_bytes(g);
   if (bytes <= kSmallGraph) return default_config();
-  const std::uint64_t kib = std::min(kMaxLramKib, (bytes >> 15) + 1);
+  const std::uint64_t kib = std::min(kMaxLramKib, (bytes >> 13) + 1);
   return parse_hw_config("{}", "built-in:default", {"lram_kib=" + std::to_string(kib)});
 }
 
