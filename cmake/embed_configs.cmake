@@ -1,6 +1,6 @@
-# Writes a C++ source holding each config file's text (see sim/builtin_configs.h).
+# Writes a C++ source holding each config file's text (see sim/config/builtin_configs.h).
 set(body "// Generated from configs/*.json by cmake/embed_configs.cmake. Do not edit.\n")
-string(APPEND body "#include \"sim/builtin_configs.h\"\n\nnamespace npusim {\n\n")
+string(APPEND body "#include \"sim/config/builtin_configs.h\"\n\nnamespace npusim {\n\n")
 string(APPEND body "const std::vector<BuiltinConfig>& builtin_configs() {\n")
 string(APPEND body "  static const std::vector<BuiltinConfig> configs = {\n")
 string(REPLACE "|" ";" FILES "${FILES}")

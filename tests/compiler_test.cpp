@@ -8,11 +8,11 @@
 #include <sstream>
 
 #include "profiler/stats.h"
-#include "sim/engines.h"
-#include "sim/error.h"
-#include "sim/estimator.h"
+#include "sim/ir/engines.h"
+#include "sim/util/error.h"
+#include "sim/estimator/estimator.h"
 #include "sim/frontend/graph_json.h"
-#include "sim/schedule_writer.h"
+#include "sim/ir/schedule_writer.h"
 
 namespace npusim {
 namespace {

@@ -1,9 +1,9 @@
-#include "sim/estimator.h"
+#include "sim/estimator/estimator.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "sim/error.h"
+#include "sim/util/error.h"
 
 namespace npusim {
 namespace {

@@ -5,7 +5,7 @@
 #include <filesystem>
 
 #include "sim/compiler/compiler.h"
-#include "sim/error.h"
+#include "sim/util/error.h"
 #include "sim/frontend/graph_json.h"
 #include "sim/frontend/scalesim.h"
 

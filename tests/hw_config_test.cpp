@@ -1,9 +1,9 @@
-#include "sim/hw_config.h"
+#include "sim/config/hw_config.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "sim/error.h"
+#include "sim/util/error.h"
 
 namespace npusim {
 namespace {

@@ -11,7 +11,7 @@
 #include <numeric>
 #include <variant>
 
-#include "sim/error.h"
+#include "sim/util/error.h"
 
 namespace npusim {
 namespace {

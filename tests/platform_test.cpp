@@ -5,8 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "sim/error.h"
-#include "sim/estimator.h"
+#include "sim/util/error.h"
+#include "sim/estimator/estimator.h"
 
 namespace npusim {
 namespace {

@@ -1,9 +1,9 @@
-#include "sim/schedule.h"
+#include "sim/ir/schedule.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "sim/error.h"
+#include "sim/util/error.h"
 
 namespace npusim {
 namespace {

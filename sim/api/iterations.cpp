@@ -1,4 +1,4 @@
-#include "sim/iterations.h"
+#include "sim/api/iterations.h"
 
 #include <string>
 

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "sim/schedule.h"
+#include "sim/ir/schedule.h"
 
 namespace npusim {
 

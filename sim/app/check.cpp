@@ -19,9 +19,9 @@
 #include "profiler/output_dir.h"
 #include "sim/app/process_runner.h"
 #include "sim/app/sweep.h"
-#include "sim/error.h"
-#include "sim/hw_config.h"
-#include "sim/json_reader.h"
+#include "sim/util/error.h"
+#include "sim/config/hw_config.h"
+#include "sim/util/json_reader.h"
 
 namespace po = boost::program_options;
 namespace fs = std::filesystem;

@@ -16,13 +16,13 @@
 #include "profiler/output_dir.h"
 #include "profiler/report_writers.h"
 #include "profiler/stats.h"
-#include "sim/engines.h"
-#include "sim/error.h"
-#include "sim/estimator.h"
-#include "sim/iterations.h"
+#include "sim/ir/engines.h"
+#include "sim/util/error.h"
+#include "sim/estimator/estimator.h"
+#include "sim/api/iterations.h"
 #include "sim/app/models.h"
 #include "sim/compiler/compiler.h"
-#include "sim/schedule_writer.h"
+#include "sim/ir/schedule_writer.h"
 #include "sim/platform/platform.h"
 
 namespace po = boost::program_options;

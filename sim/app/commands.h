@@ -1,4 +1,4 @@
-// The npusim subcommands. Each parses its own options and returns an exit code (sim/error.h);
+// The npusim subcommands. Each parses its own options and returns an exit code (sim/util/error.h);
 // errors propagate as exceptions that main() maps to exit codes.
 #pragma once
 

@@ -10,7 +10,7 @@
 #include "sim/app/commands.h"
 #include "sim/app/sweep.h"
 #include "sim/app/profiler_commands.h"
-#include "sim/error.h"
+#include "sim/util/error.h"
 
 namespace {
 

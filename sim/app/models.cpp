@@ -5,11 +5,11 @@
 #include <spdlog/spdlog.h>
 
 #include "sim/compiler/compiler.h"
-#include "sim/error.h"
+#include "sim/util/error.h"
 #include "sim/frontend/graph_json.h"
 #include "sim/frontend/onnx_import.h"
 #include "sim/frontend/scalesim.h"
-#include "sim/json_reader.h"
+#include "sim/util/json_reader.h"
 
 namespace npusim::app {
 

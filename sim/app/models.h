@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "sim/graph.h"
-#include "sim/hw_config.h"
-#include "sim/schedule.h"
+#include "sim/ir/graph.h"
+#include "sim/config/hw_config.h"
+#include "sim/ir/schedule.h"
 
 namespace npusim::app {
 

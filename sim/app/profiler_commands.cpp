@@ -12,7 +12,7 @@
 #include "profiler/output_dir.h"
 #include "profiler/report.h"
 #include "profiler/trace_import.h"
-#include "sim/error.h"
+#include "sim/util/error.h"
 
 namespace po = boost::program_options;
 namespace fs = std::filesystem;

@@ -17,8 +17,8 @@
 #include "profiler/output_dir.h"
 #include "sim/app/models.h"
 #include "sim/app/process_runner.h"
-#include "sim/error.h"
-#include "sim/hw_config.h"
+#include "sim/util/error.h"
+#include "sim/config/hw_config.h"
 
 namespace po = boost::program_options;
 namespace fs = std::filesystem;

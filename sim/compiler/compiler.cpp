@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <optional>
 
-#include "sim/cost_model.h"
-#include "sim/error.h"
+#include "sim/cost/cost_model.h"
+#include "sim/util/error.h"
 
 namespace npusim {
 namespace {

@@ -11,9 +11,9 @@
 // deadlock.
 #pragma once
 
-#include "sim/graph.h"
-#include "sim/hw_config.h"
-#include "sim/schedule.h"
+#include "sim/ir/graph.h"
+#include "sim/config/hw_config.h"
+#include "sim/ir/schedule.h"
 
 namespace npusim {
 

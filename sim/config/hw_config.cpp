@@ -1,9 +1,9 @@
-#include "sim/hw_config.h"
+#include "sim/config/hw_config.h"
 
 #include <filesystem>
 
-#include "sim/builtin_configs.h"
-#include "sim/json_reader.h"
+#include "sim/config/builtin_configs.h"
+#include "sim/util/json_reader.h"
 
 namespace npusim {
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/ops.h"
+#include "sim/ir/ops.h"
 
 namespace npusim {
 

@@ -1,4 +1,4 @@
-#include "sim/cost_model.h"
+#include "sim/cost/cost_model.h"
 
 #include <algorithm>
 #include <functional>

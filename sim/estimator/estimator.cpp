@@ -1,9 +1,9 @@
-#include "sim/estimator.h"
+#include "sim/estimator/estimator.h"
 
 #include <algorithm>
 
-#include "sim/engines.h"
-#include "sim/error.h"
+#include "sim/ir/engines.h"
+#include "sim/util/error.h"
 
 namespace npusim {
 namespace {

@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "sim/graph.h"
-#include "sim/json_reader.h"
+#include "sim/ir/graph.h"
+#include "sim/util/json_reader.h"
 
 namespace npusim {
 

@@ -11,7 +11,7 @@
 #include <queue>
 #include <set>
 
-#include "sim/error.h"
+#include "sim/util/error.h"
 #include "sim/frontend/onnx_infer.h"
 
 namespace npusim {

@@ -1,4 +1,4 @@
-// The ONNX front-end: an ONNX model file -> Graph (sim/graph.h), ready for check_graph and the
+// The ONNX front-end: an ONNX model file -> Graph (sim/ir/graph.h), ready for check_graph and the
 // compiler.
 //
 // What it does, in order:
@@ -65,7 +65,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/graph.h"
+#include "sim/ir/graph.h"
 
 namespace npusim {
 

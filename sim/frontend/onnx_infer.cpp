@@ -15,6 +15,26 @@ using TP = onnx::TensorProto;
 
 [[noreturn]] void fail(const std::string& message) { throw OpError(message); }
 
+// Shape arithmetic on sizes from the file: past 64 bits the model is malformed, not wrapped.
+std::int64_t checked_add(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  if (__builtin_add_overflow(a, b, &r)) fail("a size or window exceeds 64 bits");
+  return r;
+}
+std::int64_t checked_mul(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r)) fail("a size or window exceeds 64 bits");
+  return r;
+}
+// A dim computed in floating point (a Resize's scales): finite and within int64, else an error.
+std::int64_t dim_from_double(double d) {
+  if (!(d >= 0 && d < 9.2e18)) fail("scales give an output dim out of range");
+  return static_cast<std::int64_t>(d);
+}
+
+// Integer arithmetic of folded constants wraps (two's complement), as in numpy and ONNX Runtime.
+std::int64_t wrapping(std::uint64_t v) { return static_cast<std::int64_t>(v); }
+
 std::int64_t product(const Dims& d, std::size_t from = 0,
                      std::size_t to = std::numeric_limits<std::size_t>::max()) {
   std::int64_t n = 1;
@@ -651,7 +671,10 @@ Value tile(const Ctx& c) {
   if (reps.size() != x.shape.size())
     fail("repeats " + dims_text(reps) + " do not fit " + dims_text(x.shape));
   Dims shape(x.shape.size());
-  for (std::size_t k = 0; k < shape.size(); ++k) shape[k] = x.shape[k] * reps[k];
+  for (std::size_t k = 0; k < shape.size(); ++k) {
+    if (reps[k] < 0) fail("repeats " + dims_text(reps) + " are negative");
+    shape[k] = checked_mul(x.shape[k], reps[k]);
+  }
   Value v = make(x.elem_type, shape);
   if (x.data && small(shape)) {
     const Dims in_strides = strides_of(x.shape);
@@ -784,14 +807,14 @@ Dims window_output(const Dims& in_spatial, const Dims& kernel, const Dims& strid
     if (kernel[k] < 1 || strides[k] < 1 || dilations[k] < 1) {
       fail("kernel_shape, strides and dilations must be positive");
     }
-    const std::int64_t padded = in_spatial[k] + pads[k] + pads[k + n];
-    const std::int64_t span = dilations[k] * (kernel[k] - 1) + 1;
+    const std::int64_t padded = checked_add(checked_add(in_spatial[k], pads[k]), pads[k + n]);
+    const std::int64_t span = checked_add(checked_mul(dilations[k], kernel[k] - 1), 1);
     if (padded < span) {
       fail("window " + std::to_string(span) + " is larger than the padded input " +
            std::to_string(padded));
     }
     const std::int64_t steps = padded - span;
-    out[k] = (ceil_mode ? (steps + strides[k] - 1) : steps) / strides[k] + 1;
+    out[k] = (ceil_mode ? checked_add(steps, strides[k] - 1) : steps) / strides[k] + 1;
   }
   return out;
 }
@@ -822,7 +845,7 @@ Value conv(const Ctx& c, std::size_t w_input, int out_type) {
     fail("input " + dims_text(x.shape) + " and weight " + dims_text(w.shape) + " do not fit");
   }
   const std::int64_t group = attr_int(c.node, "group", 1);
-  if (group < 1 || w.shape[1] * group != x.shape[1] || w.shape[0] % group != 0) {
+  if (group < 1 || checked_mul(w.shape[1], group) != x.shape[1] || w.shape[0] % group != 0) {
     fail("weight " + dims_text(w.shape) + " does not fit input " + dims_text(x.shape) +
          " with group " + std::to_string(group));
   }
@@ -923,7 +946,7 @@ Value resize(const Ctx& c, const std::string& op) {
       Dims shape(r);
       if (static_cast<std::size_t>(a->floats_size()) != r) fail("scales do not fit the input rank");
       for (std::size_t k = 0; k < r; ++k) {
-        shape[k] = static_cast<std::int64_t>(
+        shape[k] = dim_from_double(
             std::floor(static_cast<double>(x.shape[k]) * a->floats(static_cast<int>(k))));
       }
       return make(x.elem_type, shape);
@@ -946,7 +969,7 @@ Value resize(const Ctx& c, const std::string& op) {
   }
   Dims shape(r);
   for (std::size_t k = 0; k < r; ++k) {
-    shape[k] = static_cast<std::int64_t>(
+    shape[k] = dim_from_double(
         std::floor(static_cast<double>(x.shape[k]) * scales_in->data->as_double(k)));
   }
   return make(x.elem_type, shape);
@@ -1239,9 +1262,14 @@ Dims resolve_pads(const onnx::NodeProto& node, const Dims& in_spatial, const Dim
   if (mode != "SAME_UPPER" && mode != "SAME_LOWER") fail("unknown auto_pad '" + mode + "'");
   Dims pads(2 * n, 0);
   for (std::size_t k = 0; k < n; ++k) {
-    const std::int64_t out = (in_spatial[k] + strides[k] - 1) / strides[k];
+    if (kernel[k] < 1 || strides[k] < 1 || dilations[k] < 1) {
+      fail("kernel_shape, strides and dilations must be positive");
+    }
+    const std::int64_t out = checked_add(in_spatial[k], strides[k] - 1) / strides[k];
     const std::int64_t total = std::max<std::int64_t>(
-        0, (out - 1) * strides[k] + (kernel[k] - 1) * dilations[k] + 1 - in_spatial[k]);
+        0, checked_add(checked_add(checked_mul(out - 1, strides[k]),
+                                   checked_mul(kernel[k] - 1, dilations[k])),
+                       1) - in_spatial[k]);
     const std::int64_t small_half = total / 2;
     pads[k] = mode == "SAME_UPPER" ? small_half : total - small_half;
     pads[k + n] = total - pads[k];
@@ -1367,21 +1395,28 @@ std::optional<std::vector<Value>> infer_node(const onnx::NodeProto& node,
     return V{make(c.need(0).elem_type, c.need(0).shape)};
   }
 
-  const auto plus = [](auto a, auto b) { return a + b; };
-  if (op == "Add" || op == "Sum") return V{nary(c, BinKind::kArith, plus, plus)};
+  using U = std::uint64_t;
+  if (op == "Add" || op == "Sum") {
+    return V{nary(
+        c, BinKind::kArith, [](double a, double b) { return a + b; },
+        [](std::int64_t a, std::int64_t b) { return wrapping(U(a) + U(b)); })};
+  }
   if (op == "Sub") {
-    const auto f = [](auto a, auto b) { return a - b; };
-    return V{nary(c, BinKind::kArith, f, f)};
+    return V{nary(
+        c, BinKind::kArith, [](double a, double b) { return a - b; },
+        [](std::int64_t a, std::int64_t b) { return wrapping(U(a) - U(b)); })};
   }
   if (op == "Mul") {
-    const auto f = [](auto a, auto b) { return a * b; };
-    return V{nary(c, BinKind::kArith, f, f)};
+    return V{nary(
+        c, BinKind::kArith, [](double a, double b) { return a * b; },
+        [](std::int64_t a, std::int64_t b) { return wrapping(U(a) * U(b)); })};
   }
   if (op == "Div") {
     return V{nary(
         c, BinKind::kArith, [](double a, double b) { return a / b; },
         [](std::int64_t a, std::int64_t b) {
           if (b == 0) fail("integer division by zero");
+          if (b == -1) return wrapping(U(0) - U(a));  // INT64_MIN / -1 wraps
           return a / b;
         })};
   }
@@ -1390,8 +1425,8 @@ std::optional<std::vector<Value>> infer_node(const onnx::NodeProto& node,
     Value v = nary(
         c, BinKind::kArith, [](double a, double b) { return std::pow(a, b); },
         [](std::int64_t a, std::int64_t b) {
-          return static_cast<std::int64_t>(
-              std::pow(static_cast<double>(a), static_cast<double>(b)));
+          return double_to_int(std::pow(static_cast<double>(a), static_cast<double>(b)),
+                               TP::INT64);
         });
     return V{v};
   }
@@ -1407,6 +1442,7 @@ std::optional<std::vector<Value>> infer_node(const onnx::NodeProto& node,
         c, BinKind::kArith, [](double a, double b) { return std::fmod(a, b); },
         [](std::int64_t a, std::int64_t b) {
           if (b == 0) fail("integer modulo by zero");
+          if (b == -1) return std::int64_t{0};  // INT64_MIN % -1 would trap
           const std::int64_t m = a % b;  // Python-style sign, as ONNX with fmod=0
           return (m != 0 && ((m < 0) != (b < 0))) ? m + b : m;
         })};

@@ -34,8 +34,12 @@ struct Data {
   std::vector<std::int64_t> i;
   std::size_t size() const { return is_float ? f.size() : i.size(); }
   double as_double(std::size_t k) const { return is_float ? f[k] : static_cast<double>(i[k]); }
+  // Floats truncate toward zero; NaN reads as 0 and values beyond +-9.2e18 as that bound (a cast
+  // of them would be undefined).
   std::int64_t as_int(std::size_t k) const {
-    return is_float ? static_cast<std::int64_t>(f[k]) : i[k];
+    if (!is_float) return i[k];
+    if (!(f[k] == f[k])) return 0;
+    return static_cast<std::int64_t>(f[k] < -9.2e18 ? -9.2e18 : f[k] > 9.2e18 ? 9.2e18 : f[k]);
   }
 };
 

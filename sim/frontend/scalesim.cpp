@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <sstream>
 
-#include "sim/error.h"
-#include "sim/json_reader.h"
+#include "sim/util/error.h"
+#include "sim/util/json_reader.h"
 
 namespace npusim {
 namespace {

@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "sim/graph.h"
+#include "sim/ir/graph.h"
 
 namespace npusim {
 

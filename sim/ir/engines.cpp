@@ -1,4 +1,4 @@
-#include "sim/engines.h"
+#include "sim/ir/engines.h"
 
 #include <filesystem>
 

@@ -1,9 +1,9 @@
-#include "sim/graph.h"
+#include "sim/ir/graph.h"
 
 #include <algorithm>
 #include <array>
 
-#include "sim/error.h"
+#include "sim/util/error.h"
 
 namespace npusim {
 namespace {
@@ -201,11 +201,17 @@ std::optional<SpatialDims> conv_output_dims(std::uint64_t in_h, std::uint64_t in
   const auto extent = [](std::uint64_t in, std::int64_t pad0, std::int64_t pad1, std::int64_t kernel,
                          std::int64_t dilation, std::int64_t stride,
                          bool ceil) -> std::optional<std::uint64_t> {
-    const std::int64_t padded = static_cast<std::int64_t>(in) + pad0 + pad1;
-    const std::int64_t span = dilation * (kernel - 1) + 1;
+    // Attributes come from the file: sums and products past 64 bits are invalid, not wrapped.
+    std::int64_t padded = 0, span = 0, steps = 0;
+    if (__builtin_add_overflow(static_cast<std::int64_t>(in), pad0, &padded) ||
+        __builtin_add_overflow(padded, pad1, &padded) ||
+        __builtin_mul_overflow(dilation, kernel - 1, &span) || __builtin_add_overflow(span, 1, &span)) {
+      return std::nullopt;
+    }
     if (padded < span) return std::nullopt;
-    const std::int64_t steps = padded - span;
-    return static_cast<std::uint64_t>((ceil ? (steps + stride - 1) : steps) / stride + 1);
+    steps = padded - span;
+    if (ceil && __builtin_add_overflow(steps, stride - 1, &steps)) return std::nullopt;
+    return static_cast<std::uint64_t>(steps / stride + 1);
   };
   const auto h = extent(in_h, p[0], p[2], k[0], d[0], s[0], ceil_mode);
   const auto w = extent(in_w, p[1], p[3], k[1], d[1], s[1], ceil_mode);
@@ -314,7 +320,7 @@ void check_graph(const Graph& g) {
         diag.error(where(l), "Conv needs 4-d input and weight, got " + shape_text(x.shape) + " and " + shape_text(w.shape));
         continue;
       }
-      if (group < 1 || w.shape[1] * static_cast<std::uint64_t>(group) != x.shape[1] || w.shape[0] % static_cast<std::uint64_t>(group) != 0) {
+      if (group < 1 || static_cast<std::uint64_t>(group) > x.shape[1] || w.shape[1] * static_cast<std::uint64_t>(group) != x.shape[1] || w.shape[0] % static_cast<std::uint64_t>(group) != 0) {
         diag.error(where(l), "weight " + shape_text(w.shape) + " does not fit input " + shape_text(x.shape) + " with group " + std::to_string(group));
         continue;
       }

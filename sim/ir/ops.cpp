@@ -1,4 +1,4 @@
-#include "sim/ops.h"
+#include "sim/ir/ops.h"
 
 namespace npusim {
 

@@ -1,11 +1,11 @@
-#include "sim/schedule.h"
+#include "sim/ir/schedule.h"
 
 #include <algorithm>
 #include <map>
 #include <stdexcept>
 #include <unordered_map>
 
-#include "sim/cost_model.h"
+#include "sim/cost/cost_model.h"
 
 namespace npusim {
 namespace {

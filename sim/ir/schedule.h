@@ -8,9 +8,9 @@
 #include <variant>
 #include <vector>
 
-#include "sim/hw_config.h"
-#include "sim/json_reader.h"
-#include "sim/ops.h"
+#include "sim/config/hw_config.h"
+#include "sim/util/json_reader.h"
+#include "sim/ir/ops.h"
 
 namespace npusim {
 

@@ -1,4 +1,4 @@
-#include "sim/schedule_writer.h"
+#include "sim/ir/schedule_writer.h"
 
 #include <nlohmann/json.hpp>
 

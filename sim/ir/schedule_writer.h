@@ -5,7 +5,7 @@
 
 #include <ostream>
 
-#include "sim/schedule.h"
+#include "sim/ir/schedule.h"
 
 namespace npusim {
 

@@ -1,9 +1,9 @@
-#include "sim/synthetic.h"
+#include "sim/ir/synthetic.h"
 
 #include <algorithm>
 #include <vector>
 
-#include "sim/error.h"
+#include "sim/util/error.h"
 
 namespace npusim {
 

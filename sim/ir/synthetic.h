@@ -5,8 +5,8 @@
 
 #include <cstdint>
 
-#include "sim/hw_config.h"
-#include "sim/schedule.h"
+#include "sim/config/hw_config.h"
+#include "sim/ir/schedule.h"
 
 namespace npusim {
 

@@ -8,7 +8,7 @@
 #include <systemc>
 
 #include "sim/platform/scoreboard.h"
-#include "sim/schedule.h"
+#include "sim/ir/schedule.h"
 
 namespace npusim::platform {
 

@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "sim/cost_model.h"
+#include "sim/cost/cost_model.h"
 #include "sim/platform/command_unit.h"
 #include "sim/platform/dram.h"
 

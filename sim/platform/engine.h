@@ -13,7 +13,7 @@
 
 #include "sim/platform/command_unit.h"
 #include "sim/platform/scoreboard.h"
-#include "sim/schedule.h"
+#include "sim/ir/schedule.h"
 
 namespace npusim::platform {
 

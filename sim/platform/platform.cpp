@@ -9,10 +9,10 @@
 
 #include <systemc>
 
-#include "sim/cost_model.h"
-#include "sim/engines.h"
-#include "sim/error.h"
-#include "sim/estimator.h"
+#include "sim/cost/cost_model.h"
+#include "sim/ir/engines.h"
+#include "sim/util/error.h"
+#include "sim/estimator/estimator.h"
 #include "sim/platform/dma_channel.h"
 #include "sim/platform/dram.h"
 #include "sim/platform/engine.h"

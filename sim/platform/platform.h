@@ -3,8 +3,8 @@
 #pragma once
 
 #include "profiler/timeline.h"
-#include "sim/hw_config.h"
-#include "sim/schedule.h"
+#include "sim/config/hw_config.h"
+#include "sim/ir/schedule.h"
 
 namespace npusim {
 

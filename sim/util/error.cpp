@@ -1,4 +1,4 @@
-#include "sim/error.h"
+#include "sim/util/error.h"
 
 namespace npusim {
 namespace {

@@ -1,4 +1,4 @@
-#include "sim/json_reader.h"
+#include "sim/util/json_reader.h"
 
 #include <cmath>
 #include <fstream>

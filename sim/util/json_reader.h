@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sim/error.h"
+#include "sim/util/error.h"
 
 namespace npusim {
 

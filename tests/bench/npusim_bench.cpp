@@ -9,11 +9,11 @@
 #include <string>
 
 #include "sim/compiler/compiler.h"
-#include "sim/error.h"
-#include "sim/estimator.h"
+#include "sim/util/error.h"
+#include "sim/estimator/estimator.h"
 #include "sim/frontend/graph_json.h"
 #include "sim/platform/platform.h"
-#include "sim/synthetic.h"
+#include "sim/ir/synthetic.h"
 
 namespace {
 

@@ -8,10 +8,10 @@
 #include "profiler/report_writers.h"
 #include "profiler/trace_model.h"
 #include "sim/compiler/compiler.h"
-#include "sim/engines.h"
-#include "sim/estimator.h"
+#include "sim/ir/engines.h"
+#include "sim/estimator/estimator.h"
 #include "sim/frontend/graph_json.h"
-#include "sim/synthetic.h"
+#include "sim/ir/synthetic.h"
 
 namespace {
 
