@@ -1,5 +1,5 @@
 // Exact cycle counts of the cost model, with the arithmetic in a comment.
-#include "sim/cost/cost_model.h"
+#include "sim/cost/evaluator.h"
 
 #include <gtest/gtest.h>
 

@@ -13,6 +13,14 @@ namespace {
 
 using ::testing::HasSubstr;
 
+// This binary simulates, so it sets SystemC's process state first, as the CLI's main does.
+class SystemcProcess : public ::testing::Environment {
+ public:
+  void SetUp() override { configure_systemc_process(); }
+};
+[[maybe_unused]] ::testing::Environment* const kSystemc =
+    ::testing::AddGlobalTestEnvironment(new SystemcProcess);
+
 Json schedule_with(Json commands) {
   return Json{{"format", "npusim-schedule"}, {"version", 1}, {"model", {{"name", "t"}}},
               {"commands", std::move(commands)}};

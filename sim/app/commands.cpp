@@ -19,32 +19,21 @@
 #include "sim/ir/engines.h"
 #include "sim/util/error.h"
 #include "sim/estimator/estimator.h"
-#include "sim/api/iterations.h"
-#include "sim/app/models.h"
+#include "sim/api/session.h"
+#include "sim/api/models.h"
 #include "sim/compiler/compiler.h"
 #include "sim/ir/schedule_writer.h"
-#include "sim/platform/platform.h"
 
 namespace po = boost::program_options;
 
 namespace npusim::app {
+
+using api::add_input_shape;
+using api::detect_model_kind;
+using api::load_graph;
+using api::model_kind_name;
+using api::ModelKind;
 namespace {
-
-// Logs how long a phase took at info level (`--log-level info`), for people sizing runs.
-class PhaseTimer {
- public:
-  explicit PhaseTimer(const char* phase) : phase_(phase), start_(std::chrono::steady_clock::now()) {}
-  ~PhaseTimer() {
-    const auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
-    spdlog::info("{}: {:.1f} ms", phase_, ms);
-  }
-  PhaseTimer(const PhaseTimer&) = delete;
-  PhaseTimer& operator=(const PhaseTimer&) = delete;
-
- private:
-  const char* phase_;
-  std::chrono::steady_clock::time_point start_;
-};
 
 struct RunOptions {
   std::string model;
@@ -120,8 +109,8 @@ void parse(const std::vector<std::string>& args, po::options_description& desc,
   }
 }
 
-ModelOptions model_options_of(const RunOptions& o) {
-  ModelOptions m;
+api::ModelOptions model_options_of(const RunOptions& o) {
+  api::ModelOptions m;
   for (const std::string& shape : o.input_shapes) add_input_shape(m, shape);
   m.host_fallback = o.host_fallback;
   return m;
@@ -132,190 +121,24 @@ void print_help(const std::string& synopsis, const std::string& text,
   std::cout << "usage: " << synopsis << "\n\n" << text << "\n\n" << desc << '\n';
 }
 
-void warn_on_target_mismatch(const Schedule& schedule, const HwConfig& config) {
-  if (!schedule.target_config.empty() && schedule.target_config != config.name) {
-    spdlog::warn("{} was compiled for config '{}' but runs on '{}'", schedule.file,
-                 schedule.target_config, config.name);
-  }
-  if (schedule.target_slices != 0 && schedule.target_slices != config.slices.count) {
-    spdlog::warn("{} was compiled for {} slice(s) but the config has {}", schedule.file,
-                 schedule.target_slices, config.slices.count);
-  }
+// Checked by checked_level before use: 1 <= iterations <= 10000, the window inside.
+api::Iterations iterations_of(const RunOptions& o) {
+  api::Iterations it;
+  it.count = static_cast<std::uint32_t>(o.iterations);
+  it.first_profiled = static_cast<std::uint32_t>(o.profile_start);
+  it.profiled = static_cast<std::uint32_t>(o.profile_samples);
+  return it;
 }
 
-// A schedule that overfills local memory cannot run as compiled: why, if it does.
-std::string lram_failure(const profiler::Workload& w, const profiler::Timeline& t, const char* which) {
-  const profiler::RunStats stats = profiler::compute_stats(w, t);
-  const auto& over = stats.lram.overflow;
-  if (!over) return "";
-  return std::string("local memory capacity exceeded in the ") + which + ": " +
-         w.commands[over->command].id + " allocates at cycle " + std::to_string(over->at) +
-         ", bringing occupancy to " + std::to_string(over->in_use_bytes) + " of " +
-         std::to_string(w.device.lram_bytes) + " bytes";
-}
-
-// A model name as a folder name: letters, digits, '.', '-' and '_' kept, anything else '_'.
-std::string folder_name(const std::string& model_name) {
-  std::string name;
-  for (char ch : model_name) {
-    const bool keep = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-                      (ch >= '0' && ch <= '9') || ch == '.' || ch == '-' || ch == '_';
-    name += keep ? ch : '_';
-  }
-  if (name.empty() || name.find_first_not_of('.') == std::string::npos) name = "model";
-  return name;
-}
-
-struct Loaded {
-  HwConfig config;
-  Schedule schedule;
-  profiler::Workload workload;
-  std::filesystem::path out;
-};
-
-Loaded load(const RunOptions& o, const std::string& usage) {
+api::RunRequest request_of(const RunOptions& o, const std::string& usage) {
   if (o.model.empty()) throw InputError("", "", "--model is required (see npusim " + usage + " --help)");
-  HwConfig config = load_hw_config(o.config, o.overrides);
-  Schedule schedule = [&] {
-    PhaseTimer t("load and compile");
-    return load_or_compile(o.model, config, model_options_of(o));
-  }();
-  warn_on_target_mismatch(schedule, config);
-  profiler::Workload workload = make_workload(schedule, config);
-  std::filesystem::path out = o.out.empty() ? std::filesystem::path("traces") / folder_name(schedule.model.name)
-                                            : std::filesystem::path(o.out);
-  spdlog::info("{}: {} commands, config '{}' ({} slices)", o.model, schedule.commands.size(),
-               config.name, config.slices.count);
-  return {std::move(config), std::move(schedule), std::move(workload), std::move(out)};
-}
-
-// The measured part of a run: every command for one inference, else the profiled inferences,
-// with per-inference figures.
-struct Measured {
-  profiler::Workload workload;
-  profiler::Timeline estimate;
-  std::optional<profiler::Timeline> runtime;
-  std::optional<profiler::Iterations> iterations;
-  std::string failure;  // why the run could not complete; the outputs then hold what finished
-};
-
-// Runs `run` and returns its timeline; if it cannot complete, records why and which commands
-// finished, and returns the partial timeline.
-template <typename Run>
-profiler::Timeline run_or_partial(Run run, std::string& failure, std::vector<bool>& finished) {
-  try {
-    return run();
-  } catch (const SimulationError& e) {
-    if (e.partial() == nullptr) throw;
-    failure = e.what();
-    finished = e.partial()->finished;
-    return e.partial()->timeline;
-  }
-}
-
-Measured measure(const Loaded& l, const RunOptions& o, bool simulate_too) {
-  // Checked by checked_level: 1 <= n <= 10000, 0 <= start < n, 0 <= samples <= n - start.
-  const auto n = static_cast<std::uint32_t>(o.iterations);
-  const auto start = static_cast<std::uint32_t>(o.profile_start);
-  const Schedule schedule = repeat_schedule(l.schedule, n);
-  const profiler::Workload full = n == 1 ? l.workload : make_workload(schedule, l.config);
-  std::string failure;
-  std::vector<bool> finished(schedule.commands.size(), true);
-  profiler::Timeline est = run_or_partial([&] {
-    PhaseTimer t("estimate");
-    return estimate(schedule, l.config);
-  }, failure, finished);
-  if (failure.empty()) failure = lram_failure(full, est, "estimate");
-  std::optional<profiler::Timeline> sim;
-  // A run the estimate cannot complete, the simulation cannot either: it is not started.
-  if (simulate_too && failure.empty()) {
-    sim = run_or_partial([&] {
-      PhaseTimer t("simulate");
-      return simulate(schedule, l.config);
-    }, failure, finished);
-    if (failure.empty()) failure = lram_failure(full, *sim, "simulation");
-  }
-  if (!failure.empty()) {
-    // The outputs hold the commands that finished, with the run's own times.
-    std::vector<const profiler::Timeline*> timelines = {&est};
-    if (sim) timelines.push_back(&*sim);
-    profiler::Selection part = profiler::select_commands(full, timelines, finished, 0);
-    Measured m{std::move(part.workload), std::move(part.timelines[0]), std::nullopt, std::nullopt, failure};
-    if (sim) m.runtime = std::move(part.timelines[1]);
-    return m;
-  }
-  if (n == 1) return {full, std::move(est), std::move(sim), std::nullopt, ""};
-
-  const std::size_t per = l.schedule.commands.size();
-  const std::uint32_t samples = o.profile_samples == 0 ? n - start : static_cast<std::uint32_t>(o.profile_samples);
-  profiler::Iterations it;
-  it.count = n;
-  it.first_profiled = start;
-  it.profiled = samples;
-  auto spans = [&](const profiler::Timeline& t) {
-    std::vector<profiler::Iterations::Span> list(n);
-    for (std::uint32_t k = 0; k < n; ++k) {
-      profiler::Iterations::Span& s = list[k];
-      s.start = ~profiler::Cycles{0};
-      for (std::size_t i = k * per; i < (k + 1) * per; ++i) {
-        s.start = std::min(s.start, t.commands[i].start);
-        s.end = std::max(s.end, t.commands[i].end);
-      }
-      if (per == 0) s.start = 0;
-    }
-    return list;
-  };
-  it.estimate = spans(est);
-  if (sim) it.runtime = spans(*sim);
-  std::vector<bool> keep(schedule.commands.size(), false);
-  for (std::size_t i = start * per; i < (start + samples) * per; ++i) keep[i] = true;
-  // Times count from the end of the inference before the window (an inference starts when the
-  // previous one has finished).
-  auto origin = [&](const std::vector<profiler::Iterations::Span>& list) {
-    return start == 0 ? profiler::Cycles{0} : list[start - 1].end;
-  };
-  profiler::Selection e = profiler::select_commands(full, {&est}, keep, origin(it.estimate));
-  Measured m{std::move(e.workload), std::move(e.timelines[0]), std::nullopt, it, ""};
-  if (sim) m.runtime = std::move(profiler::select_commands(full, {&*sim}, keep, origin(it.runtime)).timelines[0]);
-  return m;
-}
-
-void write_outputs(const Loaded& l, const Measured& m, profiler::StatsLevel level, bool quiet) {
-  PhaseTimer timer("write outputs");
-  profiler::OutputDir dir(l.out);
-  const auto& w = m.workload;
-  const profiler::Timeline& est = m.estimate;
-  const profiler::Timeline* sim = m.runtime ? &*m.runtime : nullptr;
-  profiler::ReportOptions report;
-  report.level = level;
-  report.iterations = m.iterations ? &*m.iterations : nullptr;
-  report.incomplete = m.failure;
-  dir.write("timeline.csv", [&](std::ostream& s) { profiler::write_timeline_csv(s, w, est); });
-  if (sim) {
-    dir.write("runtime_timeline.csv", [&](std::ostream& s) { profiler::write_timeline_csv(s, w, *sim); });
-    dir.write("runtime.csv", [&](std::ostream& s) { profiler::write_runtime_csv(s, w, *sim); });
-    dir.write("annotated.csv", [&](std::ostream& s) { profiler::write_annotated_csv(s, w, *sim); });
-  }
-  std::vector<profiler::TraceRun> runs = {{"compile-time estimate", &est}};
-  if (sim) runs.push_back({"runtime simulation", sim});
-  const profiler::TraceModel trace = profiler::build_trace_model(w, runs, profiler::trace_options_for(level));
-  dir.write("trace.json", [&](std::ostream& s) { profiler::write_chrome_trace(s, trace); });
-  dir.write("trace.pftrace", [&](std::ostream& s) { profiler::write_perfetto_trace(s, trace); });
-  dir.write("summary.txt", [&](std::ostream& s) { profiler::write_summary(s, w, est, sim, report); });
-  dir.write("stats.json", [&](std::ostream& s) { profiler::write_stats_json(s, w, est, sim, report); });
-  dir.commit();
-  if (!quiet) {
-    profiler::write_summary(std::cout, w, est, sim, report);
-    std::cout << "\noutputs written to " << l.out.string() << '\n';
-  }
-}
-
-// N back-to-back copies must stay within the schedule limit.
-void check_iteration_size(const Loaded& l, const RunOptions& o) {
-  const std::uint64_t total = l.schedule.commands.size() * static_cast<std::uint64_t>(o.iterations);
-  if (total > kMaxCommands) {
-    throw InputError("--iterations", "", std::to_string(o.iterations) + " copies of " + std::to_string(l.schedule.commands.size()) + " commands exceed the limit of " + std::to_string(kMaxCommands) + " commands");
-  }
+  api::RunRequest r;
+  r.model = o.model;
+  r.config = o.config;
+  r.overrides = o.overrides;
+  r.model_options = model_options_of(o);
+  r.iterations = iterations_of(o);
+  return r;
 }
 
 profiler::StatsLevel checked_level(const RunOptions& o) {
@@ -327,12 +150,7 @@ profiler::StatsLevel checked_level(const RunOptions& o) {
   if (o.iterations < 1 || o.iterations > 10000) {
     throw InputError("--iterations", "", "expected 1 to 10000 inferences, found " + std::to_string(o.iterations));
   }
-  if (o.profile_start >= o.iterations) {
-    throw InputError("--profile-start-iter", "", "inference " + std::to_string(o.profile_start) + " of " + std::to_string(o.iterations) + " does not exist (they count from 0)");
-  }
-  if (o.profile_samples > o.iterations - o.profile_start) {
-    throw InputError("--profile-samples", "", std::to_string(o.profile_samples) + " inferences from #" + std::to_string(o.profile_start) + " run past the " + std::to_string(o.iterations) + " run");
-  }
+  api::check_iterations(iterations_of(o), 0);
   return *level;
 }
 
@@ -341,6 +159,22 @@ bool is_quiet(const std::vector<std::string>& args) {
     if (a == "--quiet" || a == "-q") return true;
   }
   return false;
+}
+
+// run and estimate: measure, write every output, print the summary.
+int measure_and_write(const RunOptions& o, const std::vector<std::string>& args,
+                      const std::string& usage, bool simulate) {
+  const profiler::StatsLevel level = checked_level(o);
+  const api::Session session = api::Session::open(request_of(o, usage));
+  const api::Measured m = session.measure(simulate);
+  const std::filesystem::path out = o.out.empty() ? session.default_out() : std::filesystem::path(o.out);
+  session.write(m, out, level);
+  if (!is_quiet(args)) {
+    api::write_summary(std::cout, m, level);
+    std::cout << "\noutputs written to " << out.string() << '\n';
+  }
+  if (!m.failure.empty()) throw SimulationError(m.failure + "\n(outputs up to that point written to " + out.string() + ", marked incomplete)");
+  return kExitOk;
 }
 
 }  // namespace
@@ -361,13 +195,7 @@ int run_command(const std::vector<std::string>& args) {
                desc);
     return kExitOk;
   }
-  const profiler::StatsLevel level = checked_level(o);
-  const Loaded l = load(o, "run");
-  check_iteration_size(l, o);
-  const Measured m = measure(l, o, true);
-  write_outputs(l, m, level, is_quiet(args));
-  if (!m.failure.empty()) throw SimulationError(m.failure + "\n(outputs up to that point written to " + l.out.string() + ", marked incomplete)");
-  return kExitOk;
+  return measure_and_write(o, args, "run", true);
 }
 
 int estimate_command(const std::vector<std::string>& args) {
@@ -383,13 +211,7 @@ int estimate_command(const std::vector<std::string>& args) {
                desc);
     return kExitOk;
   }
-  const profiler::StatsLevel level = checked_level(o);
-  const Loaded l = load(o, "estimate");
-  check_iteration_size(l, o);
-  const Measured m = measure(l, o, false);
-  write_outputs(l, m, level, is_quiet(args));
-  if (!m.failure.empty()) throw SimulationError(m.failure + "\n(outputs up to that point written to " + l.out.string() + ", marked incomplete)");
-  return kExitOk;
+  return measure_and_write(o, args, "estimate", false);
 }
 
 int compile_command(const std::vector<std::string>& args) {
@@ -449,7 +271,7 @@ int info_command(const std::vector<std::string>& args) {
   if (o.model.empty()) throw InputError("", "", "a model is required (see npusim info --help)");
   const HwConfig config = load_hw_config(o.config, o.overrides);
   const ModelKind kind = detect_model_kind(o.model);
-  const ModelOptions mo = model_options_of(o);
+  const api::ModelOptions mo = model_options_of(o);
   const std::optional<Graph> graph = load_graph(o.model, kind, mo);
   const Schedule schedule = graph ? compile_schedule(*graph, config) : load_schedule(o.model, config);
   const profiler::Workload w = make_workload(schedule, config);

@@ -10,6 +10,7 @@
 #include "sim/app/commands.h"
 #include "sim/app/sweep.h"
 #include "sim/app/profiler_commands.h"
+#include "sim/platform/platform.h"
 #include "sim/util/error.h"
 
 namespace {
@@ -84,6 +85,7 @@ int main(int argc, char** argv) {
   const std::vector<std::string> args(all.begin() + 1, all.end());
   try {
     configure_logging(args);
+    npusim::configure_systemc_process();
     return dispatch(all[0], args);
   } catch (const npusim::InputError& e) {
     std::cerr << "npusim: error: " << e.what() << '\n';

@@ -15,7 +15,7 @@
 #include <spdlog/spdlog.h>
 
 #include "profiler/output_dir.h"
-#include "sim/app/models.h"
+#include "sim/api/models.h"
 #include "sim/app/process_runner.h"
 #include "sim/util/error.h"
 #include "sim/config/hw_config.h"
@@ -658,7 +658,7 @@ int sweep_command(const std::vector<std::string>& args) {
   plan.keys = std::move(keys);
   std::error_code ec;
   if (!fs::is_regular_file(o.model, ec)) throw InputError(o.model, "", "no such file");
-  detect_model_kind(o.model);  // an unknown kind of model is bad input of the sweep
+  api::detect_model_kind(o.model);  // an unknown kind of model is bad input of the sweep
   plan.model_path = fs::absolute(o.model).lexically_normal().string();
   plan.config_arg = absolute_config(o.config);
   load_hw_config(o.config, o.fixed);  // the base config with the fixed overrides must be valid

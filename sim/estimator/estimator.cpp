@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "sim/cost/dispatch.h"
 #include "sim/ir/engines.h"
 #include "sim/util/error.h"
 
@@ -63,11 +64,10 @@ profiler::Timeline estimate(const Schedule& schedule, const HwConfig& config) {
     for (std::uint32_t d : schedule.commands[i].deps) dependants[d].push_back(i);
   }
 
-  // Per engine: when each channel is next free, and when its dispatcher finished dispatching the
-  // previous command (one dispatcher per queue, in order, busy dispatch_cycles per command).
-  std::vector<std::vector<std::uint64_t>> channel_free(layout.count());
-  for (std::uint32_t e = 0; e < layout.count(); ++e) channel_free[e].assign(layout.info(e).channels, 0);
-  std::vector<std::uint64_t> dispatcher_free(layout.count(), 0);
+  std::vector<cost::QueueDispatcher> dispatchers;
+  for (std::uint32_t e = 0; e < layout.count(); ++e) {
+    dispatchers.emplace_back(config.dispatch_cycles, layout.info(e).channels);
+  }
   std::vector<std::size_t> heads(layout.count(), 0);
 
   profiler::Timeline timeline;
@@ -82,18 +82,14 @@ profiler::Timeline estimate(const Schedule& schedule, const HwConfig& config) {
     while (heads[e] < queues[e].size() && unfinished_deps[queues[e][heads[e]]] == 0) {
       const std::uint32_t i = queues[e][heads[e]++];
       const Command& cmd = schedule.commands[i];
-      std::uint64_t ready = dispatcher_free[e];
+      std::uint64_t ready = 0;
       for (std::uint32_t d : cmd.deps) ready = std::max(ready, timeline.commands[d].end);
-      auto& channels = channel_free[e];
-      ready = std::max(ready, *std::min_element(channels.begin(), channels.end()));
-      // The lowest-numbered channel that is free by then.
-      const auto channel = std::find_if(channels.begin(), channels.end(),
-                                        [&](std::uint64_t free) { return free <= ready; });
-      const std::uint64_t start = checked_add(ready, config.dispatch_cycles, schedule, i);
-      const std::uint64_t end = checked_add(start, cmd.isolated_cycles, schedule, i);
-      timeline.commands[i] = {start, end, static_cast<std::uint32_t>(channel - channels.begin())};
-      *channel = end;
-      dispatcher_free[e] = start;
+      const std::uint64_t at = dispatchers[e].earliest_dispatch(ready);
+      checked_add(at, config.dispatch_cycles, schedule, i);
+      const cost::QueueDispatcher::Grant grant = dispatchers[e].dispatch(at);
+      const std::uint64_t end = checked_add(grant.start, cmd.isolated_cycles, schedule, i);
+      timeline.commands[i] = {grant.start, end, grant.channel};
+      dispatchers[e].release(grant.channel, end);
       finished[i] = true;
       for (std::uint32_t j : dependants[i]) {
         if (--unfinished_deps[j] == 0) to_check.push_back(layout.of(schedule.commands[j]));

@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
-#include "sim/cost/cost_model.h"
+#include "sim/cost/evaluator.h"
 
 namespace npusim {
 namespace {
@@ -479,9 +479,7 @@ void finalize_schedule(Schedule& sched, const HwConfig& config, Diagnostics& dia
       cmd.lram_alloc_bytes += alloc.bytes;
     }
   }
-  const cost::DmaTiming dma(config);
-  const cost::DramTiming dram(config);
-  std::unordered_map<std::uint64_t, std::uint64_t> transfer_cycles;  // by byte count
+  cost::Evaluator evaluator(config);
   for (std::uint32_t i = 0; i < sched.commands.size(); ++i) {
     Command& cmd = sched.commands[i];
     const std::string ptr = "/commands/" + std::to_string(i);
@@ -502,35 +500,25 @@ void finalize_schedule(Schedule& sched, const HwConfig& config, Diagnostics& dia
         cmd.lram_free_bytes += it->second.bytes;
       }
     }
-    if (cmd.engine == EngineType::kSlice && !std::holds_alternative<std::monostate>(cmd.shape)) {
-      try {
-        const cost::SliceCost c = cost::slice_op_cost(cmd.op, cmd.shape, config);
-        cmd.compute_cycles = c.cycles;
-        cmd.isolated_cycles = c.cycles;
-        cmd.macs = c.macs;
-        cmd.vector_macs = c.vector_macs;
-      } catch (const std::overflow_error&) {
-        diag.error(ptr + "/shape", "shape too large: its cycle or MAC count exceeds 64 bits");
-      }
-    } else if (cmd.engine == EngineType::kHost) {
-      std::uint64_t per_element = 0, cycles = 0;
-      if (__builtin_mul_overflow(cmd.elements, std::uint64_t{config.host.cycles_per_element}, &per_element) ||
-          __builtin_add_overflow(per_element, config.host.call_cycles, &cycles)) {
-        diag.error(ptr + "/shape", "shape too large: its host cycles exceed 64 bits");
-      }
-      cmd.compute_cycles = cycles;
-      cmd.isolated_cycles = cycles;
-    } else if (cmd.engine != EngineType::kSlice) {
-      const std::uint64_t bursts = dma.burst_count(cmd.bytes);
+    if (cmd.engine == EngineType::kDmaIn || cmd.engine == EngineType::kDmaOut) {
+      const std::uint64_t bursts = evaluator.dma().burst_count(cmd.bytes);
       if (bursts > kMaxBurstsPerTransfer) {
         diag.error(ptr + "/bytes", std::to_string(cmd.bytes) + " bytes make " + std::to_string(bursts) +
                    " bursts of dma.burst_bytes; at most " + std::to_string(kMaxBurstsPerTransfer) +
                    " per transfer (split the transfer or raise dma.burst_bytes)");
         continue;
       }
-      auto [it, inserted] = transfer_cycles.try_emplace(cmd.bytes, 0);
-      if (inserted) it->second = cost::isolated_transfer_cycles(cmd.bytes, dma, dram);
-      cmd.isolated_cycles = it->second;
+    }
+    try {
+      const cost::CommandCost c = evaluator.cost(cmd);
+      cmd.compute_cycles = c.compute_cycles;
+      cmd.isolated_cycles = c.cycles;
+      cmd.macs = c.macs;
+      cmd.vector_macs = c.vector_macs;
+    } catch (const std::overflow_error&) {
+      diag.error(ptr + "/shape", cmd.engine == EngineType::kHost
+                                     ? "shape too large: its host cycles exceed 64 bits"
+                                     : "shape too large: its cycle or MAC count exceeds 64 bits");
     }
   }
   if (!diag.empty()) return;

@@ -5,8 +5,14 @@
 namespace npusim::platform {
 
 CommandUnit::CommandUnit(const sc_core::sc_module_name& name, const Schedule& schedule,
-                         Scoreboard& scoreboard, sc_core::sc_event& freed)
-    : sc_core::sc_module(name), schedule_(schedule), scoreboard_(scoreboard), freed_(freed) {
+                         Scoreboard& scoreboard, cost::QueueDispatcher& dispatcher,
+                         std::uint32_t channel, sc_core::sc_event& freed)
+    : sc_core::sc_module(name),
+      schedule_(schedule),
+      scoreboard_(scoreboard),
+      dispatcher_(dispatcher),
+      channel_(channel),
+      freed_(freed) {
   SC_THREAD(run);
 }
 
@@ -21,7 +27,7 @@ void CommandUnit::run() {
     while (!has_job_) wait(job_);
     has_job_ = false;
     execute(schedule_.commands[command_]);
-    busy_ = false;
+    dispatcher_.release(channel_, now_cycles());
     scoreboard_.finish(command_);
     freed_.notify();
   }

@@ -1,12 +1,13 @@
-// A unit that runs one command at a time: a slice's array or vector unit, or a DMA channel. Its
-// engine's dispatcher reserves it, then starts a command on it; the unit reports the end to the
-// scoreboard and wakes the dispatcher.
+// What runs one command at a time for an engine: a slice's array or vector unit, or a DMA
+// channel. The engine's dispatcher (cost::QueueDispatcher) grants it a command; at the command's
+// end it reports to the scoreboard, releases its channel of the dispatcher and wakes the engine.
 #pragma once
 
 #include <cstdint>
 
 #include <systemc>
 
+#include "sim/cost/dispatch.h"
 #include "sim/platform/scoreboard.h"
 #include "sim/ir/schedule.h"
 
@@ -15,13 +16,13 @@ namespace npusim::platform {
 class CommandUnit : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(CommandUnit);
+  // `channel` is its index among the engine's channels in `dispatcher`.
   CommandUnit(const sc_core::sc_module_name& name, const Schedule& schedule,
-              Scoreboard& scoreboard, sc_core::sc_event& freed);
+              Scoreboard& scoreboard, cost::QueueDispatcher& dispatcher, std::uint32_t channel,
+              sc_core::sc_event& freed);
   CommandUnit(const CommandUnit&) = delete;
   CommandUnit& operator=(const CommandUnit&) = delete;
 
-  bool busy() const { return busy_; }
-  void reserve() { busy_ = true; }
   void start(std::uint32_t command);
 
  protected:
@@ -32,9 +33,10 @@ class CommandUnit : public sc_core::sc_module {
   void run();
   const Schedule& schedule_;
   Scoreboard& scoreboard_;
+  cost::QueueDispatcher& dispatcher_;
+  std::uint32_t channel_;
   sc_core::sc_event& freed_;
   sc_core::sc_event job_;
-  bool busy_ = false;
   bool has_job_ = false;
   std::uint32_t command_ = 0;
 };

@@ -10,7 +10,7 @@
 #include <systemc>
 
 #include "profiler/timeline.h"
-#include "sim/cost/cost_model.h"
+#include "sim/cost/memory.h"
 
 namespace npusim::platform {
 

@@ -11,18 +11,11 @@ Engine::Engine(const sc_core::sc_module_name& name, const Schedule& schedule,
       schedule_(schedule),
       queue_(std::move(queue)),
       scoreboard_(scoreboard),
-      dispatch_cycles_(dispatch_cycles) {
+      dispatcher_(dispatch_cycles, units) {
   SC_THREAD(dispatch);
   for (std::uint32_t u = 0; u < units; ++u) {
-    units_.push_back(make_unit(("unit" + std::to_string(u)).c_str(), wake_));
+    units_.push_back(make_unit(("unit" + std::to_string(u)).c_str(), dispatcher_, u, wake_));
   }
-}
-
-std::optional<std::uint32_t> Engine::free_unit() const {
-  for (std::uint32_t u = 0; u < units_.size(); ++u) {
-    if (!units_[u]->busy()) return u;
-  }
-  return std::nullopt;
 }
 
 void Engine::dispatch() {
@@ -34,12 +27,11 @@ void Engine::dispatch() {
         wait(wake_);
       }
     }
-    std::optional<std::uint32_t> unit;
-    while (!(unit = free_unit())) wait(wake_);
-    units_[*unit]->reserve();
-    if (dispatch_cycles_ > 0) wait(cycles(dispatch_cycles_));
-    scoreboard_.started(command, *unit);
-    units_[*unit]->start(command);
+    while (dispatcher_.earliest_dispatch(now_cycles()) != now_cycles()) wait(wake_);
+    const cost::QueueDispatcher::Grant grant = dispatcher_.dispatch(now_cycles());
+    if (grant.start > now_cycles()) wait(cycles(grant.start - now_cycles()));
+    scoreboard_.started(command, grant.channel);
+    units_[grant.channel]->start(command);
   }
 }
 

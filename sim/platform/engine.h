@@ -1,16 +1,16 @@
-// One engine of the command processor: an in-order queue and the units that run its commands
-// (one for a slice's array or vector unit, one per channel for a DMA engine). Its dispatcher
-// starts each command once its dependencies are done and a unit is free, after the dispatch cost.
+// One engine of the command processor: an in-order queue and what runs its commands (one unit for
+// a slice's array or vector unit, one per channel for a DMA engine). Its thread dispatches by
+// cost::QueueDispatcher's rule, the estimator's.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <vector>
 
 #include <systemc>
 
+#include "sim/cost/dispatch.h"
 #include "sim/platform/command_unit.h"
 #include "sim/platform/scoreboard.h"
 #include "sim/ir/schedule.h"
@@ -20,9 +20,11 @@ namespace npusim::platform {
 class Engine final : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(Engine);
-  // Builds a unit named `name`, as a child of the engine, that notifies `freed` when it frees.
-  using UnitFactory =
-      std::function<std::unique_ptr<CommandUnit>(const char* name, sc_core::sc_event& freed)>;
+  // Builds the runner of channel `channel`, named `name`, as a child of the engine; it releases
+  // the channel of `dispatcher` and notifies `freed` when its command ends.
+  using UnitFactory = std::function<std::unique_ptr<CommandUnit>(
+      const char* name, cost::QueueDispatcher& dispatcher, std::uint32_t channel,
+      sc_core::sc_event& freed)>;
 
   Engine(const sc_core::sc_module_name& name, const Schedule& schedule,
          std::vector<std::uint32_t> queue, Scoreboard& scoreboard, std::uint64_t dispatch_cycles,
@@ -35,13 +37,11 @@ class Engine final : public sc_core::sc_module {
 
  private:
   void dispatch();
-  // The lowest-numbered unit that is free, if any.
-  std::optional<std::uint32_t> free_unit() const;
 
   const Schedule& schedule_;
   std::vector<std::uint32_t> queue_;
   Scoreboard& scoreboard_;
-  std::uint64_t dispatch_cycles_;
+  cost::QueueDispatcher dispatcher_;
   std::vector<std::unique_ptr<CommandUnit>> units_;
   sc_core::sc_event wake_;  // a dependency finished or a unit freed
   std::size_t head_ = 0;

@@ -8,9 +8,17 @@
 
 namespace npusim {
 
+// Sets SystemC's process-wide state once: no banner, picosecond resolution, warnings thrown.
+// The process that simulates calls it first (the CLI's main, a test main, a simulation child);
+// libraries never do.
+void configure_systemc_process();
+// Whether this process has elaborated (and so can no longer simulate in-process).
+bool systemc_elaborated();
+
 // Elaborates the platform for `config`, runs `schedule` to completion and returns when each
 // command started and ended. SystemC elaborates once per process, so this may be called once per
-// process (a second call throws std::logic_error). Throws SimulationError on a deadlock, naming
+// process (a second call throws std::logic_error, as does a call before
+// configure_systemc_process()). Throws SimulationError on a deadlock, naming
 // the blocked commands.
 profiler::Timeline simulate(const Schedule& schedule, const HwConfig& config);
 

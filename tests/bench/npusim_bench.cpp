@@ -35,6 +35,7 @@ int usage() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  npusim::configure_systemc_process();
   if (argc < 3) return usage();
   const std::string mode = argv[1];
   const std::string config_name = argc > 3 ? argv[3] : "default";

@@ -12,7 +12,7 @@
 #include "sim/config/hw_config.h"
 #include "sim/ir/schedule.h"
 
-namespace npusim::app {
+namespace npusim::api {
 
 enum class ModelKind { kSchedule, kGraphJson, kTopology, kOnnx };
 const char* model_kind_name(ModelKind kind);
@@ -34,4 +34,4 @@ std::optional<Graph> load_graph(const std::string& path, ModelKind kind, const M
 // The model as a schedule for `config`: loaded, or compiled from its graph.
 Schedule load_or_compile(const std::string& path, const HwConfig& config, const ModelOptions& options);
 
-}  // namespace npusim::app
+}  // namespace npusim::api

@@ -1,4 +1,4 @@
-#include "sim/app/models.h"
+#include "sim/api/models.h"
 
 #include <filesystem>
 
@@ -11,7 +11,7 @@
 #include "sim/frontend/scalesim.h"
 #include "sim/util/json_reader.h"
 
-namespace npusim::app {
+namespace npusim::api {
 
 const char* model_kind_name(ModelKind kind) {
   switch (kind) {
@@ -94,4 +94,4 @@ Schedule load_or_compile(const std::string& path, const HwConfig& config, const 
   return compile_schedule(graph, config);
 }
 
-}  // namespace npusim::app
+}  // namespace npusim::api

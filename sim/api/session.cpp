@@ -1,0 +1,255 @@
+#include "sim/api/session.h"
+
+#include <chrono>
+
+#include <spdlog/spdlog.h>
+
+#include "profiler/chrome_trace.h"
+#include "profiler/csv_writers.h"
+#include "profiler/output_dir.h"
+#include "profiler/perfetto_trace.h"
+#include "profiler/select.h"
+#include "profiler/trace_model.h"
+#include "sim/api/iterations.h"
+#include "sim/api/simulate_child.h"
+#include "sim/estimator/estimator.h"
+#include "sim/ir/engines.h"
+#include "sim/platform/platform.h"
+#include "sim/util/error.h"
+
+namespace npusim::api {
+namespace {
+
+// Logs how long a phase took at info level (`--log-level info`), for people sizing runs.
+class PhaseTimer {
+ public:
+  explicit PhaseTimer(const char* phase) : phase_(phase), start_(std::chrono::steady_clock::now()) {}
+  ~PhaseTimer() {
+    const auto ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
+    spdlog::info("{}: {:.1f} ms", phase_, ms);
+  }
+  PhaseTimer(const PhaseTimer&) = delete;
+  PhaseTimer& operator=(const PhaseTimer&) = delete;
+
+ private:
+  const char* phase_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+void warn_on_target_mismatch(const Schedule& schedule, const HwConfig& config) {
+  if (!schedule.target_config.empty() && schedule.target_config != config.name) {
+    spdlog::warn("{} was compiled for config '{}' but runs on '{}'", schedule.file,
+                 schedule.target_config, config.name);
+  }
+  if (schedule.target_slices != 0 && schedule.target_slices != config.slices.count) {
+    spdlog::warn("{} was compiled for {} slice(s) but the config has {}", schedule.file,
+                 schedule.target_slices, config.slices.count);
+  }
+}
+
+// A schedule that overfills local memory cannot run as compiled: why, if it does.
+std::string lram_failure(const profiler::Workload& w, const profiler::Timeline& t,
+                         const char* which) {
+  const profiler::RunStats stats = profiler::compute_stats(w, t);
+  const auto& over = stats.lram.overflow;
+  if (!over) return "";
+  return std::string("local memory capacity exceeded in the ") + which + ": " +
+         w.commands[over->command].id + " allocates at cycle " + std::to_string(over->at) +
+         ", bringing occupancy to " + std::to_string(over->in_use_bytes) + " of " +
+         std::to_string(w.device.lram_bytes) + " bytes";
+}
+
+// A model name as a folder name: letters, digits, '.', '-' and '_' kept, anything else '_'.
+std::string folder_name(const std::string& model_name) {
+  std::string name;
+  for (char ch : model_name) {
+    const bool keep = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                      (ch >= '0' && ch <= '9') || ch == '.' || ch == '-' || ch == '_';
+    name += keep ? ch : '_';
+  }
+  if (name.empty() || name.find_first_not_of('.') == std::string::npos) name = "model";
+  return name;
+}
+
+// Runs `run` and returns its timeline; if it cannot complete, records why and which commands
+// finished, and returns the partial timeline.
+template <typename Run>
+profiler::Timeline run_or_partial(Run run, std::string& failure, std::vector<bool>& finished) {
+  try {
+    return run();
+  } catch (const SimulationError& e) {
+    if (e.partial() == nullptr) throw;
+    failure = e.what();
+    finished = e.partial()->finished;
+    return e.partial()->timeline;
+  }
+}
+
+// Per inference k of n, its first start and last end.
+std::vector<profiler::Iterations::Span> spans(const profiler::Timeline& t, std::uint32_t n,
+                                              std::size_t per) {
+  std::vector<profiler::Iterations::Span> list(n);
+  for (std::uint32_t k = 0; k < n; ++k) {
+    profiler::Iterations::Span& s = list[k];
+    s.start = ~profiler::Cycles{0};
+    for (std::size_t i = k * per; i < (k + 1) * per; ++i) {
+      s.start = std::min(s.start, t.commands[i].start);
+      s.end = std::max(s.end, t.commands[i].end);
+    }
+    if (per == 0) s.start = 0;
+  }
+  return list;
+}
+
+}  // namespace
+
+void check_iterations(const Iterations& it, std::size_t schedule_commands) {
+  if (it.count < 1 || it.count > 10000) {
+    throw InputError("--iterations", "",
+                     "expected 1 to 10000 inferences, found " + std::to_string(it.count));
+  }
+  if (it.first_profiled >= it.count) {
+    throw InputError("--profile-start-iter", "",
+                     "inference " + std::to_string(it.first_profiled) + " of " +
+                         std::to_string(it.count) + " does not exist (they count from 0)");
+  }
+  if (it.profiled > it.count - it.first_profiled) {
+    throw InputError("--profile-samples", "",
+                     std::to_string(it.profiled) + " inferences from #" +
+                         std::to_string(it.first_profiled) + " run past the " +
+                         std::to_string(it.count) + " run");
+  }
+  // N back-to-back copies must stay within the schedule limit.
+  const std::uint64_t total = schedule_commands * std::uint64_t{it.count};
+  if (total > kMaxCommands) {
+    throw InputError("--iterations", "",
+                     std::to_string(it.count) + " copies of " + std::to_string(schedule_commands) +
+                         " commands exceed the limit of " + std::to_string(kMaxCommands) +
+                         " commands");
+  }
+}
+
+Session::Session(RunRequest request, HwConfig config, Schedule schedule)
+    : request_(std::move(request)), config_(std::move(config)), schedule_(std::move(schedule)) {
+  workload_ = make_workload(schedule_, config_);
+}
+
+Session Session::open(const RunRequest& request) {
+  if (request.model.empty()) throw InputError("", "", "a model is required");
+  HwConfig config = load_hw_config(request.config, request.overrides);
+  Schedule schedule = [&] {
+    PhaseTimer t("load and compile");
+    return load_or_compile(request.model, config, request.model_options);
+  }();
+  warn_on_target_mismatch(schedule, config);
+  spdlog::info("{}: {} commands, config '{}' ({} slices)", request.model,
+               schedule.commands.size(), config.name, config.slices.count);
+  return Session(request, std::move(config), std::move(schedule));
+}
+
+std::filesystem::path Session::default_out() const {
+  return std::filesystem::path("traces") / folder_name(schedule_.model.name);
+}
+
+Measured Session::measure(bool simulate_too) const {
+  const Iterations& iters = request_.iterations;
+  check_iterations(iters, schedule_.commands.size());
+  const std::uint32_t n = iters.count;
+  const std::uint32_t start = iters.first_profiled;
+  const Schedule schedule = repeat_schedule(schedule_, n);
+  const profiler::Workload full = n == 1 ? workload_ : make_workload(schedule, config_);
+  std::string failure;
+  std::vector<bool> finished(schedule.commands.size(), true);
+  profiler::Timeline est = run_or_partial([&] {
+    PhaseTimer t("estimate");
+    return estimate(schedule, config_);
+  }, failure, finished);
+  if (failure.empty()) failure = lram_failure(full, est, "estimate");
+  std::optional<profiler::Timeline> sim;
+  // A run the estimate cannot complete, the simulation cannot either: it is not started.
+  if (simulate_too && failure.empty()) {
+    sim = run_or_partial([&] {
+      PhaseTimer t("simulate");
+      return systemc_elaborated() ? simulate_in_child(schedule, config_)
+                                  : simulate(schedule, config_);
+    }, failure, finished);
+    if (failure.empty()) failure = lram_failure(full, *sim, "simulation");
+  }
+  if (!failure.empty()) {
+    // The outputs hold the commands that finished, with the run's own times.
+    std::vector<const profiler::Timeline*> timelines = {&est};
+    if (sim) timelines.push_back(&*sim);
+    profiler::Selection part = profiler::select_commands(full, timelines, finished, 0);
+    Measured m{std::move(part.workload), std::move(part.timelines[0]), std::nullopt,
+               std::nullopt, failure};
+    if (sim) m.runtime = std::move(part.timelines[1]);
+    return m;
+  }
+  if (n == 1) return {full, std::move(est), std::move(sim), std::nullopt, ""};
+
+  const std::size_t per = schedule_.commands.size();
+  const std::uint32_t samples = iters.profiled == 0 ? n - start : iters.profiled;
+  profiler::Iterations it;
+  it.count = n;
+  it.first_profiled = start;
+  it.profiled = samples;
+  it.estimate = spans(est, n, per);
+  if (sim) it.runtime = spans(*sim, n, per);
+  std::vector<bool> keep(schedule.commands.size(), false);
+  for (std::size_t i = start * per; i < (start + samples) * per; ++i) keep[i] = true;
+  // Times count from the end of the inference before the window (an inference starts when the
+  // previous one has finished).
+  auto origin = [&](const std::vector<profiler::Iterations::Span>& list) {
+    return start == 0 ? profiler::Cycles{0} : list[start - 1].end;
+  };
+  profiler::Selection e = profiler::select_commands(full, {&est}, keep, origin(it.estimate));
+  Measured m{std::move(e.workload), std::move(e.timelines[0]), std::nullopt, it, ""};
+  if (sim) {
+    m.runtime = std::move(
+        profiler::select_commands(full, {&*sim}, keep, origin(it.runtime)).timelines[0]);
+  }
+  return m;
+}
+
+namespace {
+profiler::ReportOptions report_options(const Measured& m, profiler::StatsLevel level) {
+  profiler::ReportOptions report;
+  report.level = level;
+  report.iterations = m.iterations ? &*m.iterations : nullptr;
+  report.incomplete = m.failure;
+  return report;
+}
+}  // namespace
+
+void write_summary(std::ostream& out, const Measured& m, profiler::StatsLevel level) {
+  profiler::write_summary(out, m.workload, m.estimate, m.runtime ? &*m.runtime : nullptr,
+                          report_options(m, level));
+}
+
+void Session::write(const Measured& m, const std::filesystem::path& out,
+                    profiler::StatsLevel level) const {
+  PhaseTimer timer("write outputs");
+  profiler::OutputDir dir(out);
+  const auto& w = m.workload;
+  const profiler::Timeline& est = m.estimate;
+  const profiler::Timeline* sim = m.runtime ? &*m.runtime : nullptr;
+  const profiler::ReportOptions report = report_options(m, level);
+  dir.write("timeline.csv", [&](std::ostream& s) { profiler::write_timeline_csv(s, w, est); });
+  if (sim) {
+    dir.write("runtime_timeline.csv", [&](std::ostream& s) { profiler::write_timeline_csv(s, w, *sim); });
+    dir.write("runtime.csv", [&](std::ostream& s) { profiler::write_runtime_csv(s, w, *sim); });
+    dir.write("annotated.csv", [&](std::ostream& s) { profiler::write_annotated_csv(s, w, *sim); });
+  }
+  std::vector<profiler::TraceRun> runs = {{"compile-time estimate", &est}};
+  if (sim) runs.push_back({"runtime simulation", sim});
+  const profiler::TraceModel trace =
+      profiler::build_trace_model(w, runs, profiler::trace_options_for(level));
+  dir.write("trace.json", [&](std::ostream& s) { profiler::write_chrome_trace(s, trace); });
+  dir.write("trace.pftrace", [&](std::ostream& s) { profiler::write_perfetto_trace(s, trace); });
+  dir.write("summary.txt", [&](std::ostream& s) { profiler::write_summary(s, w, est, sim, report); });
+  dir.write("stats.json", [&](std::ostream& s) { profiler::write_stats_json(s, w, est, sim, report); });
+  dir.commit();
+}
+
+}  // namespace npusim::api

@@ -1,0 +1,90 @@
+// The run pipeline as a library: load or compile a model for a config, estimate it, simulate it
+// and write the outputs. The CLI's run, estimate, sweep and check call it; so can a Python
+// binding or a scenario driver.
+//
+//   api::RunRequest req{"models/fc.json", "default"};
+//   api::Session session = api::Session::open(req);
+//   api::Measured m = session.measure(/*simulate=*/true);
+//   session.write(m, "traces/fc", profiler::StatsLevel::k70);
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "profiler/stats.h"
+#include "profiler/timeline.h"
+#include "profiler/report_writers.h"
+#include "sim/api/models.h"
+#include "sim/config/hw_config.h"
+#include "sim/ir/schedule.h"
+
+namespace npusim::api {
+
+// A scenario: what is run. Today back-to-back inferences with a profiling window (--iterations);
+// LLM prefill and decode will be further scenario types.
+struct Iterations {
+  std::uint32_t count = 1;           // inferences run, 1 to 10000
+  std::uint32_t first_profiled = 0;  // 0-based
+  std::uint32_t profiled = 0;        // inferences profiled from first_profiled; 0: all the rest
+};
+
+struct RunRequest {
+  std::string model;  // a schedule, graph JSON, SCALE-Sim topology or ONNX file
+  std::string config = "default";
+  std::vector<std::string> overrides;  // "key.path=value"
+  ModelOptions model_options;
+  Iterations iterations;
+};
+
+// What a run measured: every command of one inference, else the profiled inferences, with
+// per-inference figures.
+struct Measured {
+  profiler::Workload workload;
+  profiler::Timeline estimate;
+  std::optional<profiler::Timeline> runtime;
+  std::optional<profiler::Iterations> iterations;
+  std::string failure;  // why the run could not complete; the outputs then hold what finished
+};
+
+class Session {
+ public:
+  // Loads the config and loads or compiles the model. Throws InputError on bad input.
+  static Session open(const RunRequest& request);
+
+  const HwConfig& config() const { return config_; }
+  const Schedule& schedule() const { return schedule_; }
+  const profiler::Workload& workload() const { return workload_; }
+
+  // Estimates and, if `simulate`, simulates the request's scenario. A run that cannot complete
+  // returns what finished with `failure` set. The simulation runs in this process when SystemC
+  // has not elaborated here yet, else in a child process (simulate_in_child), so a session may
+  // measure any number of times in one process.
+  Measured measure(bool simulate) const;
+
+  // Writes every output file into `out` atomically (all or none). Throws profiler::OutputError.
+  void write(const Measured& measured, const std::filesystem::path& out,
+             profiler::StatsLevel level) const;
+
+  // traces/<model name>, the default output folder.
+  std::filesystem::path default_out() const;
+
+ private:
+  Session(RunRequest request, HwConfig config, Schedule schedule);
+
+  RunRequest request_;
+  HwConfig config_;
+  Schedule schedule_;
+  profiler::Workload workload_;
+};
+
+// The summary that `run` prints, as written into summary.txt.
+void write_summary(std::ostream& out, const Measured& measured, profiler::StatsLevel level);
+
+// Checks the scenario against the schedule (count within limits, window inside the run); throws
+// InputError naming the option.
+void check_iterations(const Iterations& iterations, std::size_t schedule_commands);
+
+}  // namespace npusim::api

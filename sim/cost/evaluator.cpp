@@ -1,0 +1,33 @@
+#include "sim/cost/evaluator.h"
+
+namespace npusim::cost {
+
+Evaluator::Evaluator(const HwConfig& config) : config_(config), dma_(config), dram_(config) {}
+
+CommandCost Evaluator::cost(const Command& command) {
+  CommandCost c;
+  switch (command.engine) {
+    case EngineType::kSlice: {
+      if (std::holds_alternative<std::monostate>(command.shape)) return c;
+      const SliceCost s = slice_op_cost(command.op, command.shape, config_);
+      c.cycles = c.compute_cycles = s.cycles;
+      c.macs = s.macs;
+      c.vector_macs = s.vector_macs;
+      return c;
+    }
+    case EngineType::kHost:
+      c.cycles = c.compute_cycles = host_call_cycles(command.elements, config_.host);
+      return c;
+    case EngineType::kDmaIn:
+    case EngineType::kDmaOut: {
+      // Schedules repeat few transfer sizes; each is replayed once.
+      auto [it, inserted] = transfer_cycles_.try_emplace(command.bytes, 0);
+      if (inserted) it->second = isolated_transfer_cycles(command.bytes, dma_, dram_);
+      c.cycles = it->second;
+      return c;
+    }
+  }
+  return c;
+}
+
+}  // namespace npusim::cost

@@ -1,0 +1,39 @@
+// The one evaluator: what any command costs on a config, with no contention. The schedule's
+// checks fix every command's cost with it, so the estimator, the SystemC platform, the compiler
+// and the reports all read one number.
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+
+#include "sim/config/hw_config.h"
+#include "sim/cost/compute.h"
+#include "sim/cost/memory.h"
+#include "sim/ir/schedule.h"
+
+namespace npusim::cost {
+
+// One command's cost. Energy is reserved here, next to the cycles it is derived with.
+struct CommandCost {
+  Cycles cycles = 0;              // on its engine with DRAM to itself
+  Cycles compute_cycles = 0;      // slice and host commands: cycles on their unit
+  std::uint64_t macs = 0;         // on the systolic array
+  std::uint64_t vector_macs = 0;  // on the vector unit
+};
+
+class Evaluator {
+ public:
+  explicit Evaluator(const HwConfig& config);
+  // Throws std::overflow_error when a figure does not fit 64 bits.
+  CommandCost cost(const Command& command);
+  const DmaTiming& dma() const { return dma_; }
+  const DramTiming& dram() const { return dram_; }
+
+ private:
+  const HwConfig& config_;
+  DmaTiming dma_;
+  DramTiming dram_;
+  std::unordered_map<std::uint64_t, Cycles> transfer_cycles_;  // by byte count
+};
+
+}  // namespace npusim::cost

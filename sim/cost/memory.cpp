@@ -1,0 +1,99 @@
+#include "sim/cost/memory.h"
+
+#include <algorithm>
+#include <deque>
+#include <numeric>
+
+#include "sim/util/math.h"
+
+namespace npusim::cost {
+
+DramTiming::DramTiming(const HwConfig& config)
+    : latency_cycles(config.dram_latency_cycles()), dram_channels(config.dram.channels) {
+  // One cycle is 1 / (khz * 1e3) s; one byte on one channel is channels / (mbps * 1e6) s. In
+  // ticks of 1 / (khz * mbps * 1e6) s: a cycle is mbps * 1000 ticks and a byte channels * khz.
+  Ticks per_cycle = Ticks{config.dram.bandwidth_mbps} * 1000u;
+  Ticks per_byte = Ticks{config.clock_khz} * config.dram.channels;
+  const auto g =
+      std::gcd(static_cast<std::uint64_t>(per_cycle), static_cast<std::uint64_t>(per_byte));
+  ticks_per_cycle = per_cycle / g;
+  ticks_per_byte = per_byte / g;
+}
+
+DramState::DramState(const DramTiming& timing) : timing_(timing), free_at_(timing.dram_channels, 0) {}
+
+std::uint32_t DramState::earliest_channel() const {
+  return static_cast<std::uint32_t>(std::min_element(free_at_.begin(), free_at_.end()) -
+                                    free_at_.begin());
+}
+
+Cycles DramState::serve(std::uint32_t dram_channel, Cycles arrival, std::uint64_t bytes) {
+  const Ticks start = std::max(free_at_[dram_channel], Ticks{arrival} * timing_.ticks_per_cycle);
+  const Ticks end = start + Ticks{bytes} * timing_.ticks_per_byte;
+  free_at_[dram_channel] = end;
+  const Ticks end_cycle = (end + timing_.ticks_per_cycle - 1) / timing_.ticks_per_cycle;
+  return static_cast<Cycles>(end_cycle) + timing_.latency_cycles;
+}
+
+DmaTiming::DmaTiming(const HwConfig& config)
+    : max_burst_bytes(config.dma.burst_bytes),
+      bytes_per_cycle(config.dma.bytes_per_cycle),
+      setup_cycles(config.dma.setup_cycles),
+      max_outstanding(config.dma.max_outstanding) {}
+
+std::uint64_t DmaTiming::burst_count(std::uint64_t bytes) const {
+  return ceil_div(bytes, max_burst_bytes);
+}
+
+std::uint64_t DmaTiming::burst_bytes(std::uint64_t bytes, std::uint64_t burst) const {
+  return std::min(max_burst_bytes, bytes - burst * max_burst_bytes);
+}
+
+Cycles DmaTiming::port_cycles(std::uint64_t bytes) const { return ceil_div(bytes, bytes_per_cycle); }
+
+DmaTransfer::DmaTransfer(const DmaTiming& timing, std::uint64_t bytes, Cycles start)
+    : timing_(timing),
+      bytes_(bytes),
+      bursts_(timing.burst_count(bytes)),
+      port_free_(start),
+      last_done_(start) {}
+
+DmaTransfer::Burst DmaTransfer::issue(Cycles ready) {
+  const std::uint64_t size = timing_.burst_bytes(bytes_, next_burst_++);
+  port_free_ = std::max(port_free_, ready) + timing_.port_cycles(size);
+  return {port_free_, size};
+}
+
+std::vector<DmaTransfer::Burst> DmaTransfer::start_bursts() {
+  std::vector<Burst> first;
+  while (next_burst_ < std::min<std::uint64_t>(bursts_, timing_.max_outstanding)) {
+    first.push_back(issue(port_free_));
+  }
+  return first;
+}
+
+DmaTransfer::Burst DmaTransfer::served(Cycles done) {
+  // Bursts have their data in issue order; the slot of burst `served_` goes to the burst
+  // max_outstanding after it, which enters the port no earlier than `done`.
+  last_done_ = std::max(last_done_, done);
+  ++served_;
+  if (next_burst_ < bursts_) return issue(done);
+  return {};
+}
+
+Cycles isolated_transfer_cycles(std::uint64_t bytes, const DmaTiming& dma, const DramTiming& dram) {
+  DramState state(dram);
+  DmaTransfer transfer(dma, bytes, dma.setup_cycles);
+  // With DRAM to itself, bursts are served in issue order as soon as they arrive.
+  std::deque<DmaTransfer::Burst> waiting;
+  for (const DmaTransfer::Burst& b : transfer.start_bursts()) waiting.push_back(b);
+  while (!waiting.empty()) {
+    const DmaTransfer::Burst b = waiting.front();
+    waiting.pop_front();
+    const DmaTransfer::Burst next = transfer.served(state.serve(state.earliest_channel(), b.arrival, b.bytes));
+    if (next.bytes != 0) waiting.push_back(next);
+  }
+  return transfer.end();
+}
+
+}  // namespace npusim::cost
