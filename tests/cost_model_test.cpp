@@ -1,6 +1,8 @@
 // Exact cycle counts of the cost model, with the arithmetic in a comment.
 #include "sim/cost/evaluator.h"
 
+#include "sim/cost/dispatch.h"
+
 #include <gtest/gtest.h>
 
 #include <stdexcept>
@@ -165,6 +167,74 @@ TEST(IsolatedTransfer, OutstandingLimitStallsThePort) {
   // 4 bursts: 32 + 4 * 128 = 544.
   const HwConfig c = parse_hw_config(R"({"dma": {"max_outstanding": 1}})", "test");
   EXPECT_EQ(isolated_transfer_cycles(1024, DmaTiming(c), DramTiming(c)), 544u);
+}
+
+TEST(DmaTransfer, StepsBurstsThroughThePortAndTheOutstandingWindow) {
+  // Default port: 8 B/cycle, 256-byte bursts, max_outstanding 2 (set below). 600 bytes = 256 +
+  // 256 + 88. From cycle 10 the first two go out back to back: 10 + 32 = 42, 42 + 32 = 74.
+  const HwConfig c = parse_hw_config(R"({"dma": {"max_outstanding": 2}})", "test");
+  const DmaTiming timing(c);
+  DmaTransfer t(timing, 600, 10);
+  const std::vector<DmaTransfer::Burst> first = t.start_bursts();
+  ASSERT_EQ(first.size(), 2u);
+  EXPECT_EQ(first[0].arrival, 42u);
+  EXPECT_EQ(first[0].bytes, 256u);
+  EXPECT_EQ(first[1].arrival, 74u);
+  // Burst 0's data at 200 frees its slot: burst 2 (88 bytes, ceil(88/8) = 11 port cycles) enters
+  // the port at max(74, 200) = 200 and leaves at 211.
+  const DmaTransfer::Burst third = t.served(200);
+  EXPECT_EQ(third.arrival, 211u);
+  EXPECT_EQ(third.bytes, 88u);
+  EXPECT_FALSE(t.finished());
+  EXPECT_EQ(t.served(230).bytes, 0u);  // nothing left to issue
+  EXPECT_EQ(t.served(300).bytes, 0u);
+  EXPECT_TRUE(t.finished());
+  EXPECT_EQ(t.end(), 300u);
+}
+
+TEST(QueueDispatcher, InOrderOnTheLowestFreeChannelAfterTheDispatchCost) {
+  QueueDispatcher d(4, 2);  // 4 dispatch cycles, 2 channels
+  // First command, ready at 10: channel 0, starts 14.
+  EXPECT_EQ(d.earliest_dispatch(10), 10u);
+  QueueDispatcher::Grant g = d.dispatch(10);
+  EXPECT_EQ(g.start, 14u);
+  EXPECT_EQ(g.channel, 0u);
+  d.release(0, 100);
+  // Second, ready at 0: not before the first has started (14); channel 1 is free.
+  EXPECT_EQ(d.earliest_dispatch(0), 14u);
+  g = d.dispatch(14);
+  EXPECT_EQ(g.start, 18u);
+  EXPECT_EQ(g.channel, 1u);
+  // A channel whose command still runs (the platform releases at the real end) is never free;
+  // channel 0 frees at 100.
+  d.release(1, QueueDispatcher::kNever);
+  EXPECT_EQ(d.earliest_dispatch(0), 100u);
+  d.release(1, 50);
+  // Third: channel 1 frees first (50 < 100).
+  EXPECT_EQ(d.earliest_dispatch(20), 50u);
+  EXPECT_EQ(d.dispatch(50).channel, 1u);
+}
+
+TEST(Evaluator, HostCallsCostTheRoundTripPlusPerElement) {
+  // Default host: 5000 cycles per call + 4 per element: 5000 + 4 * 100 = 5400.
+  const HwConfig c = parse_hw_config("{}", "test");
+  Command host;
+  host.engine = EngineType::kHost;
+  host.elements = 100;
+  Evaluator e(c);
+  EXPECT_EQ(e.cost(host).cycles, 5400u);
+  EXPECT_EQ(e.cost(host).compute_cycles, 5400u);
+  EXPECT_THROW(host_call_cycles(~std::uint64_t{0} / 2, c.host), std::overflow_error);
+}
+
+TEST(Evaluator, DmaCommandsCostTheIsolatedTransfer) {
+  const HwConfig c = parse_hw_config("{}", "test");
+  Command load;
+  load.engine = EngineType::kDmaIn;
+  load.bytes = 1024;
+  Evaluator e(c);
+  EXPECT_EQ(e.cost(load).cycles, 256u);  // IsolatedTransfer.PortBoundWhenDramIsFaster
+  EXPECT_EQ(e.cost(load).compute_cycles, 0u);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "sim/util/error.h"
+#include "sim/api/simulate_child.h"
 #include "sim/estimator/estimator.h"
 
 namespace npusim {
@@ -144,6 +145,45 @@ TEST(Platform, ElaboratesOncePerProcess) {
   const Schedule s = parse_schedule(schedule_with({gemm("S0", 0)}), "s.json", config);
   EXPECT_EQ(simulate(s, config).total_cycles(), 66u);  // 4 dispatch + 62
   EXPECT_THROW(simulate(s, config), std::logic_error);
+}
+
+TEST(Platform, SimulationsInChildProcessesRepeatAndEqualTheInProcessOne) {
+  const HwConfig config = parse_hw_config("{}", "cfg");
+  const Schedule s = parse_schedule(
+      schedule_with({load("DI0", 1024), gemm("S0", 0, {"DI0"}), store("DO0", 512, {"S0"})}),
+      "s.json", config);
+  const profiler::Timeline first = api::simulate_in_child(s, config);
+  // DI0: 4 dispatch + 256 transfer = 260; S0: 260 + 4 + 62 = 326; DO0 (512 B, two bursts):
+  // 326 + 4 + 32 setup + 64 port + 16 DRAM + 80 latency = 522.
+  EXPECT_EQ(first.total_cycles(), 522u);
+  EXPECT_EQ(first.dram.bursts, 6u);  // 4 + 2
+  EXPECT_EQ(first.dram.bytes, 1536u);
+  const profiler::Timeline second = api::simulate_in_child(s, config);
+  const profiler::Timeline in_process = simulate(s, config);
+  for (const profiler::Timeline* t : {&second, &in_process}) {
+    ASSERT_EQ(t->commands.size(), first.commands.size());
+    for (std::size_t i = 0; i < first.commands.size(); ++i) {
+      EXPECT_EQ(t->commands[i].start, first.commands[i].start);
+      EXPECT_EQ(t->commands[i].end, first.commands[i].end);
+    }
+  }
+  // A child inherits the parent's SystemC state: once this process has elaborated, it says so.
+  EXPECT_THROW(api::simulate_in_child(s, config), std::logic_error);
+}
+
+TEST(Platform, ADeadlockInTheChildComesBackWithItsPartialRun) {
+  const HwConfig config = parse_hw_config("{}", "cfg");
+  const Schedule s = parse_schedule(
+      schedule_with({gemm("S0", 0, {"S3"}), gemm("S1", 0), gemm("S2", 1, {"S1"}), gemm("S3", 1)}),
+      "s.json", config);
+  try {
+    api::simulate_in_child(s, config);
+    FAIL() << "expected a deadlock";
+  } catch (const SimulationError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("SLICE0.ARRAY holds S0, waiting for S3"));
+    ASSERT_NE(e.partial(), nullptr);
+    EXPECT_EQ(e.partial()->finished, std::vector<bool>(4, false));
+  }
 }
 
 }  // namespace

@@ -171,8 +171,8 @@ Measured Session::measure(bool simulate_too) const {
   if (simulate_too && failure.empty()) {
     sim = run_or_partial([&] {
       PhaseTimer t("simulate");
-      return systemc_elaborated() ? simulate_in_child(schedule, config_)
-                                  : simulate(schedule, config_);
+      return request_.simulate_in_this_process ? simulate(schedule, config_)
+                                               : simulate_in_child(schedule, config_);
     }, failure, finished);
     if (failure.empty()) failure = lram_failure(full, *sim, "simulation");
   }

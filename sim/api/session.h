@@ -37,6 +37,9 @@ struct RunRequest {
   std::vector<std::string> overrides;  // "key.path=value"
   ModelOptions model_options;
   Iterations iterations;
+  // Where the simulation runs. By default in a forked child (simulate_in_child), so that a process
+  // may measure any number of times; a program that simulates once (the CLI) may run it here.
+  bool simulate_in_this_process = false;
 };
 
 // What a run measured: every command of one inference, else the profiled inferences, with
@@ -58,10 +61,8 @@ class Session {
   const Schedule& schedule() const { return schedule_; }
   const profiler::Workload& workload() const { return workload_; }
 
-  // Estimates and, if `simulate`, simulates the request's scenario. A run that cannot complete
-  // returns what finished with `failure` set. The simulation runs in this process when SystemC
-  // has not elaborated here yet, else in a child process (simulate_in_child), so a session may
-  // measure any number of times in one process.
+  // Estimates and, if `simulate`, simulates the request's scenario, where the request says. A run
+  // that cannot complete returns what finished with `failure` set.
   Measured measure(bool simulate) const;
 
   // Writes every output file into `out` atomically (all or none). Throws profiler::OutputError.

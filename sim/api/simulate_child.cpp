@@ -103,6 +103,11 @@ void write_all(int fd, const void* data, std::size_t size) {
 }  // namespace
 
 profiler::Timeline simulate_in_child(const Schedule& schedule, const HwConfig& config) {
+  if (systemc_elaborated()) {
+    throw std::logic_error(
+        "simulate_in_child: this process has simulated in-process already, and a forked child "
+        "inherits that; a process that simulates more than once must simulate in children only");
+  }
   int fds[2];
   if (::pipe(fds) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
   const pid_t pid = ::fork();

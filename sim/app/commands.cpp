@@ -138,6 +138,7 @@ api::RunRequest request_of(const RunOptions& o, const std::string& usage) {
   r.overrides = o.overrides;
   r.model_options = model_options_of(o);
   r.iterations = iterations_of(o);
+  r.simulate_in_this_process = true;  // one simulation per CLI process
   return r;
 }
 
