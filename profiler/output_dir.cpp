@@ -18,6 +18,36 @@ const std::vector<std::string>& output_file_names() {
   return names;
 }
 
+void write_file_atomically(const fs::path& path, const std::function<void(std::ostream&)>& write) {
+  std::error_code ec;
+  if (path.has_parent_path()) {
+    fs::create_directories(path.parent_path(), ec);
+    if (ec) throw OutputError("cannot write " + path.string() + ": " + ec.message());
+  }
+  const fs::path tmp = path.string() + ".tmp-" + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw OutputError("cannot write " + path.string());
+    write(out);
+    out.flush();
+    if (!out) {
+      out.close();
+      fs::remove(tmp, ec);
+      throw OutputError("cannot write " + path.string());
+    }
+  }
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    throw OutputError("cannot write " + path.string() + ": " + ec.message());
+  }
+}
+
+void write_file_atomically(const fs::path& path, const std::string& text) {
+  write_file_atomically(path, [&](std::ostream& out) { out << text; });
+}
+
 OutputDir::OutputDir(fs::path dir)
     : dir_(std::move(dir)), staging_(dir_ / (".npusim-staging-" + std::to_string(::getpid()))) {}
 

@@ -21,6 +21,12 @@ class OutputError : public std::runtime_error {
 // write are removed, so a folder never mixes files of two runs.
 const std::vector<std::string>& output_file_names();
 
+// Writes one file through a temporary beside it (named with this process's id) and a rename, so
+// that no half-written file is ever seen; parent folders are created. Throws OutputError.
+void write_file_atomically(const std::filesystem::path& path,
+                           const std::function<void(std::ostream&)>& write);
+void write_file_atomically(const std::filesystem::path& path, const std::string& text);
+
 class OutputDir {
  public:
   explicit OutputDir(std::filesystem::path dir);

@@ -18,6 +18,7 @@
 
 #include "profiler/output_dir.h"
 #include "sim/app/process_runner.h"
+#include "sim/app/cli_options.h"
 #include "sim/app/sweep.h"
 #include "sim/util/error.h"
 #include "sim/config/hw_config.h"
@@ -27,6 +28,8 @@ namespace po = boost::program_options;
 namespace fs = std::filesystem;
 
 namespace npusim::app {
+
+using profiler::write_file_atomically;
 namespace {
 
 using OJson = nlohmann::ordered_json;
@@ -546,20 +549,7 @@ int check_command(const std::vector<std::string>& args) {
        "keep each run's outputs in DIR/<index>-<name>/ (default: a temporary folder, removed)")
       ("log-level", po::value<std::string>()->value_name("LEVEL"), "trace|debug|info|warn|error|off")
       ("quiet,q", po::bool_switch(), "no progress and no table; failures are still reported");
-  po::variables_map vm;
-  try {
-    po::positional_options_description positionals;
-    positionals.add("budgets", 1);
-    po::store(po::command_line_parser(args)
-                  .options(desc)
-                  .positional(positionals)
-                  .style(po::command_line_style::default_style & ~po::command_line_style::allow_guessing)
-                  .run(),
-              vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw InputError("", "", std::string(e.what()) + " (see npusim check --help)");
-  }
+  const po::variables_map vm = parse_options(args, desc, "check", "budgets", 1);
   if (help) {
     std::cout << "usage: npusim check BUDGETS.json [--jobs N] [--junit FILE] [--update] [--out DIR]\n\n"
                  "Runs every budget entry (model, config, overrides) with `npusim run` in a process of\n"

@@ -14,6 +14,7 @@
 #include "profiler/select.h"
 #include "profiler/trace_model.h"
 #include "profiler/output_dir.h"
+#include "sim/app/cli_options.h"
 #include "profiler/report_writers.h"
 #include "profiler/stats.h"
 #include "sim/ir/engines.h"
@@ -88,27 +89,6 @@ po::options_description model_options(RunOptions& o, const std::string& what, co
   return desc;
 }
 
-// Parses a subcommand's options, with at most one positional argument (the model); usage errors
-// become InputError (exit 2).
-void parse(const std::vector<std::string>& args, po::options_description& desc,
-           const std::string& usage, const char* positional = "model") {
-  try {
-    po::variables_map vm;
-    po::positional_options_description positionals;
-    if (positional != nullptr) positionals.add(positional, 1);
-    po::store(po::command_line_parser(args)
-                  .options(desc)
-                  .positional(positionals)
-                  .style(po::command_line_style::default_style &
-                         ~po::command_line_style::allow_guessing)
-                  .run(),
-              vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw InputError("", "", std::string(e.what()) + " (see npusim " + usage + " --help)");
-  }
-}
-
 api::ModelOptions model_options_of(const RunOptions& o) {
   api::ModelOptions m;
   for (const std::string& shape : o.input_shapes) add_input_shape(m, shape);
@@ -116,10 +96,6 @@ api::ModelOptions model_options_of(const RunOptions& o) {
   return m;
 }
 
-void print_help(const std::string& synopsis, const std::string& text,
-                const po::options_description& desc) {
-  std::cout << "usage: " << synopsis << "\n\n" << text << "\n\n" << desc << '\n';
-}
 
 // Checked by checked_level before use: 1 <= iterations <= 10000, the window inside.
 api::Iterations iterations_of(const RunOptions& o) {
@@ -155,12 +131,6 @@ profiler::StatsLevel checked_level(const RunOptions& o) {
   return *level;
 }
 
-bool is_quiet(const std::vector<std::string>& args) {
-  for (const std::string& a : args) {
-    if (a == "--quiet" || a == "-q") return true;
-  }
-  return false;
-}
 
 // run and estimate: measure, write every output, print the summary.
 int measure_and_write(const RunOptions& o, const std::vector<std::string>& args,
@@ -186,7 +156,7 @@ int run_command(const std::vector<std::string>& args) {
   RunOptions o;
   auto desc = model_options(o, "run", kOutFolderHelp);
   add_profile_options(desc, o);
-  parse(args, desc, "run");
+  parse_options(args, desc, "run", "model", 1);
   if (o.help) {
     print_help("npusim run [--model] MODEL [--config C] [--set K=V ...] [--out DIR]",
                "Compiles the model for the config unless it is a schedule already, estimates the\n"
@@ -203,7 +173,7 @@ int estimate_command(const std::vector<std::string>& args) {
   RunOptions o;
   auto desc = model_options(o, "estimate", kOutFolderHelp);
   add_profile_options(desc, o);
-  parse(args, desc, "estimate");
+  parse_options(args, desc, "estimate", "model", 1);
   if (o.help) {
     print_help("npusim estimate [--model] MODEL [--config C] [--set K=V ...] [--out DIR]",
                "Compiles the model if needed and estimates the schedule's timeline statically (no\n"
@@ -218,7 +188,7 @@ int estimate_command(const std::vector<std::string>& args) {
 int compile_command(const std::vector<std::string>& args) {
   RunOptions o;
   auto desc = model_options(o, "compile", "schedule file to write (default: standard output)");
-  parse(args, desc, "compile");
+  parse_options(args, desc, "compile", "model", 1);
   if (o.help) {
     print_help("npusim compile [--model] MODEL [--config C] [--set K=V ...] [-o SCHEDULE.json]",
                "Compiles a graph JSON, SCALE-Sim topology or ONNX model into a schedule for the\n"
@@ -237,22 +207,7 @@ int compile_command(const std::vector<std::string>& args) {
     std::cout.flush();
     if (!std::cout) throw profiler::OutputError("cannot write the schedule to standard output");
   } else {
-    // Written beside its final name and renamed, so no half-written schedule is ever seen.
-    const std::filesystem::path path(o.out);
-    const std::filesystem::path tmp = path.string() + ".tmp";
-    {
-      std::ofstream out(tmp, std::ios::binary);
-      write_schedule_json(out, schedule);
-      out.flush();
-      if (!out) {
-        std::error_code ignored;
-        std::filesystem::remove(tmp, ignored);
-        throw profiler::OutputError("cannot write " + path.string());
-      }
-    }
-    std::error_code ec;
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) throw profiler::OutputError("cannot write " + path.string() + ": " + ec.message());
+    profiler::write_file_atomically(o.out, [&](std::ostream& s) { write_schedule_json(s, schedule); });
     spdlog::info("{}: {} commands written to {}", o.model, schedule.commands.size(), o.out);
   }
   return kExitOk;
@@ -261,7 +216,7 @@ int compile_command(const std::vector<std::string>& args) {
 int info_command(const std::vector<std::string>& args) {
   RunOptions o;
   auto desc = model_options(o, "info", "unused");
-  parse(args, desc, "info");
+  parse_options(args, desc, "info", "model", 1);
   if (o.help) {
     print_help("npusim info [--model] MODEL [--config C] [--set K=V ...]",
                "Describes a model: name, file size, weights, batch, inputs and outputs, MACs; and,\n"

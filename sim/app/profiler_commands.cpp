@@ -10,6 +10,7 @@
 
 #include "profiler/csv_readers.h"
 #include "profiler/output_dir.h"
+#include "sim/app/cli_options.h"
 #include "profiler/report.h"
 #include "profiler/trace_import.h"
 #include "sim/util/error.h"
@@ -18,6 +19,8 @@ namespace po = boost::program_options;
 namespace fs = std::filesystem;
 
 namespace npusim::app {
+
+using profiler::write_file_atomically;
 namespace {
 
 // Options every profiler command accepts after its name; main() applies them.
@@ -25,39 +28,6 @@ void add_logging(po::options_description& desc, bool with_quiet) {
   desc.add_options()("log-level", po::value<std::string>()->value_name("LEVEL"),
                      "trace|debug|info|warn|error|off");
   if (with_quiet) desc.add_options()("quiet,q", po::bool_switch(), "print nothing but errors");
-}
-
-// Parses a command's options with up to `max_positional` positional arguments collected under
-// `positional`; usage errors become InputError (exit 2).
-po::variables_map parse(const std::vector<std::string>& args, const po::options_description& desc,
-                        const char* command, const char* positional = nullptr, int max_positional = 0) {
-  try {
-    po::variables_map vm;
-    po::positional_options_description positionals;
-    if (positional != nullptr) positionals.add(positional, max_positional);
-    po::store(po::command_line_parser(args)
-                  .options(desc)
-                  .positional(positionals)
-                  .style(po::command_line_style::default_style &
-                         ~po::command_line_style::allow_guessing)
-                  .run(),
-              vm);
-    po::notify(vm);
-    return vm;
-  } catch (const po::error& e) {
-    throw InputError("", "", std::string(e.what()) + " (see npusim " + command + " --help)");
-  }
-}
-
-void print_help(const std::string& synopsis, const std::string& text, const po::options_description& desc) {
-  std::cout << "usage: " << synopsis << "\n\n" << text << "\n\n" << desc << '\n';
-}
-
-bool is_quiet(const std::vector<std::string>& args) {
-  for (const std::string& a : args) {
-    if (a == "--quiet" || a == "-q") return true;
-  }
-  return false;
 }
 
 // A ParseError from the profiler library is bad input: exit 2, with its message unchanged.
@@ -70,33 +40,6 @@ auto translating_parse_errors(F&& body) -> decltype(body()) {
   }
 }
 
-// Writes `path` through a temporary file beside it and a rename, so that no half-written file is
-// ever seen; parent folders are created.
-void write_file_atomically(const fs::path& path, const std::function<void(std::ostream&)>& write) {
-  std::error_code ec;
-  if (path.has_parent_path()) {
-    fs::create_directories(path.parent_path(), ec);
-    if (ec) throw profiler::OutputError("cannot write " + path.string() + ": " + ec.message());
-  }
-  const fs::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    if (!out) throw profiler::OutputError("cannot write " + path.string());
-    write(out);
-    out.flush();
-    if (!out) {
-      out.close();
-      fs::remove(tmp, ec);
-      throw profiler::OutputError("cannot write " + path.string());
-    }
-  }
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
-    throw profiler::OutputError("cannot write " + path.string() + ": " + ec.message());
-  }
-}
 
 // "800", "933.333": a clock in MHz with at most 3 decimals, as kHz.
 std::uint64_t parse_clock_khz(const std::string& text) {
@@ -133,7 +76,7 @@ int report_command(const std::vector<std::string>& args) {
       ("estimate", po::bool_switch(&estimate),
        "report the compile-time estimate even when the folder holds a simulation");
   add_logging(desc, true);
-  parse(args, desc, "report", "dir", 1);
+  parse_options(args, desc, "report", "dir", 1);
   if (help) {
     print_help("npusim report DIR [--mode total|each] [--estimate] [-q]",
                "Breaks a run down from DIR/stats.json (the simulation if present, else the\n"
@@ -180,7 +123,7 @@ int convert_command(const std::vector<std::string>& args) {
       ("clock-mhz", po::value(&clock)->value_name("F")->default_value("800"),
        "clock of the timeline files' cycles, in MHz (at most 3 decimals)");
   add_logging(desc, true);
-  parse(args, desc, "convert");
+  parse_options(args, desc, "convert");
   if (help) {
     print_help("npusim convert --compile A.csv [B.csv ...] --runtime R.csv [...] --out T.pftrace "
                "[--clock-mhz F]",
@@ -289,7 +232,7 @@ int diff_command(const std::vector<std::string>& args) {
       ("top", po::value(&top)->value_name("N")->default_value(20),
        "rows shown per table, largest |delta| first; 0 shows all");
   add_logging(desc, true);
-  parse(args, desc, "diff", "runs", 2);
+  parse_options(args, desc, "diff", "runs", 2);
   if (help) {
     print_help("npusim diff A B [--tolerance PCT] [--estimate] [--fail-on-layer] [--top N]\n"
                "       npusim diff DIR [--estimate-vs-runtime] [--tolerance PCT] ...",

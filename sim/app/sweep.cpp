@@ -25,6 +25,8 @@ namespace fs = std::filesystem;
 
 namespace npusim::app {
 
+using profiler::write_file_atomically;
+
 using OJson = nlohmann::ordered_json;
 
 // ---- shared with check.cpp ----------------------------------------------------------------------
@@ -62,26 +64,6 @@ std::string absolute_config(const std::string& config) {
   return config;
 }
 
-void write_file_atomically(const fs::path& path, const std::string& text) {
-  const fs::path tmp = path.string() + ".tmp-" + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) {
-      std::error_code ignored;
-      fs::remove(tmp, ignored);
-      throw profiler::OutputError("cannot write " + path.string());
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
-    throw profiler::OutputError("cannot write " + path.string() + ": " + ec.message());
-  }
-}
 
 namespace {
 

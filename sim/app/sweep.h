@@ -28,8 +28,5 @@ std::string child_error_text(const std::filesystem::path& stderr_file, int exit_
 // anything else (a built-in name) unchanged.
 std::string absolute_config(const std::string& config);
 
-// Writes `text` to `path` atomically: into a temporary file beside it, then renamed over it.
-// Throws profiler::OutputError naming the file.
-void write_file_atomically(const std::filesystem::path& path, const std::string& text);
 
 }  // namespace npusim::app
