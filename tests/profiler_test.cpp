@@ -18,7 +18,8 @@ Workload two_engine_workload() {
   w.device.array_cols = 16;
   w.device.lram_bytes = 1000;
   w.device.dram_bandwidth_mbps = 12800;  // 16 bytes per cycle at 800 MHz
-  w.engines = {{"SLICE0.ARRAY", EngineKind::kArray, 1}, {"DMA_IN", EngineKind::kDmaIn, 2}};
+  w.engines = {{"SLICE0.ARRAY", EngineKind::kArray, 1, 0, 0, "SLICE0.ARRAY"},
+               {"DMA_IN", EngineKind::kDmaIn, 2, 0, 0, "DMA_IN"}};
   w.programs = {{"p0", "loc(a;b)"}, {"p1", "plain"}};
   w.commands = {
       {"DI0", 1, "DMA_IN", "l0", "loc(\"x\")", 0, 1600, 0, 0, 0, 600, 0, 100, {}},
