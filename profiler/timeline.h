@@ -60,6 +60,9 @@ struct DeviceInfo {
   std::string dataflow;
   std::uint64_t lram_bytes = 0;
   std::uint64_t dram_bandwidth_mbps = 0;  // MB/s, 10^6 bytes per second
+  std::uint32_t dma_in_channels = 0;
+  std::uint32_t dma_out_channels = 0;
+  std::uint32_t dma_bytes_per_cycle = 0;  // per channel, through its port
 };
 
 struct Workload {

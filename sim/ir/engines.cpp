@@ -51,6 +51,9 @@ profiler::Workload make_workload(const Schedule& schedule, const HwConfig& confi
   w.device.dataflow = dataflow_name(config.slices.dataflow);
   w.device.lram_bytes = config.lram_bytes;
   w.device.dram_bandwidth_mbps = config.dram.bandwidth_mbps;
+  w.device.dma_in_channels = config.dma.in_channels;
+  w.device.dma_out_channels = config.dma.out_channels;
+  w.device.dma_bytes_per_cycle = config.dma.bytes_per_cycle;
   w.engines = layout.all();
   for (const Program& p : schedule.programs) w.programs.push_back({p.name, p.loc});
   w.commands.reserve(schedule.commands.size());
