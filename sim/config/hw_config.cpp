@@ -1,27 +1,33 @@
 #include "sim/config/hw_config.h"
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 
 #include "sim/config/builtin_configs.h"
+#include "sim/config/config_fields.h"
+#include "sim/config/raw_config.h"
+#include "sim/config/scalesim_cfg.h"
 #include "sim/util/json_reader.h"
 
 namespace npusim {
 namespace {
 
 // Applies one "key.path=value" override to the raw JSON, before any checking, so that an
-// override is checked exactly like the file it overrides.
-void apply_override(Json& root, const std::string& assignment, Diagnostics& diag) {
+// override is checked exactly like the file it overrides. Returns the key path it set.
+std::optional<std::string> apply_override(Json& root, const std::string& assignment,
+                                          Diagnostics& diag) {
   try {
     // Keys and values end up in JSON (error messages dump values; stats.json holds the name).
     (void)Json(assignment).dump();  // type_error 316 on invalid UTF-8
   } catch (const Json::type_error&) {
     diag.error("--set " + assignment, "not valid UTF-8 text");
-    return;
+    return std::nullopt;
   }
   const auto eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0) {
     diag.error("--set " + assignment, "expected key.path=value");
-    return;
+    return std::nullopt;
   }
   const std::string path = assignment.substr(0, eq);
   const std::string text = assignment.substr(eq + 1);
@@ -41,16 +47,16 @@ void apply_override(Json& root, const std::string& assignment, Diagnostics& diag
     const std::string key = path.substr(from, dot == std::string::npos ? dot : dot - from);
     if (key.empty()) {
       diag.error("--set " + assignment, "empty key in path '" + path + "'");
-      return;
+      return std::nullopt;
     }
     if (!node->is_object()) {
       diag.error("--set " + assignment, pointer + " is not an object");
-      return;
+      return std::nullopt;
     }
     pointer += "/" + pointer_token(key);
     if (dot == std::string::npos) {
       (*node)[key] = value;
-      return;
+      return path;
     }
     node = &(*node)[key];
     if (node->is_null()) *node = Json::object();
@@ -58,83 +64,65 @@ void apply_override(Json& root, const std::string& assignment, Diagnostics& diag
   }
 }
 
-Dataflow parse_dataflow(JsonObject& obj, Dataflow fallback) {
-  const std::string text = obj.get_string("dataflow", dataflow_name(fallback));
-  if (text == "os") return Dataflow::kOutputStationary;
-  if (text == "ws") return Dataflow::kWeightStationary;
-  if (text == "is") return Dataflow::kInputStationary;
-  obj.diagnostics().error(obj.pointer("dataflow"),
-                          "unknown dataflow '" + text + "' (expected os, ws or is)");
-  return fallback;
+// The parent of a key path ("" for a top-level key).
+std::string parent_of(const std::string& key) {
+  const auto dot = key.rfind('.');
+  return dot == std::string::npos ? "" : key.substr(0, dot);
 }
 
-void parse_vector_op_cycles(JsonObject& slices, SliceConfig& out) {
-  const auto& table = op_table();
-  out.vector_op_cycles.resize(table.size());
-  for (std::size_t i = 0; i < table.size(); ++i) out.vector_op_cycles[i] = table[i].cycles_per_element;
-  const Json* v = slices.get("vector_op_cycles");
-  if (!v) return;
-  JsonObject ops(*v, slices.pointer("vector_op_cycles"), slices.diagnostics());
-  for (std::size_t i = 0; i < table.size(); ++i) {
-    if (table[i].unit != Unit::kVector) continue;
-    out.vector_op_cycles[i] = static_cast<std::uint32_t>(
-        ops.get_uint(std::string(table[i].name), out.vector_op_cycles[i], 1, 1u << 16));
+// JSON -> raw, one object at a time: the fields declared in it, then its nested objects, so that
+// every object reports its own unknown keys.
+void read_object(const Json& value, const std::string& path, Diagnostics& diag, RawHwConfig& raw) {
+  JsonObject object(value, path.empty() ? "" : "/" + path, diag);
+  std::vector<std::string> children;
+  for (const ConfigField& field : config_fields()) {
+    const std::string parent = parent_of(field.key());
+    if (parent == path) {
+      field.read_json(object, raw);
+    } else if (parent_of(parent) == path &&
+               std::find(children.begin(), children.end(), parent) == children.end()) {
+      children.push_back(parent);
+    }
   }
-  ops.finish();
+  for (const std::string& child : children) {
+    const std::string leaf = child.substr(child.rfind('.') + 1);
+    if (const Json* v = object.get(leaf)) read_object(*v, child, diag, raw);
+  }
+  object.finish();
 }
 
-HwConfig check(const Json& root, Diagnostics& diag, std::string source) {
+RawHwConfig read_raw(const Json& root, Diagnostics& diag) {
+  RawHwConfig raw;
+  read_object(root, "", diag, raw);
+  return raw;
+}
+
+Json to_json(const RawHwConfig& raw) {
+  Json root = Json::object();
+  for (const ConfigField& field : config_fields()) field.write_json(raw, root);
+  return root;
+}
+
+// Raw -> checked: every field's range or choice, its default, its unit conversion.
+HwConfig check(const RawHwConfig& raw, const std::string& source, Diagnostics& diag) {
   HwConfig cfg;
   // Unnamed configs are known by their file's stem ("built-in:server" -> "server").
-  const std::string stem = std::filesystem::path(source.substr(source.rfind(':') + 1)).stem().string();
-  cfg.source = std::move(source);
-  JsonObject top(root, "", diag);
-  cfg.name = top.get_string("name", stem);
-  // Integer kHz keeps every conversion between clock domains exact.
-  cfg.clock_khz = top.get_milli("clock_mhz", 800, 0.001, 100000);
-  cfg.lram_bytes = top.get_uint("lram_kib", 512, 1, std::uint64_t{1} << 30) * 1024;
-  cfg.dispatch_cycles =
-      static_cast<std::uint32_t>(top.get_uint("dispatch_cycles", cfg.dispatch_cycles, 0, 1u << 20));
-
-  static const Json kEmpty = Json::object();
-  const Json* slices_json = top.get("slices");
-  JsonObject slices(slices_json ? *slices_json : kEmpty, "/slices", diag);
-  SliceConfig& s = cfg.slices;
-  s.count = static_cast<std::uint32_t>(slices.get_uint("count", s.count, 1, 1024));
-  s.rows = static_cast<std::uint32_t>(slices.get_uint("rows", s.rows, 1, 4096));
-  s.cols = static_cast<std::uint32_t>(slices.get_uint("cols", s.cols, 1, 4096));
-  s.dataflow = parse_dataflow(slices, s.dataflow);
-  s.vector_lanes = static_cast<std::uint32_t>(slices.get_uint("vector_lanes", s.vector_lanes, 1, 1u << 16));
-  parse_vector_op_cycles(slices, s);
-  slices.finish();
-
-  const Json* dma_json = top.get("dma");
-  JsonObject dma(dma_json ? *dma_json : kEmpty, "/dma", diag);
-  DmaConfig& d = cfg.dma;
-  d.in_channels = static_cast<std::uint32_t>(dma.get_uint("in_channels", d.in_channels, 1, 64));
-  d.out_channels = static_cast<std::uint32_t>(dma.get_uint("out_channels", d.out_channels, 1, 64));
-  d.burst_bytes = dma.get_uint("burst_bytes", d.burst_bytes, 1, std::uint64_t{1} << 24);
-  d.bytes_per_cycle = static_cast<std::uint32_t>(dma.get_uint("bytes_per_cycle", d.bytes_per_cycle, 1, 1u << 20));
-  d.setup_cycles = static_cast<std::uint32_t>(dma.get_uint("setup_cycles", d.setup_cycles, 0, 1u << 20));
-  d.max_outstanding = static_cast<std::uint32_t>(dma.get_uint("max_outstanding", d.max_outstanding, 1, 4096));
-  dma.finish();
-
-  const Json* dram_json = top.get("dram");
-  JsonObject dram(dram_json ? *dram_json : kEmpty, "/dram", diag);
-  // 0.001 GB/s is the smallest bandwidth representable; zero would never move a byte.
-  cfg.dram.bandwidth_mbps = dram.get_milli("bandwidth_gbps", 12.8, 0.001, 1e6);
-  cfg.dram.latency_ps = dram.get_milli("latency_ns", 100, 0, 1e6);
-  cfg.dram.channels = static_cast<std::uint32_t>(dram.get_uint("channels", cfg.dram.channels, 1, 64));
-  dram.finish();
-
-  const Json* host_json = top.get("host");
-  JsonObject host(host_json ? *host_json : kEmpty, "/host", diag);
-  cfg.host.call_cycles = host.get_uint("call_cycles", cfg.host.call_cycles, 0, std::uint64_t{1} << 32);
-  cfg.host.cycles_per_element = static_cast<std::uint32_t>(host.get_uint("cycles_per_element", cfg.host.cycles_per_element, 0, 1u << 20));
-  host.finish();
-
-  top.finish();
+  cfg.name = std::filesystem::path(source.substr(source.rfind(':') + 1)).stem().string();
+  cfg.source = source;
+  for (const ConfigField& field : config_fields()) field.check(raw, diag, cfg);
+  cfg.warnings = raw.warnings;
   return cfg;
+}
+
+std::string label_of(const std::string& origin, const std::vector<std::string>& overrides) {
+  return overrides.empty() ? origin : origin + " (with --set)";
+}
+
+bool is_scalesim_cfg(const std::string& path) {
+  std::string ext = std::filesystem::path(path).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  return ext == ".cfg";
 }
 
 }  // namespace
@@ -151,6 +139,18 @@ const char* dataflow_name(Dataflow dataflow) {
   return "?";
 }
 
+std::optional<Dataflow> dataflow_from_name(std::string_view name) {
+  for (const Dataflow d :
+       {Dataflow::kOutputStationary, Dataflow::kWeightStationary, Dataflow::kInputStationary}) {
+    if (name == dataflow_name(d)) return d;
+  }
+  return std::nullopt;
+}
+
+HwConfig::HwConfig() {
+  for (const ConfigField& field : config_fields()) field.apply_default(*this);
+}
+
 std::uint64_t HwConfig::dram_latency_cycles() const {
   // latency_ps * 1e-12 s * clock_khz * 1e3 Hz = latency_ps * clock_khz / 1e9 cycles, rounded up.
   __extension__ using U128 = unsigned __int128;
@@ -161,16 +161,46 @@ std::uint64_t HwConfig::dram_latency_cycles() const {
 HwConfig parse_hw_config(const std::string& json_text, const std::string& origin,
                          const std::vector<std::string>& overrides) {
   Json root = parse_json_text(json_text, origin);
-  const std::string label = overrides.empty() ? origin : origin + " (with --set)";
-  Diagnostics diag(label);
+  Diagnostics diag(label_of(origin, overrides));
   for (const std::string& o : overrides) apply_override(root, o, diag);
   diag.throw_if_any();
-  HwConfig cfg = check(root, diag, origin);
+  const RawHwConfig raw = read_raw(root, diag);
+  HwConfig cfg = check(raw, origin, diag);
   diag.throw_if_any();
   return cfg;
 }
 
-HwConfig load_hw_config(const std::string& path_or_name, const std::vector<std::string>& overrides) {
+HwConfig resolve_hw_config(const RawHwConfig& raw, const std::string& origin,
+                           const std::vector<std::string>& overrides) {
+  Diagnostics diag(label_of(origin, overrides));
+  if (overrides.empty()) {
+    HwConfig cfg = check(raw, origin, diag);
+    diag.throw_if_any();
+    return cfg;
+  }
+  // Overrides act on JSON, so they behave as on a JSON config. A value they replace is reported
+  // at its JSON pointer from then on, not where the source had it.
+  Json root = to_json(raw);
+  std::vector<std::string> replaced;
+  for (const std::string& o : overrides) {
+    if (auto path = apply_override(root, o, diag)) replaced.push_back(std::move(*path));
+  }
+  diag.throw_if_any();
+  RawHwConfig overridden = read_raw(root, diag);
+  for (const auto& [key, location] : raw.locations) {
+    const bool was_replaced =
+        std::any_of(replaced.begin(), replaced.end(),
+                    [&](const std::string& p) { return key == p || key.rfind(p + ".", 0) == 0; });
+    if (!was_replaced) overridden.locations.emplace(key, location);
+  }
+  overridden.warnings = raw.warnings;
+  HwConfig cfg = check(overridden, origin, diag);
+  diag.throw_if_any();
+  return cfg;
+}
+
+HwConfig load_hw_config(const std::string& path_or_name,
+                        const std::vector<std::string>& overrides) {
   if (!std::filesystem::exists(path_or_name)) {
     for (const BuiltinConfig& b : builtin_configs()) {
       if (path_or_name == b.name) {
@@ -179,11 +209,13 @@ HwConfig load_hw_config(const std::string& path_or_name, const std::vector<std::
     }
     std::string names;
     for (const std::string& n : builtin_config_names()) names += (names.empty() ? "" : ", ") + n;
-    throw InputError(path_or_name, "",
-                     "no such config file, and no built-in config of that name (built-ins: " +
-                         names + ")");
+    throw InputError(
+        path_or_name, "",
+        "no such config file, and no built-in config of that name (built-ins: " + names + ")");
   }
-  return parse_hw_config(read_text_file(path_or_name), path_or_name, overrides);
+  const std::string text = read_text_file(path_or_name);
+  if (is_scalesim_cfg(path_or_name)) return parse_scalesim_cfg(text, path_or_name, overrides);
+  return parse_hw_config(text, path_or_name, overrides);
 }
 
 std::vector<std::string> builtin_config_names() {
