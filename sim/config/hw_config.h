@@ -54,6 +54,7 @@ struct HwConfig {
   DramConfig dram;
   HostConfig host;
   std::uint32_t dispatch_cycles = 4;
+  bool ideal_memory = false;
 
   // DRAM latency rounded up to whole NPU cycles.
   std::uint64_t dram_latency_cycles() const;
