@@ -50,12 +50,6 @@ void write_runtime_csv(std::ostream& out, const Workload& workload, const Timeli
 }
 
 void write_annotated_csv(std::ostream& out, const Workload& workload, const Timeline& timeline) {
-  // Slice index of each engine (-1 for DMA), from the engine's name "SLICE<n>.<unit>".
-  std::vector<int> slice_of(workload.engines.size(), -1);
-  for (std::size_t e = 0; e < workload.engines.size(); ++e) {
-    const std::string& name = workload.engines[e].name;
-    if (name.rfind("SLICE", 0) == 0) slice_of[e] = std::stoi(name.substr(5));
-  }
   const std::size_t slices = workload.device.slices;
   // Which slices and DMA engines each program uses.
   std::vector<std::vector<bool>> uses(workload.programs.size(), std::vector<bool>(slices + 3, false));
@@ -64,7 +58,7 @@ void write_annotated_csv(std::ostream& out, const Workload& workload, const Time
     const std::size_t flag = kind == EngineKind::kDmaIn    ? slices
                              : kind == EngineKind::kDmaOut ? slices + 1
                              : kind == EngineKind::kHost   ? slices + 2
-                                                           : static_cast<std::size_t>(slice_of[c.engine]);
+                                                           : std::size_t{workload.engines[c.engine].slice};
     uses[c.program][flag] = true;
   }
   out << "program;operation;slice;invocation;start_us;end_us;total_us";
@@ -83,9 +77,10 @@ void write_annotated_csv(std::ostream& out, const Workload& workload, const Time
     const CommandInfo& c = workload.commands[i];
     const CommandTiming& t = timeline.commands[i];
     const std::uint64_t start_ns = trace_ns(t.start, khz), end_ns = trace_ns(t.end, khz);
-    const int slice = slice_of[c.engine];
+    const EngineInfo& engine = workload.engines[c.engine];
+    const bool on_slice = engine.kind == EngineKind::kArray || engine.kind == EngineKind::kVector;
     out << c.program << ';' << csv_field(c.op_type, ';') << ';'
-        << (slice < 0 ? std::string("-") : std::to_string(slice)) << ';'
+        << (on_slice ? std::to_string(engine.slice) : std::string("-")) << ';'
         << csv_field(std::to_string(i) + "_" + (c.layer.empty() ? c.op_type : c.layer) + "_" + c.id, ';')
         << ';' << trace_us_text(start_ns) << ';' << trace_us_text(end_ns) << ';'
         << trace_us_text(end_ns - start_ns);

@@ -37,6 +37,12 @@ std::string pad_left(const std::string& s, std::size_t width) {
   return s.size() >= width ? s : std::string(width - s.size(), ' ') + s;
 }
 
+// What one port of a DMA engine, times its channels, moves per second, in GB/s.
+double dma_port_gbps(const DeviceInfo& d, std::uint32_t channels) {
+  return static_cast<double>(channels) * d.dma_bytes_per_cycle * static_cast<double>(d.clock_khz) /
+         1e6;
+}
+
 double mac_utilization(const Workload& w, const RunStats& s) {
   const double peak = static_cast<double>(w.device.slices) * w.device.array_rows *
                       w.device.array_cols * static_cast<double>(s.total_cycles);
@@ -303,7 +309,11 @@ void write_summary(std::ostream& out, const Workload& w, const Timeline& estimat
   out << "config:  " << d.config_name << ": " << fixed(static_cast<double>(d.clock_khz) / 1000, 3)
       << " MHz, " << d.slices << " slice(s) of " << d.array_rows << "x" << d.array_cols << " "
       << d.dataflow << ", LRAM " << d.lram_bytes << " B, DRAM "
-      << fixed(static_cast<double>(d.dram_bandwidth_mbps) / 1000, 3) << " GB/s\n\n";
+      << fixed(static_cast<double>(d.dram_bandwidth_mbps) / 1000, 3) << " GB/s, DMA_IN port "
+      << fixed(dma_port_gbps(d, d.dma_in_channels), 3) << " GB/s (" << d.dma_in_channels << " x "
+      << d.dma_bytes_per_cycle << " B/cycle), DMA_OUT port "
+      << fixed(dma_port_gbps(d, d.dma_out_channels), 3) << " GB/s (" << d.dma_out_channels
+      << " x " << d.dma_bytes_per_cycle << " B/cycle)\n\n";
 
   out << "  " << pad_right("", 22) << pad_left("estimate", 14)
       << (runtime ? pad_left("simulation", 14) + pad_left("delta %", 10) : "") << '\n';
@@ -345,8 +355,13 @@ void write_summary(std::ostream& out, const Workload& w, const Timeline& estimat
     }
     out << '\n';
   }
-  out << "lower bounds: compute " << bounds.compute_cycles << " cycles, DRAM " << bounds.dram_cycles
-      << " cycles\n";
+  out << pad_right("lower bounds:", 24) << pad_left("cycles", 14) << pad_left("% of total", 12)
+      << '\n';
+  for (BoundResource r : kBoundResources) {
+    out << "  " << pad_right(bound_name(r), 22) << pad_left(std::to_string(bounds.cycles(r)), 14)
+        << pad_left(fixed(100.0 * ratio(bounds.cycles(r), main.total_cycles), 1), 12) << '\n';
+  }
+  out << "binding limit: " << binding_name(bounds) << "\n";
   out << "work:         " << main.macs << " MACs, DRAM read " << main.dram_read_bytes
       << " B, written " << main.dram_write_bytes << " B\n\n";
 
@@ -429,6 +444,11 @@ void write_stats_json(std::ostream& out, const Workload& w, const Timeline& esti
   j.field("dataflow", d.dataflow);
   j.field("lram_bytes", d.lram_bytes);
   j.field("dram_bandwidth_gbps", static_cast<double>(d.dram_bandwidth_mbps) / 1000);
+  j.field("dma_in_channels", d.dma_in_channels);
+  j.field("dma_out_channels", d.dma_out_channels);
+  j.field("dma_bytes_per_cycle", d.dma_bytes_per_cycle);
+  j.field("dma_in_port_gbps", round6(dma_port_gbps(d, d.dma_in_channels)));
+  j.field("dma_out_port_gbps", round6(dma_port_gbps(d, d.dma_out_channels)));
   j.end_object();
   j.field("commands", static_cast<std::uint64_t>(w.commands.size()));
   j.field("programs", static_cast<std::uint64_t>(w.programs.size()));
@@ -438,8 +458,10 @@ void write_stats_json(std::ostream& out, const Workload& w, const Timeline& esti
   j.field("dram_write_bytes", est.dram_write_bytes);
   j.key("bounds");
   j.begin_object();
-  j.field("compute_cycles", bounds.compute_cycles);
-  j.field("dram_cycles", bounds.dram_cycles);
+  for (BoundResource r : kBoundResources) {
+    j.field(std::string(bound_name(r)) + "_cycles", bounds.cycles(r));
+  }
+  j.field("binding", binding_name(bounds));
   j.end_object();
   j.field("stats_level", static_cast<int>(level));
   j.key("estimate");

@@ -8,7 +8,7 @@ namespace {
 
 __extension__ using U128 = unsigned __int128;
 
-Cycles ceil_div(U128 num, U128 den) { return static_cast<Cycles>((num + den - 1) / den); }
+U128 ceil_div(U128 num, U128 den) { return (num + den - 1) / den; }
 
 // Length of the union of [start, end) intervals.
 Cycles union_length(std::vector<CommandTiming>& intervals) {
@@ -94,21 +94,111 @@ RunStats compute_stats(const Workload& workload, const Timeline& timeline) {
   return stats;
 }
 
+const char* bound_name(BoundResource resource) {
+  switch (resource) {
+    case BoundResource::kArray:
+      return "array";
+    case BoundResource::kVector:
+      return "vector";
+    case BoundResource::kMacPeak:
+      return "mac_peak";
+    case BoundResource::kDmaInPort:
+      return "dma_in_port";
+    case BoundResource::kDmaOutPort:
+      return "dma_out_port";
+    case BoundResource::kDram:
+      return "dram";
+    case BoundResource::kHost:
+      return "host";
+  }
+  return "?";
+}
+
+Cycles Bounds::cycles(BoundResource resource) const {
+  switch (resource) {
+    case BoundResource::kArray:
+      return array_cycles;
+    case BoundResource::kVector:
+      return vector_cycles;
+    case BoundResource::kMacPeak:
+      return mac_peak_cycles;
+    case BoundResource::kDmaInPort:
+      return dma_in_port_cycles;
+    case BoundResource::kDmaOutPort:
+      return dma_out_port_cycles;
+    case BoundResource::kDram:
+      return dram_cycles;
+    case BoundResource::kHost:
+      return host_cycles;
+  }
+  return 0;
+}
+
+std::optional<BoundResource> Bounds::binding() const {
+  std::optional<BoundResource> best;
+  for (BoundResource r : kBoundResources) {
+    if (cycles(r) > 0 && (!best || cycles(r) > cycles(*best))) best = r;
+  }
+  return best;
+}
+
+const char* binding_name(const Bounds& bounds) {
+  const std::optional<BoundResource> b = bounds.binding();
+  return b ? bound_name(*b) : "none";
+}
+
 Bounds compute_bounds(const Workload& workload) {
   const DeviceInfo& d = workload.device;
   U128 macs = 0;
-  U128 bytes = 0;
+  U128 read_bytes = 0;
+  U128 write_bytes = 0;
+  // Isolated cycles queued on each engine: a unit runs one command at a time and none of them can
+  // take less than its isolated figure.
+  std::vector<U128> engine_cycles(workload.engines.size(), 0);
   for (const CommandInfo& c : workload.commands) {
     macs += c.macs;
-    bytes += c.dram_read_bytes + c.dram_write_bytes;
+    read_bytes += c.dram_read_bytes;
+    write_bytes += c.dram_write_bytes;
+    engine_cycles[c.engine] += c.isolated_cycles;
   }
   Bounds b;
+  auto saturate = [](U128 v) { return static_cast<Cycles>(std::min<U128>(v, ~Cycles{0})); };
+  for (std::size_t e = 0; e < workload.engines.size(); ++e) {
+    const EngineInfo& engine = workload.engines[e];
+    // Engines of more than one unit share their work among them.
+    const Cycles per_unit =
+        saturate(ceil_div(engine_cycles[e], std::max<std::uint32_t>(engine.channels, 1)));
+    switch (engine.kind) {
+      case EngineKind::kArray:
+        b.array_cycles = std::max(b.array_cycles, per_unit);
+        break;
+      case EngineKind::kVector:
+        b.vector_cycles = std::max(b.vector_cycles, per_unit);
+        break;
+      case EngineKind::kHost:
+        b.host_cycles = std::max(b.host_cycles, per_unit);
+        break;
+      case EngineKind::kDmaIn:
+      case EngineKind::kDmaOut:
+        break;  // bounded by their ports and DRAM, below
+    }
+  }
   const U128 peak_macs_per_cycle = U128{d.slices} * d.array_rows * d.array_cols;
-  if (peak_macs_per_cycle > 0) b.compute_cycles = ceil_div(macs, peak_macs_per_cycle);
+  if (peak_macs_per_cycle > 0) b.mac_peak_cycles = saturate(ceil_div(macs, peak_macs_per_cycle));
+  // Each DMA channel pushes at most bytes_per_cycle through its port every cycle.
+  if (d.dma_bytes_per_cycle > 0 && d.dma_in_channels > 0) {
+    b.dma_in_port_cycles =
+        saturate(ceil_div(read_bytes, U128{d.dma_in_channels} * d.dma_bytes_per_cycle));
+  }
+  if (d.dma_bytes_per_cycle > 0 && d.dma_out_channels > 0) {
+    b.dma_out_port_cycles =
+        saturate(ceil_div(write_bytes, U128{d.dma_out_channels} * d.dma_bytes_per_cycle));
+  }
   // DRAM moves mbps * 10^6 bytes/s and the clock ticks khz * 10^3 times/s, so one cycle moves
   // mbps * 1000 / khz bytes: cycles = ceil(bytes * khz / (mbps * 1000)).
   if (d.dram_bandwidth_mbps > 0) {
-    b.dram_cycles = ceil_div(bytes * d.clock_khz, U128{d.dram_bandwidth_mbps} * 1000u);
+    b.dram_cycles = saturate(
+        ceil_div((read_bytes + write_bytes) * d.clock_khz, U128{d.dram_bandwidth_mbps} * 1000u));
   }
   return b;
 }

@@ -35,11 +35,45 @@ struct LramStats {
   std::optional<Overflow> overflow;
 };
 
-// Lower bounds on the total time of any execution of a workload.
-struct Bounds {
-  Cycles compute_cycles = 0;  // ceil(MACs / peak MACs per cycle over all slices)
-  Cycles dram_cycles = 0;     // ceil(DRAM bytes / DRAM bytes per cycle)
+// A resource that limits how fast a workload can run. The order is the one reports list them
+// in, and the one that breaks ties: of equal bounds, the first binds.
+enum class BoundResource : std::uint8_t {
+  kArray,       // the busiest slice's systolic array
+  kVector,      // the busiest slice's vector unit
+  kMacPeak,     // every PE of every slice doing a MAC each cycle
+  kDmaInPort,   // the DMA_IN channels' ports
+  kDmaOutPort,  // the DMA_OUT channels' ports
+  kDram,        // DRAM bandwidth
+  kHost,        // the host CPU
 };
+constexpr BoundResource kBoundResources[] = {BoundResource::kArray,      BoundResource::kVector,
+                                             BoundResource::kMacPeak,    BoundResource::kDmaInPort,
+                                             BoundResource::kDmaOutPort, BoundResource::kDram,
+                                             BoundResource::kHost};
+// Stable names, used in summary.txt, stats.json (`bounds.<name>_cycles`, `bounds.binding`) and
+// sweeps: "array", "vector", "mac_peak", "dma_in_port", "dma_out_port", "dram", "host".
+const char* bound_name(BoundResource resource);
+
+// Lower bounds on the total time of any execution of a workload, one per resource: no schedule
+// of these commands on this device can end sooner than any of them. Static: they depend on the
+// commands and the device, never on a timeline.
+struct Bounds {
+  // Per array (vector) unit, the sum of its commands' isolated cycles; the largest over slices.
+  Cycles array_cycles = 0;
+  Cycles vector_cycles = 0;
+  Cycles mac_peak_cycles = 0;      // ceil(array MACs / (slices x rows x cols))
+  Cycles dma_in_port_cycles = 0;   // ceil(DMA_IN bytes / (channels x bytes per cycle))
+  Cycles dma_out_port_cycles = 0;  // ceil(DMA_OUT bytes / (channels x bytes per cycle))
+  Cycles dram_cycles = 0;          // ceil(DRAM bytes / DRAM bytes per cycle)
+  Cycles host_cycles = 0;          // the sum of HOST commands' isolated cycles
+
+  Cycles cycles(BoundResource resource) const;
+  // The largest bound, ties to the first in kBoundResources order; nullopt when every bound is 0
+  // (nothing to do).
+  std::optional<BoundResource> binding() const;
+};
+// bound_name of the binding resource, or "none" when every bound is 0.
+const char* binding_name(const Bounds& bounds);
 
 struct RunStats {
   Cycles total_cycles = 0;
@@ -63,6 +97,9 @@ struct LramChange {
   std::uint32_t command = 0;
 };
 std::vector<LramChange> lram_changes(const Workload& workload, const Timeline& timeline);
+
+// Every resource's lower bound (see Bounds). A rate of 0 in the device (unknown, as in a workload
+// read back from CSV files) gives a bound of 0 for that resource.
 Bounds compute_bounds(const Workload& workload);
 
 // Achieved DRAM bandwidth in GB/s (10^9 bytes per second) over `cycles`; 0 for 0 cycles.

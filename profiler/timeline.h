@@ -10,13 +10,19 @@ namespace npusim::profiler {
 
 using Cycles = std::uint64_t;
 
-// What kind of hardware unit an engine is; fixes its place in reports and traces.
+// What kind of hardware unit an engine is: the one engine enum, which the schedule, the
+// estimator, the platform and the profiler all read (sim/ir/engines.h builds the table).
 enum class EngineKind : std::uint8_t { kArray, kVector, kDmaIn, kDmaOut, kHost };
 
+// One row of the engine table: one in-order command queue of the command processor and what runs
+// its commands.
 struct EngineInfo {
-  std::string name;  // "SLICE0.ARRAY", "DMA_IN", ...
+  std::string name;  // "SLICE0.ARRAY", "DMA_IN", ...: reports and traces show it as it is
   EngineKind kind = EngineKind::kArray;
-  std::uint32_t channels = 1;  // commands it can run at once (DMA channels)
+  std::uint32_t channels = 1;  // commands it runs at once: a DMA engine's channels, else 1
+  std::uint32_t slice = 0;     // the slice of an array or vector unit; 0 for the others
+  std::uint32_t device = 0;    // the NPU it belongs to (one per run today)
+  std::string trace_category;  // the category of its slices in traces
 };
 
 // Static facts about one command, known before it runs.
@@ -54,6 +60,9 @@ struct DeviceInfo {
   std::string dataflow;
   std::uint64_t lram_bytes = 0;
   std::uint64_t dram_bandwidth_mbps = 0;  // MB/s, 10^6 bytes per second
+  std::uint32_t dma_in_channels = 0;
+  std::uint32_t dma_out_channels = 0;
+  std::uint32_t dma_bytes_per_cycle = 0;  // per channel, through its port
 };
 
 // One layer of the model as the compiler saw it (a fused group counts as one), with its untiled

@@ -90,8 +90,9 @@ ImportedTrace::ImportedTrace(std::vector<ImportedFile> files, std::uint64_t cloc
     if (file.kind == ImportedFile::Kind::kTimeline) {
       w.model_name = file.path;
       w.device.clock_khz = clock_khz;
-      w.engines = {{"compute", EngineKind::kArray, 1}, {"DMA_IN", EngineKind::kDmaIn, 1},
-                   {"DMA_OUT", EngineKind::kDmaOut, 1}};
+      w.engines = {{"compute", EngineKind::kArray, 1, 0, 0, "compute"},
+                   {"DMA_IN", EngineKind::kDmaIn, 1, 0, 0, "DMA_IN"},
+                   {"DMA_OUT", EngineKind::kDmaOut, 1, 0, 0, "DMA_OUT"}};
       std::vector<Interval> dma_ns, slice_ns, dma_cycles, slice_cycles;
       for (const TimelineRow& row : file.timeline) {
         const std::uint64_t end_ns = trace_ns(row.end, clock_khz);
@@ -120,7 +121,7 @@ ImportedTrace::ImportedTrace(std::vector<ImportedFile> files, std::uint64_t cloc
       // One tick = 1 µs: a row's "cycles" argument is its duration in the file's own unit.
       w.model_name = file.path;
       w.device.clock_khz = 1000;
-      w.engines = {{"programs", EngineKind::kArray, 1}};
+      w.engines = {{"programs", EngineKind::kArray, 1, 0, 0, "programs"}};
       std::vector<Interval> programs_ns;
       for (const RuntimeRow& row : file.runtime) {
         CommandInfo c{};

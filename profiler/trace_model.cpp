@@ -192,7 +192,7 @@ std::string TraceModel::slice_name(const TraceSlice& slice) const {
 }
 
 const std::string& TraceModel::slice_category(const TraceSlice& slice) const {
-  return workload->engines[workload->commands[slice.command].engine].name;
+  return workload->engines[workload->commands[slice.command].engine].trace_category;
 }
 
 std::vector<TraceArg> TraceModel::slice_args(const TraceSlice& slice) const {

@@ -6,7 +6,8 @@ Writes three PNGs into --out (default: the run folder):
   utilisation.png  per engine, busy % of each time window (union of its ops' intervals)
   roofline.png     every op with MACs: arithmetic intensity (its layer's MACs / its layer's DRAM
                    bytes) against achieved MACs per second (its MACs / its time), under the compute
-                   roof (slices x rows x cols x clock) and the DRAM roof (bandwidth x intensity)
+                   roof (slices x rows x cols x clock) and the memory roof (bandwidth x intensity),
+                   whose bandwidth is the lowest of DRAM's and the DMA ports' (labelled with which)
 
 Every figure is defined in docs/report.md. Needs Debian's python3-matplotlib (run it with the
 system python3). Exit codes: 0 success, 2 bad input or usage.
@@ -112,12 +113,30 @@ def plot_utilisation(plt, ops, engines, total_cycles, clock_mhz, windows, title,
     plt.close(fig)
 
 
+def memory_roof(stats):
+    """The byte rate (bytes/s) the model's DRAM traffic can reach, and the name of what limits it.
+
+    DMA_IN carries the reads and DMA_OUT the writes, each through ports of channels x
+    bytes_per_cycle; DRAM carries both. For a mix of a share r of reads and w = 1 - r of writes,
+    the total rate is at most DMA_IN's rate / r, DMA_OUT's / w and DRAM's: the lowest binds. With
+    reads only that is min(DMA_IN port, DRAM)."""
+    d = stats["device"]
+    limits = [("DRAM", d["dram_bandwidth_gbps"] * 1e9)]
+    read, written = stats.get("dram_read_bytes", 0), stats.get("dram_write_bytes", 0)
+    if "dma_in_port_gbps" in d and read + written > 0:  # stats.json of npusim before the ports: DRAM
+        for name, gbps, share in [("DMA_IN port", d["dma_in_port_gbps"], read / (read + written)),
+                                  ("DMA_OUT port", d["dma_out_port_gbps"], written / (read + written))]:
+            if share > 0 and gbps > 0:
+                limits.append((name, gbps * 1e9 / share))
+    return min(limits, key=lambda kv: kv[1]), limits[0][1], read / (read + written) if read + written else 1.0
+
+
 def plot_roofline(plt, stats, ops, title, out):
     d = stats["device"]
     clock_hz = d["clock_mhz"] * 1e6
     slice_roof = d["array_rows"] * d["array_cols"] * clock_hz
     compute_roof = d["slices"] * slice_roof
-    dram_roof = d["dram_bandwidth_gbps"] * 1e9  # bytes per second
+    (memory_name, memory_bw), dram_bw, read_share = memory_roof(stats)  # bytes per second
     layer_macs, layer_bytes = {}, {}
     for op in ops:
         layer_macs[op["layer"]] = layer_macs.get(op["layer"], 0) + op["macs"]
@@ -135,11 +154,22 @@ def plot_roofline(plt, stats, ops, title, out):
         points.setdefault(op["op"], []).append((intensity, achieved))
     fig, ax = plt.subplots(figsize=(8, 6))
     xs = [p[0] for pts in points.values() for p in pts] or [1.0]
-    lo, hi = min(xs + [compute_roof / dram_roof]) / 4, max(xs + [compute_roof / dram_roof]) * 4
+    ridges = [compute_roof / memory_bw, compute_roof / dram_bw]
+    lo, hi = min(xs + ridges) / 4, max(xs + ridges) * 4
     grid = [lo * (hi / lo) ** (i / 200) for i in range(201)]
-    ax.plot(grid, [min(compute_roof, x * dram_roof) for x in grid], color="black",
-            label=f"roof: min({compute_roof / 1e9:.1f} GMAC/s, {dram_roof / 1e9:.1f} GB/s x intensity)")
-    ax.plot(grid, [min(slice_roof, x * dram_roof) for x in grid], color="gray", linestyle="--",
+    if memory_name == "DMA_IN port":
+        why = f", {d['dma_in_port_gbps']:g} GB/s of reads, {100 * read_share:.0f} % of the bytes"
+    elif memory_name == "DMA_OUT port":
+        why = f", {d['dma_out_port_gbps']:g} GB/s of writes, {100 * (1 - read_share):.0f} % of the bytes"
+    else:
+        why = ""
+    ax.plot(grid, [min(compute_roof, x * memory_bw) for x in grid], color="black",
+            label=f"roof: min({compute_roof / 1e9:.1f} GMAC/s, {memory_bw / 1e9:.2f} GB/s x intensity)\n"
+                  f"memory roof: {memory_name}{why}")
+    if memory_name != "DRAM":
+        ax.plot(grid, [min(compute_roof, x * dram_bw) for x in grid], color="black", linestyle=":",
+                linewidth=0.8, label=f"DRAM alone: {dram_bw / 1e9:.2f} GB/s x intensity")
+    ax.plot(grid, [min(slice_roof, x * memory_bw) for x in grid], color="gray", linestyle="--",
             label=f"one slice: {slice_roof / 1e9:.1f} GMAC/s")
     for op_type, pts in points.items():
         ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=12, alpha=0.7,

@@ -2,11 +2,13 @@
 """Plots the results of `npusim sweep` (its sweep.json) as PNG files.
 
   latency.png   latency against the x key (default clock_mhz), one line per value of the series
-                key (default slices.count); memory-bound points are drawn as hollow squares,
-                compute-bound points as filled circles, so the point where a line turns
-                memory-bound is visible at a glance.
+                key (default slices.count); each point's marker says which resource binds it (the
+                largest lower bound, sweep.json's `bound`): filled markers for the compute units
+                (array, vector, MAC peak, host), hollow ones for the memory path (DMA_IN port,
+                DMA_OUT port, DRAM), so the point where a line changes limit is visible at a
+                glance.
   heatmap.png   when two or more keys are swept: the metric over the grid of the x and series
-                keys, each cell labelled with its value and "M" when memory-bound.
+                keys, each cell labelled with its value and its binding limit.
 
 With more than two swept keys, every combination of the other keys gets its own pair of files,
 named with the combination (latency_dram.bandwidth_gbps=25.6.png). Failed points are left out
@@ -26,6 +28,18 @@ import json
 import os
 import sys
 
+# sweep.json's `bound` values (docs/sweep.md): legend label, short cell label, marker, filled.
+LIMITS = {
+    "array": ("array", "array", "o", True),
+    "vector": ("vector unit", "vector", "D", True),
+    "mac_peak": ("MAC peak", "MAC peak", "^", True),
+    "host": ("host", "host", "*", True),
+    "dma_in_port": ("DMA_IN port", "DMA in", "s", False),
+    "dma_out_port": ("DMA_OUT port", "DMA out", "p", False),
+    "dram": ("DRAM bandwidth", "DRAM", "v", False),
+}
+UNKNOWN_LIMIT = ("unknown limit", "?", "X", True)
+
 METRICS = {
     "latency_us": "latency (µs)",
     "total_cycles": "total cycles",
@@ -37,7 +51,8 @@ METRICS = {
 def parse_args(argv):
     parser = argparse.ArgumentParser(
         description="Plot an npusim sweep (sweep.json): latency against clock, one line per slice "
-        "count, memory-bound points marked; and a heat map when two keys are swept.",
+        "count, each point marked by the resource that binds it; and a heat map when two keys are "
+        "swept.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="The PNGs are written to --out (default: the sweep's folder); their paths are "
         "printed. Exit codes: 0 written, 1 nothing to plot (every point failed), 2 bad input.",
@@ -89,6 +104,17 @@ def short(v):
     return f"{v:.3f}"
 
 
+def draw_marker(ax, x, y, limit, color, label=None):
+    """The marker of a binding limit: filled for compute units, hollow for the memory path."""
+    _, _, marker, filled = LIMITS.get(limit, UNKNOWN_LIMIT)
+    if filled:
+        ax.plot(x, y, marker, markersize=8 if marker == "*" else 6, color=color, label=label, linestyle="none")
+    else:
+        # color= too, so that the plot's colour cycle does not advance for a marker.
+        ax.plot(x, y, marker, markersize=10, color=color, markerfacecolor="white", markeredgecolor=color,
+                markeredgewidth=2.5, label=label, linestyle="none")
+
+
 def main(argv):
     args = parse_args(argv)
     import matplotlib
@@ -138,7 +164,7 @@ def main(argv):
         fig, ax = plt.subplots(figsize=(8, 5))
         series_values = values[series_key] if series_key else [None]
         xpos = {v: (v if x_numeric else i) for i, v in enumerate(values[x_key])}
-        any_memory = False
+        seen = []  # binding limits drawn, in order of first appearance
         for s in series_values:
             line = [p for p in subset if series_key is None or p["values"][series_key] == s]
             line.sort(key=lambda p: values[x_key].index(p["values"][x_key]))
@@ -150,19 +176,18 @@ def main(argv):
             (drawn,) = ax.plot(xs, ys, "-", label=name)
             color = drawn.get_color()
             for xv, yv, p in zip(xs, ys, line):
-                if p["bound"] == "memory":
-                    any_memory = True
-                    ax.plot(xv, yv, "s", markersize=10, markerfacecolor="white", markeredgecolor=color, markeredgewidth=2.5)
-                else:
-                    ax.plot(xv, yv, "o", markersize=6, color=color)
-        ax.plot([], [], "o", color="gray", label="compute-bound")
-        ax.plot([], [], "s", markersize=9, markerfacecolor="white", markeredgecolor="gray", markeredgewidth=2.5, label="memory-bound")
+                if p["bound"] not in seen:
+                    seen.append(p["bound"])
+                draw_marker(ax, xv, yv, p["bound"], color)
+        for limit in sorted(seen, key=lambda b: list(LIMITS).index(b) if b in LIMITS else len(LIMITS)):
+            draw_marker(ax, [], [], limit, "gray", label=f"bound by {LIMITS.get(limit, UNKNOWN_LIMIT)[0]}")
         ax.set_xlabel(x_key)
         ax.set_ylabel(METRICS[metric])
         if not x_numeric:
             ax.set_xticks(range(len(values[x_key])))
             ax.set_xticklabels([label(v) for v in values[x_key]])
-        ax.set_title(title + ("" if any_memory else "; no point is memory-bound"), fontsize=10)
+        only = f"; every point bound by {LIMITS.get(seen[0], UNKNOWN_LIMIT)[0]}" if len(seen) == 1 else ""
+        ax.set_title(title + only, fontsize=10)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
         fig.tight_layout()
@@ -199,10 +224,10 @@ def main(argv):
                 if v != v:
                     ax.text(c, r, "failed", ha="center", va="center", fontsize=7, color="red")
                     continue
-                text = short(v) + ("\nM" if bound[r][c] == "memory" else "")
+                text = short(v) + "\n" + LIMITS.get(bound[r][c], UNKNOWN_LIMIT)[1]
                 dark = (v > middle) if metric in ("latency_us", "total_cycles") else (v < middle)
                 ax.text(c, r, text, ha="center", va="center", fontsize=7, color="white" if dark else "black")
-        ax.set_title(title + "\ncells marked M are memory-bound", fontsize=9)
+        ax.set_title(title + "\neach cell: the value and the resource that binds it", fontsize=9)
         fig.tight_layout()
         path = os.path.join(out_dir, f"heatmap_{metric}{suffix}.png")
         fig.savefig(path, dpi=args.dpi)

@@ -18,7 +18,8 @@ Workload two_engine_workload() {
   w.device.array_cols = 16;
   w.device.lram_bytes = 1000;
   w.device.dram_bandwidth_mbps = 12800;  // 16 bytes per cycle at 800 MHz
-  w.engines = {{"SLICE0.ARRAY", EngineKind::kArray, 1}, {"DMA_IN", EngineKind::kDmaIn, 2}};
+  w.engines = {{"SLICE0.ARRAY", EngineKind::kArray, 1, 0, 0, "SLICE0.ARRAY"},
+               {"DMA_IN", EngineKind::kDmaIn, 2, 0, 0, "DMA_IN"}};
   w.programs = {{"p0", "loc(a;b)"}, {"p1", "plain"}};
   w.commands = {
       {"DI0", 1, "DMA_IN", "l0", "loc(\"x\")", 0, 1600, 0, 0, 0, 600, 0, 100, {}},
@@ -123,8 +124,118 @@ TEST(Stats, LocalMemoryOverflowIsReported) {
 
 TEST(Stats, BoundsFollowPeakComputeAndBandwidth) {
   const Bounds b = compute_bounds(two_engine_workload());
-  EXPECT_EQ(b.compute_cycles, 100u);  // 25600 MACs / 256 per cycle
-  EXPECT_EQ(b.dram_cycles, 110u);     // 1760 bytes / 16 per cycle
+  EXPECT_EQ(b.mac_peak_cycles, 100u);   // 25600 MACs / 256 per cycle
+  EXPECT_EQ(b.dram_cycles, 110u);       // 1760 bytes / 16 per cycle
+  EXPECT_EQ(b.array_cycles, 400u);      // S0's isolated cycles
+  EXPECT_EQ(b.dma_in_port_cycles, 0u);  // no DMA port rate in this device: no bound
+  EXPECT_EQ(b.binding(), BoundResource::kArray);
+}
+
+// Two slices of 4x4 PEs (16 MACs per cycle each) at 800 MHz, DRAM 12.8 GB/s = 16 bytes per
+// cycle, DMA_IN with 2 channels and DMA_OUT with 1, 4 bytes per cycle per channel. The engine
+// table lists the units out of report order, so nothing can rely on positions or names.
+Workload bounds_workload() {
+  Workload w;
+  w.device.clock_khz = 800000;
+  w.device.slices = 2;
+  w.device.array_rows = 4;
+  w.device.array_cols = 4;
+  w.device.dram_bandwidth_mbps = 12800;
+  w.device.dma_in_channels = 2;
+  w.device.dma_out_channels = 1;
+  w.device.dma_bytes_per_cycle = 4;
+  w.engines = {{"HOST", EngineKind::kHost, 1},          {"SLICE1.ARRAY", EngineKind::kArray, 1},
+               {"SLICE0.VECTOR", EngineKind::kVector, 1}, {"DMA_IN", EngineKind::kDmaIn, 2},
+               {"SLICE0.ARRAY", EngineKind::kArray, 1},  {"DMA_OUT", EngineKind::kDmaOut, 1},
+               {"SLICE1.VECTOR", EngineKind::kVector, 1}};
+  w.programs = {{"p", ""}};
+  auto command = [&](const std::string& id, std::uint32_t engine, std::uint64_t read,
+                     std::uint64_t write, std::uint64_t macs, Cycles isolated) {
+    CommandInfo c{id, engine, "op", "", "", 0, read, write, macs, 0, 0, 0, isolated, {}};
+    w.commands.push_back(c);
+  };
+  command("DI0", 3, 1000, 0, 0, 300);
+  command("DI1", 3, 999, 0, 0, 300);
+  command("DO0", 5, 0, 500, 0, 200);
+  command("S0", 4, 0, 0, 1600, 120);  // SLICE0.ARRAY
+  command("S1", 4, 0, 0, 800, 90);    // SLICE0.ARRAY
+  command("S2", 1, 0, 0, 3200, 205);  // SLICE1.ARRAY: more MACs, fewer cycles than SLICE0's
+  command("S3", 2, 0, 0, 0, 40);      // SLICE0.VECTOR
+  command("S4", 6, 0, 0, 0, 30);      // SLICE1.VECTOR
+  command("S5", 6, 0, 0, 0, 25);      // SLICE1.VECTOR
+  command("H0", 0, 0, 0, 0, 700);
+  command("H1", 0, 0, 0, 0, 60);
+  return w;
+}
+
+TEST(Bounds, ArrayIsTheBusiestSlicesArrayWork) {
+  // SLICE0.ARRAY: 120 + 90 = 210 cycles; SLICE1.ARRAY: 205. The max: 210.
+  EXPECT_EQ(compute_bounds(bounds_workload()).array_cycles, 210u);
+}
+
+TEST(Bounds, VectorIsTheBusiestSlicesVectorWork) {
+  // SLICE0.VECTOR: 40; SLICE1.VECTOR: 30 + 25 = 55.
+  EXPECT_EQ(compute_bounds(bounds_workload()).vector_cycles, 55u);
+}
+
+TEST(Bounds, MacPeakIsEveryPeOfEverySliceBusy) {
+  // (1600 + 800 + 3200) MACs / (2 slices x 4 x 4) = 5600 / 32 = 175.
+  EXPECT_EQ(compute_bounds(bounds_workload()).mac_peak_cycles, 175u);
+}
+
+TEST(Bounds, DmaPortsMoveChannelsTimesBytesPerCycle) {
+  const Bounds b = compute_bounds(bounds_workload());
+  EXPECT_EQ(b.dma_in_port_cycles, 250u);   // 1999 B / (2 x 4 B/cycle) = 249.875, rounded up
+  EXPECT_EQ(b.dma_out_port_cycles, 125u);  // 500 B / (1 x 4 B/cycle)
+}
+
+TEST(Bounds, DramIsAllTrafficAtTheBandwidth) {
+  // (1999 + 500) B / 16 B per cycle = 156.1875, rounded up.
+  EXPECT_EQ(compute_bounds(bounds_workload()).dram_cycles, 157u);
+  Workload w = bounds_workload();
+  w.device.clock_khz = 1000000;  // at 1 GHz, 12.8 GB/s is 12.8 B/cycle: 2499 / 12.8 = 195.23
+  EXPECT_EQ(compute_bounds(w).dram_cycles, 196u);
+}
+
+TEST(Bounds, HostIsTheSumOfHostWork) {
+  EXPECT_EQ(compute_bounds(bounds_workload()).host_cycles, 760u);  // 700 + 60
+}
+
+TEST(Bounds, TheLargestBoundBindsAndIsNamed) {
+  Workload w = bounds_workload();
+  // host 760 > dma_in_port 250 > array 210 > mac_peak 175 > dram 157 > dma_out_port 125 > vector 55
+  EXPECT_EQ(compute_bounds(w).binding(), BoundResource::kHost);
+  EXPECT_STREQ(binding_name(compute_bounds(w)), "host");
+  w.commands.resize(9);  // without H0 and H1: dma_in_port 250
+  EXPECT_STREQ(binding_name(compute_bounds(w)), "dma_in_port");
+  w.device.dma_bytes_per_cycle = 64;  // ports: 1999 / 128 -> 16, 500 / 64 -> 8: array 210 binds
+  EXPECT_STREQ(binding_name(compute_bounds(w)), "array");
+  w.device.dram_bandwidth_mbps = 3200;  // 4 B/cycle: 2499 / 4 = 624.75 -> 625
+  const Bounds b = compute_bounds(w);
+  EXPECT_EQ(b.dram_cycles, 625u);
+  EXPECT_STREQ(binding_name(b), "dram");
+  EXPECT_EQ(b.cycles(BoundResource::kDram), 625u);
+  w.device.dma_out_channels = 0;  // no DMA_OUT port rate known: no bound from it
+  EXPECT_EQ(compute_bounds(w).dma_out_port_cycles, 0u);
+}
+
+TEST(Bounds, TiesGoToTheFirstInReportOrder) {
+  Bounds b;
+  EXPECT_FALSE(b.binding().has_value());  // nothing to do
+  EXPECT_STREQ(binding_name(b), "none");
+  b.dram_cycles = 10;
+  b.dma_in_port_cycles = 10;
+  EXPECT_EQ(b.binding(), BoundResource::kDmaInPort);
+  b.mac_peak_cycles = 10;
+  EXPECT_EQ(b.binding(), BoundResource::kMacPeak);
+  b.array_cycles = 10;
+  EXPECT_EQ(b.binding(), BoundResource::kArray);
+  b.host_cycles = 11;
+  EXPECT_EQ(b.binding(), BoundResource::kHost);
+  std::vector<std::string> names;
+  for (BoundResource r : kBoundResources) names.emplace_back(bound_name(r));
+  EXPECT_EQ(names, (std::vector<std::string>{"array", "vector", "mac_peak", "dma_in_port",
+                                             "dma_out_port", "dram", "host"}));
 }
 
 TEST(Stats, AchievedBandwidth) {

@@ -104,8 +104,9 @@ TEST_F(Sweep, PointFiguresEqualSingleRuns) {
   ASSERT_EQ(csv.size(), 5u);
   EXPECT_EQ(csv[0],
             "index,clock_mhz,slices.count,status,exit_code,total_cycles,latency_us,mac_utilization,"
-            "dram_gbps,bound,compute_busy_cycles,dma_busy_cycles,compute_bound_cycles,dram_bound_cycles,"
-            "error");
+            "dram_gbps,bound,compute_busy_cycles,dma_busy_cycles,lower_bound_array_cycles,"
+            "lower_bound_vector_cycles,lower_bound_mac_peak_cycles,lower_bound_dma_in_port_cycles,"
+            "lower_bound_dma_out_port_cycles,lower_bound_dram_cycles,lower_bound_host_cycles,error");
   ASSERT_EQ(sweep["points"].size(), 4u);
   const std::vector<std::pair<std::string, std::string>> grid = {
       {"500", "4"}, {"500", "8"}, {"1000", "4"}, {"1000", "8"}};
@@ -136,13 +137,16 @@ TEST_F(Sweep, PointFiguresEqualSingleRuns) {
     EXPECT_EQ(p["dram_gbps"], rt["dram_achieved_gbps"]);
     EXPECT_EQ(p["compute_busy_cycles"], compute);
     EXPECT_EQ(p["dma_busy_cycles"], dma);
-    EXPECT_EQ(p["compute_bound_cycles"], stats["bounds"]["compute_cycles"]);
-    EXPECT_EQ(p["dram_bound_cycles"], stats["bounds"]["dram_cycles"]);
-    EXPECT_EQ(p["bound"], dma > compute ? "memory" : "compute");
+    const std::vector<std::string> bounds = {"array", "vector", "mac_peak", "dma_in_port",
+                                             "dma_out_port", "dram", "host"};
+    for (const std::string& b : bounds) {
+      EXPECT_EQ(p["lower_bound_" + b + "_cycles"], stats["bounds"][b + "_cycles"]) << b;
+    }
+    EXPECT_EQ(p["bound"], stats["bounds"]["binding"]);
     EXPECT_TRUE(p["error"].is_null());
     // The CSV row says the same, with numbers written as stats.json writes them.
     const auto f = fields_of(csv[i + 1]);
-    ASSERT_EQ(f.size(), 15u) << csv[i + 1];
+    ASSERT_EQ(f.size(), 20u) << csv[i + 1];
     EXPECT_EQ(f[0], std::to_string(i));
     EXPECT_EQ(f[1], grid[i].first);
     EXPECT_EQ(f[2], grid[i].second);
@@ -155,9 +159,10 @@ TEST_F(Sweep, PointFiguresEqualSingleRuns) {
     EXPECT_EQ(f[9], p["bound"].get<std::string>());
     EXPECT_EQ(f[10], std::to_string(compute));
     EXPECT_EQ(f[11], std::to_string(dma));
-    EXPECT_EQ(f[12], stats["bounds"]["compute_cycles"].dump());
-    EXPECT_EQ(f[13], stats["bounds"]["dram_cycles"].dump());
-    EXPECT_EQ(f[14], "");
+    for (std::size_t b = 0; b < bounds.size(); ++b) {
+      EXPECT_EQ(f[12 + b], stats["bounds"][bounds[b] + "_cycles"].dump()) << bounds[b];
+    }
+    EXPECT_EQ(f[19], "");
     // Each point's own outputs are kept, with its stderr and exit code.
     EXPECT_EQ(read_file(out / "points" / std::to_string(i) / "exit_code.txt"), "0\n");
     EXPECT_EQ(read_file(out / "points" / std::to_string(i) / "stderr.txt"), "");
@@ -215,9 +220,32 @@ TEST_F(Sweep, FailingPointIsReportedAndTheOthersComplete) {
   EXPECT_EQ(sweep["summary"], Json::parse(R"({"points": 2, "ok": 1, "failed": 1})"));
   const auto csv = lines_of(read_file(out / "sweep.csv"));
   ASSERT_EQ(csv.size(), 3u);
-  EXPECT_EQ(csv[1], "0,0,failed,2,,,,,,,,,,\"" + error + "\"");
+  EXPECT_EQ(csv[1], "0,0,failed,2,,,,,,,,,,,,,,,\"" + error + "\"");  // 14 empty figures
   EXPECT_EQ(csv[2].substr(0, 13 + stats["runtime"]["total_cycles"].dump().size()),
             "1,12.8,ok,0," + stats["runtime"]["total_cycles"].dump() + ",");
+}
+
+// `bound` names the resource whose lower bound is the largest, whichever it is.
+TEST_F(Sweep, BoundNamesTheBindingLimit) {
+  const fs::path out = dir_ / "sw";
+  const Result r = npusim({"sweep", "-m", model("fc"), "--sweep", "dma.bytes_per_cycle=1,8",
+                           "--sweep", "dram.bandwidth_gbps=0.8,12.8", "-o", out.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // fc at 800 MHz: 263168 B in, 256 B out, S0 1024 folds x 47 = 48128 array cycles.
+  // DMA_IN port at 1 B/cycle: 263168 cycles; at 8: 32896.
+  // DRAM at 0.8 GB/s = 1 B/cycle: 263424 cycles; at 12.8 GB/s = 16 B/cycle: 16464.
+  const std::vector<std::string> expected = {"dram", "dma_in_port", "dram", "array"};
+  const Json sweep = Json::parse(read_file(out / "sweep.json"));
+  const auto csv = lines_of(read_file(out / "sweep.csv"));
+  ASSERT_EQ(csv.size(), 5u);
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(sweep["points"][i]["bound"], expected[i]) << i;
+    EXPECT_EQ(fields_of(csv[i + 1])[9], expected[i]) << csv[i + 1];
+  }
+  EXPECT_EQ(sweep["points"][1]["lower_bound_dma_in_port_cycles"], 263168);
+  EXPECT_EQ(sweep["points"][2]["lower_bound_dram_cycles"], 263424);
+  EXPECT_EQ(sweep["points"][3]["lower_bound_array_cycles"], 48128);
+  EXPECT_THAT(r.err, HasSubstr("ok, 81456 cycles, bound by array, "));
 }
 
 TEST_F(Sweep, OneProgressLinePerPointWithoutATerminal) {

@@ -76,10 +76,10 @@ Workload workload() {
   w.device.array_cols = 16;
   w.device.lram_bytes = 1000;
   w.device.dram_bandwidth_mbps = 12800;
-  w.engines = {{"SLICE0.ARRAY", EngineKind::kArray, 1},
-               {"SLICE0.VECTOR", EngineKind::kVector, 1},
-               {"DMA_IN", EngineKind::kDmaIn, 2},
-               {"DMA_OUT", EngineKind::kDmaOut, 1}};
+  w.engines = {{"SLICE0.ARRAY", EngineKind::kArray, 1, 0, 0, "SLICE0.ARRAY"},
+               {"SLICE0.VECTOR", EngineKind::kVector, 1, 0, 0, "SLICE0.VECTOR"},
+               {"DMA_IN", EngineKind::kDmaIn, 2, 0, 0, "DMA_IN"},
+               {"DMA_OUT", EngineKind::kDmaOut, 1, 0, 0, "DMA_OUT"}};
   w.programs = {{"p0", "loc(p0)"}, {"p1", "loc(p1)"}};
   const std::vector<Cmd> cmds = {
       // id     engine   op         layer program read  write macs  alloc free iso deps

@@ -15,6 +15,7 @@
 #include <spdlog/spdlog.h>
 
 #include "profiler/output_dir.h"
+#include "profiler/stats.h"
 #include "sim/api/models.h"
 #include "sim/app/process_runner.h"
 #include "sim/util/error.h"
@@ -180,8 +181,18 @@ void check_key_paths(const Plan& plan) {
 // ---- one point's figures ------------------------------------------------------------------------
 
 constexpr const char* kBoundRule =
-    "memory when the busiest DMA engine (runtime.engines.DMA_IN/DMA_OUT busy_cycles) is busy for "
-    "more cycles than the busiest compute engine (SLICEn.ARRAY/SLICEn.VECTOR), compute otherwise";
+    "the resource with the largest static lower bound (stats.json bounds.binding): array, vector, "
+    "mac_peak, dma_in_port, dma_out_port, dram or host; ties go to the first in that order";
+
+// The lower bounds a point's row carries: stats.json's bounds.<name>_cycles as the column
+// lower_bound_<name>_cycles, one per resource in profiler::kBoundResources order.
+std::vector<std::string> lower_bound_names() {
+  std::vector<std::string> names;
+  for (profiler::BoundResource r : profiler::kBoundResources) {
+    names.emplace_back(profiler::bound_name(r));
+  }
+  return names;
+}
 
 // The number (or, with `object`, the object) at `pointer`; throws naming the pointer otherwise.
 const OJson& need(const OJson& root, const std::string& pointer, bool object = false) {
@@ -198,9 +209,9 @@ struct PointResult {
   bool ok = false;
   OJson exit_code;  // null when the point never ran
   std::string error;
-  OJson total_cycles, latency_us, mac_utilization, dram_gbps, compute_busy, dma_busy,
-      compute_bound, dram_bound;
-  std::string bound;
+  OJson total_cycles, latency_us, mac_utilization, dram_gbps, compute_busy, dma_busy;
+  std::vector<OJson> lower_bounds;  // indexed like lower_bound_names(); empty unless ok
+  std::string bound;  // the binding resource's name
 };
 
 // Reads a finished point's folder: exit_code.txt, then stats.json or stderr.txt. Paths in
@@ -226,8 +237,14 @@ PointResult read_point(const fs::path& dir, const std::string& rel) {
     r.latency_us = need(stats, "/runtime/time_us");
     r.mac_utilization = need(stats, "/runtime/mac_utilization");
     r.dram_gbps = need(stats, "/runtime/dram_achieved_gbps");
-    r.compute_bound = need(stats, "/bounds/compute_cycles");
-    r.dram_bound = need(stats, "/bounds/dram_cycles");
+    for (const std::string& name : lower_bound_names()) {
+      r.lower_bounds.push_back(need(stats, "/bounds/" + name + "_cycles"));
+    }
+    const OJson::json_pointer binding("/bounds/binding");
+    if (!stats.contains(binding) || !stats.at(binding).is_string()) {
+      throw std::runtime_error("no /bounds/binding (a resource name)");
+    }
+    r.bound = stats.at(binding).get<std::string>();
     const OJson& engines = need(stats, "/runtime/engines", true);
     std::uint64_t compute = 0, dma = 0;
     for (const auto& [name, e] : engines.items()) {
@@ -239,7 +256,6 @@ PointResult read_point(const fs::path& dir, const std::string& rel) {
     }
     r.compute_busy = compute;
     r.dma_busy = dma;
-    r.bound = dma > compute ? "memory" : "compute";
     r.ok = true;
   } catch (const std::exception& e) {
     r = PointResult{};
@@ -265,7 +281,10 @@ std::string sweep_csv(const Plan& plan, const std::vector<PointResult>& results)
   out << "index";
   for (const SweepKey& k : plan.keys) out << ',' << csv_field(k.key);
   out << ",status,exit_code,total_cycles,latency_us,mac_utilization,dram_gbps,bound,"
-         "compute_busy_cycles,dma_busy_cycles,compute_bound_cycles,dram_bound_cycles,error\n";
+         "compute_busy_cycles,dma_busy_cycles";
+  const std::vector<std::string> bound_names = lower_bound_names();
+  for (const std::string& name : bound_names) out << ",lower_bound_" << name << "_cycles";
+  out << ",error\n";
   for (std::size_t i = 0; i < results.size(); ++i) {
     const PointResult& r = results[i];
     out << i;
@@ -273,10 +292,13 @@ std::string sweep_csv(const Plan& plan, const std::vector<PointResult>& results)
     for (std::size_t k = 0; k < plan.keys.size(); ++k) out << ',' << csv_field(plan.keys[k].values[c[k]]);
     out << ',' << (r.ok ? "ok" : "failed") << ',' << number_text(r.exit_code) << ','
         << number_text(r.total_cycles) << ',' << number_text(r.latency_us) << ','
-        << number_text(r.mac_utilization) << ',' << number_text(r.dram_gbps) << ',' << r.bound << ','
-        << number_text(r.compute_busy) << ',' << number_text(r.dma_busy) << ','
-        << number_text(r.compute_bound) << ',' << number_text(r.dram_bound) << ','
-        << csv_field(r.error) << '\n';
+        << number_text(r.mac_utilization) << ',' << number_text(r.dram_gbps) << ','
+        << csv_field(r.bound) << ','
+        << number_text(r.compute_busy) << ',' << number_text(r.dma_busy) << ',';
+    for (std::size_t b = 0; b < bound_names.size(); ++b) {
+      out << (r.ok ? number_text(r.lower_bounds[b]) : std::string()) << ',';
+    }
+    out << csv_field(r.error) << '\n';
   }
   return out.str();
 }
@@ -322,8 +344,10 @@ std::string sweep_json(const Plan& plan, const std::vector<PointResult>& results
     p["bound"] = r.ok ? OJson(r.bound) : OJson();
     p["compute_busy_cycles"] = r.compute_busy;
     p["dma_busy_cycles"] = r.dma_busy;
-    p["compute_bound_cycles"] = r.compute_bound;
-    p["dram_bound_cycles"] = r.dram_bound;
+    const std::vector<std::string> names = lower_bound_names();
+    for (std::size_t b = 0; b < names.size(); ++b) {
+      p["lower_bound_" + names[b] + "_cycles"] = r.ok ? r.lower_bounds[b] : OJson();
+    }
     p["error"] = r.ok ? OJson() : OJson(r.error);
     points.push_back(p);
   }
@@ -502,7 +526,7 @@ int run_sweep(const Plan& plan, const fs::path& dir, unsigned jobs, bool quiet) 
     std::string line = "npusim: sweep: [" + std::to_string(finished) + "/" + std::to_string(n) +
                        "] point " + std::to_string(i) + " (" + plan.describe(i) + "): ";
     if (r.ok) {
-      line += "ok, " + r.total_cycles.dump() + " cycles, " + r.bound + "-bound, " + seconds;
+      line += "ok, " + r.total_cycles.dump() + " cycles, bound by " + r.bound + ", " + seconds;
     } else {
       line += "failed (exit " + std::to_string(outcome.exit_code) + "): " + r.error;
     }

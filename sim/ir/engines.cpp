@@ -11,12 +11,12 @@ EngineLayout::EngineLayout(const HwConfig& config) : slices_(config.slices.count
   using profiler::EngineKind;
   for (std::uint32_t s = 0; s < slices_; ++s) {
     const std::string slice = "SLICE" + std::to_string(s);
-    engines_.push_back({slice + ".ARRAY", EngineKind::kArray, 1});
-    engines_.push_back({slice + ".VECTOR", EngineKind::kVector, 1});
+    engines_.push_back({slice + ".ARRAY", EngineKind::kArray, 1, s, 0, slice + ".ARRAY"});
+    engines_.push_back({slice + ".VECTOR", EngineKind::kVector, 1, s, 0, slice + ".VECTOR"});
   }
-  engines_.push_back({"DMA_IN", EngineKind::kDmaIn, config.dma.in_channels});
-  engines_.push_back({"DMA_OUT", EngineKind::kDmaOut, config.dma.out_channels});
-  engines_.push_back({"HOST", EngineKind::kHost, 1});
+  engines_.push_back({"DMA_IN", EngineKind::kDmaIn, config.dma.in_channels, 0, 0, "DMA_IN"});
+  engines_.push_back({"DMA_OUT", EngineKind::kDmaOut, config.dma.out_channels, 0, 0, "DMA_OUT"});
+  engines_.push_back({"HOST", EngineKind::kHost, 1, 0, 0, "HOST"});
 }
 
 std::uint32_t EngineLayout::of(const Command& command) const {
@@ -84,6 +84,9 @@ profiler::Workload make_workload(const Schedule& schedule, const HwConfig& confi
   w.device.dataflow = dataflow_name(config.slices.dataflow);
   w.device.lram_bytes = config.lram_bytes;
   w.device.dram_bandwidth_mbps = config.dram.bandwidth_mbps;
+  w.device.dma_in_channels = config.dma.in_channels;
+  w.device.dma_out_channels = config.dma.out_channels;
+  w.device.dma_bytes_per_cycle = config.dma.bytes_per_cycle;
   w.engines = layout.all();
   for (const Program& p : schedule.programs) w.programs.push_back({p.name, p.loc});
   w.commands.reserve(schedule.commands.size());
