@@ -144,10 +144,13 @@ Workload bounds_workload() {
   w.device.dma_in_channels = 2;
   w.device.dma_out_channels = 1;
   w.device.dma_bytes_per_cycle = 4;
-  w.engines = {{"HOST", EngineKind::kHost, 1},          {"SLICE1.ARRAY", EngineKind::kArray, 1},
-               {"SLICE0.VECTOR", EngineKind::kVector, 1}, {"DMA_IN", EngineKind::kDmaIn, 2},
-               {"SLICE0.ARRAY", EngineKind::kArray, 1},  {"DMA_OUT", EngineKind::kDmaOut, 1},
-               {"SLICE1.VECTOR", EngineKind::kVector, 1}};
+  w.engines = {{"HOST", EngineKind::kHost, 1, 0, 0, "HOST"},
+               {"SLICE1.ARRAY", EngineKind::kArray, 1, 1, 0, "SLICE1.ARRAY"},
+               {"SLICE0.VECTOR", EngineKind::kVector, 1, 0, 0, "SLICE0.VECTOR"},
+               {"DMA_IN", EngineKind::kDmaIn, 2, 0, 0, "DMA_IN"},
+               {"SLICE0.ARRAY", EngineKind::kArray, 1, 0, 0, "SLICE0.ARRAY"},
+               {"DMA_OUT", EngineKind::kDmaOut, 1, 0, 0, "DMA_OUT"},
+               {"SLICE1.VECTOR", EngineKind::kVector, 1, 1, 0, "SLICE1.VECTOR"}};
   w.programs = {{"p", ""}};
   auto command = [&](const std::string& id, std::uint32_t engine, std::uint64_t read,
                      std::uint64_t write, std::uint64_t macs, Cycles isolated) {
