@@ -6,6 +6,7 @@
 
 
 #include "profiler/json_writer.h"
+#include "profiler/layer_stats.h"
 #include "profiler/stats.h"
 
 #include <algorithm>
@@ -74,6 +75,44 @@ std::vector<std::uint64_t> lram_peak_per_program(const Workload& w, const Timeli
     peaks[p] = peak;
   }
   return peaks;
+}
+
+// layers[]: one row per layer, SCALE-Sim's compute report and the tiling against it
+// (docs/outputs.md).
+void write_layers(JsonWriter& j, const Workload& w, const Timeline& t) {
+  j.key("layers");
+  j.begin_array();
+  const std::vector<LayerStats> rows = compute_layer_stats(w, t);
+  for (std::size_t id = 0; id < rows.size(); ++id) {
+    const LayerStats& r = rows[id];
+    j.begin_object(true);
+    j.field("id", static_cast<std::uint64_t>(id));
+    j.field("name", r.info.name);
+    j.field("commands", r.commands);
+    if (r.info.on_array) {
+      j.field("gemms", r.info.gemms);
+      j.field("sr", r.info.sr);
+      j.field("sc", r.info.sc);
+      j.field("t", r.info.t);
+      j.field("folds", r.info.folds);
+      j.field("macs", r.info.macs);
+      j.field("ideal_array_cycles", r.info.ideal_cycles);
+    }
+    j.field("array_cycles", r.array_cycles);
+    j.field("stall_cycles", r.stall_cycles);
+    j.field("total_cycles", r.total_cycles);
+    j.field("vector_cycles", r.vector_cycles);
+    j.field("compute_span_cycles", r.span_end - r.span_start);
+    j.field("dma_bytes", r.dma_bytes);
+    if (r.info.on_array) {
+      j.field("tiling_overhead_pct", round6(r.tiling_overhead_pct));
+      j.field("overall_utilisation_pct", r.overall_utilisation_pct);
+      j.field("mapping_efficiency_pct", r.info.mapping_efficiency_pct);
+      j.field("compute_utilisation_pct", r.info.compute_utilisation_pct);
+    }
+    j.end_object();
+  }
+  j.end_array();
 }
 
 void write_run(JsonWriter& j, const Workload& w, const Timeline& t, const RunStats& s, StatsLevel level) {
@@ -184,6 +223,7 @@ void write_run(JsonWriter& j, const Workload& w, const Timeline& t, const RunSta
       j.end_object();
     }
     j.end_array();
+    write_layers(j, w, t);
   }
   j.end_object();
 }

@@ -13,6 +13,7 @@ Selection select_commands(const Workload& workload, const std::vector<const Time
   out.workload.model_file = workload.model_file;
   out.workload.device = workload.device;
   out.workload.engines = workload.engines;
+  out.workload.layers = workload.layers;
   std::vector<std::uint32_t> command_index(workload.commands.size(), kDropped);
   std::vector<std::uint32_t> program_index(workload.programs.size(), kDropped);
   for (std::size_t i = 0; i < workload.commands.size(); ++i) {

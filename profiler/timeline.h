@@ -65,6 +65,22 @@ struct DeviceInfo {
   std::uint32_t dma_bytes_per_cycle = 0;  // per channel, through its port
 };
 
+// One layer of the model as the compiler saw it (a fused group counts as one), with its untiled
+// array GEMM in SCALE-Sim's terms: what `report --layers` compares the tiles against.
+struct LayerInfo {
+  std::string name;     // as in CommandInfo::layer
+  bool on_array = false;  // whether the layer has a GEMM view (the rest are vector or host layers)
+  std::uint64_t gemms = 1;  // independent GEMMs of this size (conv groups, batched matmul)
+  std::uint64_t sr = 0, sc = 0, t = 0;  // dimension on the array's rows, its columns, in time
+  std::uint64_t folds = 0;              // ceil(sr / rows) * ceil(sc / cols), per GEMM
+  Cycles ideal_cycles = 0;  // the untiled layer on one array: gemms * (folds * P - 1)
+  std::uint64_t macs = 0;   // of the untiled layer
+  // SCALE-Sim's closed forms, in %: sr * sc / (folds * rows * cols), and that times T over the
+  // cycles of one fold as it counts them (P for os, P + cols - 1 for ws and is).
+  double mapping_efficiency_pct = 0;
+  double compute_utilisation_pct = 0;
+};
+
 struct Workload {
   std::string model_name;
   std::string model_file;  // base name only, so outputs do not depend on where a file lives
@@ -72,6 +88,7 @@ struct Workload {
   std::vector<EngineInfo> engines;
   std::vector<ProgramInfo> programs;
   std::vector<CommandInfo> commands;
+  std::vector<LayerInfo> layers;  // in schedule order; empty when the schedule does not say
 };
 
 struct CommandTiming {

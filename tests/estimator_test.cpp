@@ -15,7 +15,8 @@ Json schedule_with(Json commands) {
               {"commands", std::move(commands)}};
 }
 
-// A 16x16x16 GEMM: 62 cycles on the default 16x16 ws array (1 fold of 32 + 16 + 16 - 2).
+// A 16x16x16 GEMM: 61 cycles on the default 16x16 ws array (1 fold of 32 + 16 + 16 - 2 = 62,
+// minus 1 as SCALE-Sim counts; see cost_model_test).
 Json gemm(const std::string& id, std::uint32_t slice, Json deps = Json::array()) {
   return {{"id", id}, {"engine", "SLICE"}, {"slice", slice}, {"op", "Gemm"},
           {"shape", {{"m", 16}, {"n", 16}, {"k", 16}}}, {"deps", std::move(deps)}};
@@ -33,27 +34,27 @@ profiler::Timeline run(const Json& commands, const std::vector<std::string>& ove
 
 TEST(Estimator, DependentCommandsPayTheDispatchCost) {
   const auto t = run({gemm("S0", 0), gemm("S1", 0, {"S0"})});
-  // dispatch 4: S0 [4, 66); S1 ready at 66, starts at 70, ends 132.
+  // dispatch 4: S0 [4, 65); S1 ready at 65, starts at 69, ends 130.
   EXPECT_EQ(t.commands[0].start, 4u);
-  EXPECT_EQ(t.commands[0].end, 66u);
-  EXPECT_EQ(t.commands[1].start, 70u);
-  EXPECT_EQ(t.commands[1].end, 132u);
-  EXPECT_EQ(t.total_cycles(), 132u);
+  EXPECT_EQ(t.commands[0].end, 65u);
+  EXPECT_EQ(t.commands[1].start, 69u);
+  EXPECT_EQ(t.commands[1].end, 130u);
+  EXPECT_EQ(t.total_cycles(), 130u);
 }
 
 TEST(Estimator, SlicesRunInParallel) {
   const auto t = run({gemm("S0", 0), gemm("S1", 1)});
   EXPECT_EQ(t.commands[0].start, 4u);
   EXPECT_EQ(t.commands[1].start, 4u);
-  EXPECT_EQ(t.total_cycles(), 66u);
+  EXPECT_EQ(t.total_cycles(), 65u);
 }
 
 TEST(Estimator, QueuesAreInOrder) {
   // S1 has no dependency but is queued behind S0 on slice 0's array, which waits for DI0.
   const auto t = run({load("DI0"), gemm("S0", 0, {"DI0"}), gemm("S1", 0)});
   EXPECT_EQ(t.commands[0].end, 4u + 256u);
-  EXPECT_EQ(t.commands[1].start, 260u + 4u);  // 264, ends 326
-  EXPECT_EQ(t.commands[2].start, 326u + 4u);
+  EXPECT_EQ(t.commands[1].start, 260u + 4u);  // 264, ends 325
+  EXPECT_EQ(t.commands[2].start, 325u + 4u);
 }
 
 TEST(Estimator, VectorAndArrayOfOneSliceOverlap) {

@@ -3,6 +3,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sstream>
+
+#include "sim/ir/schedule_writer.h"
+
 #include "sim/util/error.h"
 
 namespace npusim {
@@ -35,14 +39,45 @@ std::string error_of(const Json& root) {
   return "no error";
 }
 
+TEST(Schedule, LayersRoundTripThroughTheJsonForm) {
+  Json root = schedule_with({gemm("S0", 0)});
+  root["layers"] = Json::array({Json{{"name", "conv1"}, {"gemm", {{"batch", 2}, {"m", 64}, {"n", 8}, {"k", 27}}}},
+                                Json{{"name", "relu1"}}});
+  const Schedule s = parse_schedule(root, "s.json", parse_hw_config("{}", "cfg"));
+  ASSERT_EQ(s.layers.size(), 2u);
+  EXPECT_TRUE(s.layers[0].on_array);
+  EXPECT_EQ(s.layers[0].gemm.batch, 2u);
+  EXPECT_EQ(s.layers[0].gemm.m, 64u);
+  EXPECT_EQ(s.layers[0].gemm.k, 27u);
+  EXPECT_FALSE(s.layers[1].on_array);
+  std::ostringstream text;
+  write_schedule_json(text, s);
+  const Schedule again = parse_schedule(Json::parse(text.str()), "s2.json", parse_hw_config("{}", "cfg"));
+  ASSERT_EQ(again.layers.size(), 2u);
+  EXPECT_EQ(again.layers[0].gemm.n, 8u);
+  EXPECT_EQ(again.layers[1].name, "relu1");
+}
+
+TEST(Schedule, LayerGemmWithoutKIsRejected) {
+  Json root = schedule_with({gemm("S0", 0)});
+  root["layers"] = Json::array({Json{{"name", "conv1"}, {"gemm", {{"m", 64}, {"n", 8}}}}});
+  try {
+    parse_schedule(root, "s.json", parse_hw_config("{}", "cfg"));
+    FAIL() << "expected an error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("/layers/0/gemm/k"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Schedule, LoadsAndCostsCommands) {
   const Json root = schedule_with({dma_in("DI0", 256), gemm("S0", 1, {"DI0"})});
   const Schedule s = parse_schedule(root, "s.json", parse_hw_config("{}", "cfg"));
   ASSERT_EQ(s.commands.size(), 2u);
   EXPECT_EQ(s.commands[1].deps, std::vector<std::uint32_t>{0});
   EXPECT_EQ(s.commands[1].slice, 1u);
-  // ws 16x16, (k, n, m) = (16, 16, 16): 1 fold of 32 + 16 + 16 - 2 = 62.
-  EXPECT_EQ(s.commands[1].compute_cycles, 62u);
+  // ws 16x16, (k, n, m) = (16, 16, 16): 1 fold of P = 32 + 16 + 16 - 2 = 62, counted as
+  // SCALE-Sim does: 62 - 1.
+  EXPECT_EQ(s.commands[1].compute_cycles, 61u);
   EXPECT_EQ(s.commands[1].macs, 4096u);
   ASSERT_EQ(s.programs.size(), 1u);  // a default program named after the model
   EXPECT_EQ(s.programs[0].name, "t");

@@ -42,6 +42,7 @@ struct RunOptions {
   std::vector<std::string> overrides;
   std::vector<std::string> input_shapes;
   bool host_fallback = false;
+  bool ideal_memory = false;
   std::string out;
   bool help = false;
   int stats_level = 70;
@@ -82,11 +83,21 @@ po::options_description model_options(RunOptions& o, const std::string& what, co
       ("host-fallback", po::bool_switch(&o.host_fallback),
        "run ONNX ops the NPU cannot on the host (config host.call_cycles and "
        "host.cycles_per_element) instead of rejecting the model")
+      ("ideal-memory", po::bool_switch(&o.ideal_memory),
+       "DMA, DRAM and dispatch take no cycles and local memory is unbounded: compute alone, as "
+       "SCALE-Sim's compute report (same as --set ideal_memory=true)")
       ("out,o", po::value(&o.out)->value_name(what == "compile" ? "FILE" : "DIR"), out_help)
       // Accepted here too so that they may follow the command; main() applies them.
       ("log-level", po::value<std::string>()->value_name("LEVEL"), "trace|debug|info|warn|error|off")
       ("quiet,q", po::bool_switch(), "print nothing but errors");
   return desc;
+}
+
+// --set overrides, with --ideal-memory as the one it stands for.
+std::vector<std::string> overrides_of(const RunOptions& o) {
+  std::vector<std::string> all = o.overrides;
+  if (o.ideal_memory) all.push_back("ideal_memory=true");
+  return all;
 }
 
 api::ModelOptions model_options_of(const RunOptions& o) {
@@ -111,7 +122,7 @@ api::RunRequest request_of(const RunOptions& o, const std::string& usage) {
   api::RunRequest r;
   r.model = o.model;
   r.config = o.config;
-  r.overrides = o.overrides;
+  r.overrides = overrides_of(o);
   r.model_options = model_options_of(o);
   r.iterations = iterations_of(o);
   r.simulate_in_this_process = true;  // one simulation per CLI process
@@ -197,7 +208,7 @@ int compile_command(const std::vector<std::string>& args) {
     return kExitOk;
   }
   if (o.model.empty()) throw InputError("", "", "a model is required (see npusim compile --help)");
-  const HwConfig config = load_hw_config(o.config, o.overrides);
+  const HwConfig config = load_hw_config(o.config, overrides_of(o));
   const ModelKind kind = detect_model_kind(o.model);
   if (kind == ModelKind::kSchedule) throw InputError(o.model, "", "is a schedule already; compile takes a graph, topology or ONNX model");
   const Graph graph = *load_graph(o.model, kind, model_options_of(o));
@@ -225,7 +236,7 @@ int info_command(const std::vector<std::string>& args) {
     return kExitOk;
   }
   if (o.model.empty()) throw InputError("", "", "a model is required (see npusim info --help)");
-  const HwConfig config = load_hw_config(o.config, o.overrides);
+  const HwConfig config = load_hw_config(o.config, overrides_of(o));
   const ModelKind kind = detect_model_kind(o.model);
   const api::ModelOptions mo = model_options_of(o);
   const std::optional<Graph> graph = load_graph(o.model, kind, mo);

@@ -10,6 +10,7 @@
 
 #include "profiler/csv_readers.h"
 #include "profiler/output_dir.h"
+#include "profiler/layer_stats.h"
 #include "sim/app/cli_options.h"
 #include "profiler/report.h"
 #include "profiler/trace_import.h"
@@ -64,8 +65,8 @@ std::uint64_t parse_clock_khz(const std::string& text) {
 }  // namespace
 
 int report_command(const std::vector<std::string>& args) {
-  std::string dir, mode = "total";
-  bool estimate = false, help = false;
+  std::string dir, mode = "total", format = "table";
+  bool estimate = false, help = false, layers = false;
   po::options_description desc("Options for npusim report");
   desc.add_options()
       ("help,h", po::bool_switch(&help), "show this help")
@@ -74,11 +75,16 @@ int report_command(const std::vector<std::string>& args) {
       ("mode", po::value(&mode)->value_name("total|each")->default_value("total"),
        "total: op types by cycles; each: every op by index")
       ("estimate", po::bool_switch(&estimate),
-       "report the compile-time estimate even when the folder holds a simulation");
+       "report the compile-time estimate even when the folder holds a simulation")
+      ("layers", po::bool_switch(&layers),
+       "per layer: SCALE-Sim's compute report (total, stall cycles, utilisations) and the tiling "
+       "against the untiled layer")
+      ("format", po::value(&format)->value_name("table|csv")->default_value("table"),
+       "with --layers: a table, or CSV whose first columns are SCALE-Sim's COMPUTE_REPORT.csv");
   add_logging(desc, true);
   parse_options(args, desc, "report", "dir", 1);
   if (help) {
-    print_help("npusim report DIR [--mode total|each] [--estimate] [-q]",
+    print_help("npusim report DIR [--mode total|each | --layers [--format table|csv]] [--estimate] [-q]",
                "Breaks a run down from DIR/stats.json (the simulation if present, else the\n"
                "estimate; written at --stats-level 70 or more): invoke time, NPU time, DMA time,\n"
                "DRAM bytes moved, variable buffer size; the op types' share of the ops' cycles\n"
@@ -91,11 +97,25 @@ int report_command(const std::vector<std::string>& args) {
   if (mode != "total" && mode != "each") {
     throw InputError("--mode", "", "expected total or each, found '" + mode + "'");
   }
+  if (format != "table" && format != "csv") {
+    throw InputError("--format", "", "expected table or csv, found '" + format + "'");
+  }
   std::error_code ec;
   if (!fs::exists(dir, ec)) throw InputError(dir, "", "no such folder");
   const std::string stats = fs::is_directory(dir, ec) ? (fs::path(dir) / "stats.json").string() : dir;
   if (!fs::exists(stats, ec)) {
     throw InputError(stats, "", "not found (written by npusim run and npusim estimate)");
+  }
+  if (layers) {
+    return translating_parse_errors([&] {
+      const nlohmann::json j = profiler::read_json_file(stats);
+      const char* run = !estimate && j.contains("runtime") ? "runtime" : "estimate";
+      if (!j.is_object() || !j.contains(run)) throw profiler::ParseError(stats, 0, std::string("/") + run, "missing");
+      if (!is_quiet(args)) {
+        profiler::write_layer_report(std::cout, j[run], stats, std::string("/") + run, format == "csv");
+      }
+      return kExitOk;
+    });
   }
   return translating_parse_errors([&] {
     const profiler::ReportInput input = profiler::read_report_input_file(stats, estimate);

@@ -15,26 +15,37 @@ Cycles vector_cycles(std::uint64_t work, std::uint32_t cycles_per_unit, std::uin
 
 }  // namespace
 
-Cycles systolic_gemm_cycles(std::uint32_t rows, std::uint32_t cols, Dataflow dataflow,
-                            std::uint64_t m, std::uint64_t n, std::uint64_t k) {
-  std::uint64_t sr = 0;  // operand dimension mapped onto the array's rows
-  std::uint64_t sc = 0;  // ... onto its columns
-  std::uint64_t t = 0;   // ... streamed through it in time
+GemmMapping map_gemm(std::uint32_t rows, std::uint32_t cols, Dataflow dataflow, std::uint64_t m,
+                     std::uint64_t n, std::uint64_t k) {
+  GemmMapping g;
   switch (dataflow) {
     case Dataflow::kOutputStationary:
-      sr = m, sc = n, t = k;
+      g.sr = m, g.sc = n, g.t = k;
       break;
     case Dataflow::kWeightStationary:
-      sr = k, sc = n, t = m;
+      g.sr = k, g.sc = n, g.t = m;
       break;
     case Dataflow::kInputStationary:
-      sr = k, sc = m, t = n;
+      g.sr = k, g.sc = m, g.t = n;
       break;
   }
-  const std::uint64_t folds = checked_mul(ceil_div(sr, rows), ceil_div(sc, cols));
-  // Fill (rows), stream (t), drain through the array (rows + cols - 2).
-  const std::uint64_t per_fold = checked_add(2u * std::uint64_t{rows} + cols - 2, t);
-  return checked_mul(folds, per_fold);
+  g.folds = checked_mul(ceil_div(g.sr, rows), ceil_div(g.sc, cols));
+  // Each fold streams T operand rows through the array and drains through its rows and columns
+  // (rows + cols - 2); ws and is first load the stationary operand (another `rows` cycles), os
+  // keeps its outputs in place.
+  const std::uint64_t load = dataflow == Dataflow::kOutputStationary ? 0 : rows;
+  g.fold_cycles = checked_add(load + rows + cols - 2, g.t);
+  g.util_fold_cycles = dataflow == Dataflow::kOutputStationary ? g.fold_cycles
+                                                               : checked_add(g.fold_cycles, cols - 1);
+  return g;
+}
+
+Cycles systolic_gemm_cycles(std::uint32_t rows, std::uint32_t cols, Dataflow dataflow,
+                            std::uint64_t m, std::uint64_t n, std::uint64_t k) {
+  const GemmMapping g = map_gemm(rows, cols, dataflow, m, n, k);
+  // SCALE-Sim counts a layer's cycles as the 0-based index of its last one, hence the -1
+  // (scale-sim-v2 memory/double_buffered_scratchpad_mem.py).
+  return std::max<Cycles>(1, checked_mul(g.folds, g.fold_cycles) - 1);
 }
 
 SliceCost slice_op_cost(OpId op, const Shape& shape, const HwConfig& config) {

@@ -11,10 +11,24 @@ namespace npusim::cost {
 
 using Cycles = std::uint64_t;
 
-// Cycles of one GEMM (m x k times k x n) on a rows x cols systolic array, after SCALE-Sim's
-// analytical model: the operands fold onto the array in ceil(Sr/rows) * ceil(Sc/cols) folds, each
-// costing its fill, stream and drain, 2*rows + cols + T - 2 cycles, where the dataflow picks
-// (Sr, Sc, T): os (m, n, k), ws (k, n, m), is (k, m, n). Throws std::overflow_error.
+// Cycles of one GEMM (m x k times k x n) on a rows x cols systolic array, equal to SCALE-Sim v2's
+// compute report: the dataflow maps (Sr, Sc, T) to os (m, n, k), ws (k, n, m), is (k, m, n); the
+// operands fold onto the array in ceil(Sr/rows) * ceil(Sc/cols) folds of P cycles each, P =
+// rows + cols + T - 2 for os and 2*rows + cols + T - 2 for ws and is (the stationary operand's
+// load); the total is folds * P - 1, at least 1. Throws std::overflow_error.
+// How a GEMM maps onto a rows x cols array, as SCALE-Sim maps it.
+struct GemmMapping {
+  std::uint64_t sr = 0, sc = 0, t = 0;  // onto the rows, onto the columns, streamed in time
+  std::uint64_t folds = 0;              // ceil(sr / rows) * ceil(sc / cols)
+  std::uint64_t fold_cycles = 0;        // P: os rows + cols + t - 2, ws and is 2 * rows + cols + t - 2
+  // The fold length SCALE-Sim's Compute Util % divides by: P for os, P + cols - 1 for ws and is
+  // (it measures the never-skewed operand's demand matrix there).
+  std::uint64_t util_fold_cycles = 0;
+};
+// Throws std::overflow_error.
+GemmMapping map_gemm(std::uint32_t rows, std::uint32_t cols, Dataflow dataflow, std::uint64_t m,
+                     std::uint64_t n, std::uint64_t k);
+
 Cycles systolic_gemm_cycles(std::uint32_t rows, std::uint32_t cols, Dataflow dataflow,
                             std::uint64_t m, std::uint64_t n, std::uint64_t k);
 

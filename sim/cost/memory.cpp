@@ -39,7 +39,8 @@ DmaTiming::DmaTiming(const HwConfig& config)
     : max_burst_bytes(config.dma.burst_bytes),
       bytes_per_cycle(config.dma.bytes_per_cycle),
       setup_cycles(config.dma.setup_cycles),
-      max_outstanding(config.dma.max_outstanding) {}
+      max_outstanding(config.dma.max_outstanding),
+      ideal(config.ideal_memory) {}
 
 std::uint64_t DmaTiming::burst_count(std::uint64_t bytes) const {
   return ceil_div(bytes, max_burst_bytes);
@@ -82,6 +83,7 @@ DmaTransfer::Burst DmaTransfer::served(Cycles done) {
 }
 
 Cycles isolated_transfer_cycles(std::uint64_t bytes, const DmaTiming& dma, const DramTiming& dram) {
+  if (dma.ideal) return 0;
   DramState state(dram);
   DmaTransfer transfer(dma, bytes, dma.setup_cycles);
   // With DRAM to itself, bursts are served in issue order as soon as they arrive.

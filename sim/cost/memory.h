@@ -54,6 +54,8 @@ struct DmaTiming {
   std::uint32_t bytes_per_cycle = 1;
   Cycles setup_cycles = 0;
   std::uint32_t max_outstanding = 1;
+  // ideal_memory: transfers take no cycles and send no bursts, so a run measures compute alone.
+  bool ideal = false;
 };
 
 // One transfer on one DMA channel, step by step. The caller hands each issued burst to a DRAM
@@ -88,7 +90,7 @@ class DmaTransfer {
 };
 
 // Cycles of a whole transfer (setup included) when nothing else uses DRAM: the estimator's DMA
-// cost, DmaTransfer's steps on a fresh DramState.
+// cost, DmaTransfer's steps on a fresh DramState; 0 with ideal memory.
 Cycles isolated_transfer_cycles(std::uint64_t bytes, const DmaTiming& dma, const DramTiming& dram);
 
 }  // namespace npusim::cost

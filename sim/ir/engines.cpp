@@ -1,5 +1,8 @@
 #include "sim/ir/engines.h"
 
+#include "sim/cost/compute.h"
+#include "sim/util/math.h"
+
 #include <filesystem>
 
 namespace npusim {
@@ -36,6 +39,36 @@ std::vector<std::vector<std::uint32_t>> EngineLayout::queues(const Schedule& sch
     queues[of(schedule.commands[i])].push_back(i);
   }
   return queues;
+}
+
+profiler::LayerInfo layer_info(const LayerView& layer, const HwConfig& config) {
+  profiler::LayerInfo info;
+  info.name = layer.name;
+  info.on_array = layer.on_array;
+  if (!layer.on_array) return info;
+  const SliceConfig& s = config.slices;
+  const GemmShape& g = layer.gemm;
+  cost::GemmMapping map;
+  try {
+    map = cost::map_gemm(s.rows, s.cols, s.dataflow, g.m, g.n, g.k);
+    info.ideal_cycles =
+        checked_mul(g.batch, cost::systolic_gemm_cycles(s.rows, s.cols, s.dataflow, g.m, g.n, g.k));
+    info.macs = checked_mul(checked_mul(checked_mul(g.batch, g.m), g.n), g.k);
+  } catch (const std::overflow_error&) {
+    info.on_array = false;  // a whole layer past 64 bits: no closed form to compare with
+    return info;
+  }
+  info.gemms = g.batch;
+  info.sr = map.sr, info.sc = map.sc, info.t = map.t;
+  info.folds = map.folds;
+  // SCALE-Sim averages per-fold figures; over a product of folds the means factor exactly.
+  const double pes = static_cast<double>(s.rows) * s.cols;
+  info.mapping_efficiency_pct =
+      100.0 * static_cast<double>(map.sr) * static_cast<double>(map.sc) /
+      (static_cast<double>(map.folds) * pes);
+  info.compute_utilisation_pct = info.mapping_efficiency_pct * static_cast<double>(map.t) /
+                                 static_cast<double>(map.util_fold_cycles);
+  return info;
 }
 
 profiler::Workload make_workload(const Schedule& schedule, const HwConfig& config) {
@@ -77,6 +110,7 @@ profiler::Workload make_workload(const Schedule& schedule, const HwConfig& confi
     info.deps = c.deps;
     w.commands.push_back(std::move(info));
   }
+  for (const LayerView& l : schedule.layers) w.layers.push_back(layer_info(l, config));
   return w;
 }
 

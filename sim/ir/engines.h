@@ -26,6 +26,9 @@ class EngineLayout {
   std::vector<profiler::EngineInfo> engines_;
 };
 
+// A layer's untiled GEMM in SCALE-Sim's terms on `config`'s array.
+profiler::LayerInfo layer_info(const LayerView& layer, const HwConfig& config);
+
 // The profiler's view of a schedule on a config.
 profiler::Workload make_workload(const Schedule& schedule, const HwConfig& config);
 

@@ -412,6 +412,24 @@ Schedule parse_schedule(const Json& root, const std::string& origin, const HwCon
   }
   if (sched.programs.empty()) sched.programs.push_back({sched.model.name, ""});
 
+  const Json& layers = top.get_array("layers", false);
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    const std::string ptr = "/layers/" + std::to_string(l);
+    JsonObject layer(layers[l], ptr, diag);
+    LayerView v;
+    v.name = layer.require_string("name").value_or("");
+    if (const Json* gemm = layer.get("gemm")) {
+      JsonObject g(*gemm, ptr + "/gemm", diag);
+      v.on_array = true;
+      v.gemm.batch = g.get_uint("batch", 1, 1, kMaxDimension);
+      v.gemm.m = g.require_uint("m", 1, kMaxDimension).value_or(1);
+      v.gemm.n = g.require_uint("n", 1, kMaxDimension).value_or(1);
+      v.gemm.k = g.require_uint("k", 1, kMaxDimension).value_or(1);
+      g.finish();
+    }
+    layer.finish();
+    sched.layers.push_back(std::move(v));
+  }
   const Json& commands = top.get_array("commands", true);
   if (commands.size() > kMaxCommands) {
     diag.error("/commands", std::to_string(commands.size()) + " commands exceed the limit of " + std::to_string(kMaxCommands));

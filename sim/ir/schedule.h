@@ -94,6 +94,14 @@ struct Program {
   std::string loc;
 };
 
+// A layer as the compiler mapped it (a fused group counts as one), named as its commands' `layer`:
+// its untiled array GEMM, if it has one, so reports can compare the tiles with the whole layer.
+struct LayerView {
+  std::string name;
+  bool on_array = false;
+  GemmShape gemm;  // batch = independent GEMMs (conv groups, batched matmul)
+};
+
 struct Schedule {
   std::string file;
   ModelInfo model;
@@ -101,6 +109,7 @@ struct Schedule {
   std::uint32_t target_slices = 0;    // 0 when not stated
   std::vector<Program> programs;      // at least one
   std::vector<Command> commands;
+  std::vector<LayerView> layers;      // optional ("layers" in the JSON form)
 };
 
 // Documented limits (docs/schedule.md); past them a schedule is rejected, never wrapped.

@@ -94,6 +94,27 @@ void write_schedule_json(std::ostream& out, const Schedule& s) {
     out << "    {\"name\": " << quoted(s.programs[p].name) << ", \"loc\": " << quoted(s.programs[p].loc)
         << '}' << (p + 1 < s.programs.size() ? "," : "") << '\n';
   }
+  if (!s.layers.empty()) {
+    // Each layer's untiled array GEMM, for reports that compare tiles with the whole layer.
+    out << "  ],\n  \"layers\": [\n";
+    for (std::size_t l = 0; l < s.layers.size(); ++l) {
+      const LayerView& v = s.layers[l];
+      out << "    {";
+      Fields f(out);
+      f.raw("name", quoted(v.name));
+      if (v.on_array) {
+        f.raw("gemm", "");
+        out << '{';
+        Fields g(out);
+        g.add("batch", v.gemm.batch, 1);
+        g.add("m", v.gemm.m);
+        g.add("n", v.gemm.n);
+        g.add("k", v.gemm.k);
+        out << '}';
+      }
+      out << '}' << (l + 1 < s.layers.size() ? "," : "") << '\n';
+    }
+  }
   out << "  ],\n  \"commands\": [\n";
   for (std::size_t i = 0; i < s.commands.size(); ++i) {
     const Command& c = s.commands[i];
