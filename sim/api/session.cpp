@@ -130,6 +130,12 @@ void check_iterations(const Iterations& it, std::size_t schedule_commands) {
   }
 }
 
+HwConfig load_config(const std::string& path_or_name, const std::vector<std::string>& overrides) {
+  HwConfig config = load_hw_config(path_or_name, overrides);
+  for (const std::string& w : config.warnings) spdlog::warn("{}", w);
+  return config;
+}
+
 Session::Session(RunRequest request, HwConfig config, Schedule schedule)
     : request_(std::move(request)), config_(std::move(config)), schedule_(std::move(schedule)) {
   workload_ = make_workload(schedule_, config_);
@@ -137,7 +143,7 @@ Session::Session(RunRequest request, HwConfig config, Schedule schedule)
 
 Session Session::open(const RunRequest& request) {
   if (request.model.empty()) throw InputError("", "", "a model is required");
-  HwConfig config = load_hw_config(request.config, request.overrides);
+  HwConfig config = load_config(request.config, request.overrides);
   Schedule schedule = [&] {
     PhaseTimer t("load and compile");
     return load_or_compile(request.model, config, request.model_options);

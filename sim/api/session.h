@@ -23,6 +23,9 @@
 
 namespace npusim::api {
 
+// load_hw_config, with the config's warnings (SCALE-Sim keys npusim does not model) logged.
+HwConfig load_config(const std::string& path_or_name, const std::vector<std::string>& overrides);
+
 // A scenario: what is run. Today back-to-back inferences with a profiling window (--iterations);
 // LLM prefill and decode will be further scenario types.
 struct Iterations {

@@ -208,7 +208,7 @@ int compile_command(const std::vector<std::string>& args) {
     return kExitOk;
   }
   if (o.model.empty()) throw InputError("", "", "a model is required (see npusim compile --help)");
-  const HwConfig config = load_hw_config(o.config, overrides_of(o));
+  const HwConfig config = api::load_config(o.config, overrides_of(o));
   const ModelKind kind = detect_model_kind(o.model);
   if (kind == ModelKind::kSchedule) throw InputError(o.model, "", "is a schedule already; compile takes a graph, topology or ONNX model");
   const Graph graph = *load_graph(o.model, kind, model_options_of(o));
@@ -236,7 +236,7 @@ int info_command(const std::vector<std::string>& args) {
     return kExitOk;
   }
   if (o.model.empty()) throw InputError("", "", "a model is required (see npusim info --help)");
-  const HwConfig config = load_hw_config(o.config, overrides_of(o));
+  const HwConfig config = api::load_config(o.config, overrides_of(o));
   const ModelKind kind = detect_model_kind(o.model);
   const api::ModelOptions mo = model_options_of(o);
   const std::optional<Graph> graph = load_graph(o.model, kind, mo);

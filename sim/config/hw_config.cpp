@@ -111,6 +111,12 @@ HwConfig check(const RawHwConfig& raw, const std::string& source, Diagnostics& d
   cfg.source = source;
   for (const ConfigField& field : config_fields()) field.check(raw, diag, cfg);
   cfg.warnings = raw.warnings;
+  if (cfg.ideal_memory) {
+    // Compute alone: no dispatch cost, and a local memory the compiler never tiles for (the
+    // largest lram_kib there is), so each layer is one array command, as SCALE-Sim runs it.
+    cfg.dispatch_cycles = 0;
+    cfg.lram_bytes = std::uint64_t{1} << 40;
+  }
   return cfg;
 }
 
