@@ -8,11 +8,18 @@
 #include <sstream>
 
 #include "profiler/stats.h"
-#include "sim/ir/engines.h"
-#include "sim/util/error.h"
+#include "sim/compiler/emit/emitter.h"
+#include "sim/compiler/mapping/map_space.h"
+#include "sim/compiler/passes/assign_layouts.h"
+#include "sim/compiler/passes/fuse_layer_groups.h"
+#include "sim/compiler/passes/fuse_layer_norm_gelu.h"
+#include "sim/compiler/search/search.h"
 #include "sim/estimator/estimator.h"
 #include "sim/frontend/graph_json.h"
+#include "sim/ir/engines.h"
 #include "sim/ir/schedule_writer.h"
+#include "sim/util/error.h"
+#include "sim/util/math.h"
 
 namespace npusim {
 namespace {
@@ -209,6 +216,121 @@ TEST(Compiler, IsDeterministicAndRoundTripsThroughJson) {
   std::ostringstream c;
   write_schedule_json(c, loaded);
   EXPECT_EQ(c.str(), a.str());
+}
+
+// ---- the compiler's parts: passes, map spaces, search, emitter ------------------------------
+
+TEST(CompilerParts, EmitsOneGroupIntoAScratchScheduleInIsolation) {
+  const Graph g = two_convs();
+  const HwConfig config = parse_hw_config("{}", "default.json");  // 2 slices, W 131072, T 65536
+  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[0].layers, (std::vector<std::uint32_t>{0, 1, 2}));
+  const TensorLayouts layouts = assign_layouts(g, groups);
+  const MapSpace space = make_map_space(g, groups[1], layouts, config);
+  const Mapping mapping = make_search("greedy")->choose(space, config);
+  // conv2, 1x1, 32 -> 8 on 8x8: 8 output channels of 32 weight bytes, 256 <= W: one chunk of all
+  // 8. The whole output as one tile takes 8*8*32 in + 8*8*8 out = 2560 <= T, but one tile would
+  // leave a slice idle: the rows are halved once, to 4.
+  EXPECT_EQ(mapping.kind, MappingKind::kSpatial);
+  EXPECT_EQ(mapping.tile_rows, 4u);
+  EXPECT_EQ(mapping.tile_cols, 8u);
+  EXPECT_EQ(mapping.tile_channel_units, 8u);
+
+  Emitter scratch(g, config, layouts);
+  scratch.emit_group(groups[1], mapping);
+  Schedule s = scratch.finish();
+  // One weight load, then 2 tiles of (DMA_IN, compute, DMA_OUT): 1 + 2 * 3 = 7 commands.
+  ASSERT_EQ(s.commands.size(), 7u);
+  std::vector<std::string> ids;
+  for (const Command& c : s.commands) ids.push_back(c.id);
+  EXPECT_EQ(ids, (std::vector<std::string>{"DI0", "DI1", "S0", "DO0", "DI2", "S1", "DO1"}));
+  ASSERT_EQ(s.programs.size(), 1u);
+  EXPECT_EQ(s.programs[0].name, "conv2");
+  // Alone, nothing wrote conv2's input: the tile loads wait for nothing (in the full schedule
+  // they wait for conv1's stores).
+  EXPECT_TRUE(s.commands[1].deps.empty());
+  EXPECT_TRUE(s.commands[4].deps.empty());
+  EXPECT_EQ(s.commands[1].bytes, 4u * 8u * 32u);  // 4 rows of 8 pixels of 32 channels
+  // The scratch schedule is complete: it checks and costs like any other.
+  Diagnostics diag("scratch");
+  finalize_schedule(s, config, diag);
+  EXPECT_NO_THROW(diag.throw_if_any());
+  EXPECT_EQ(s.commands[2].macs, 4u * 8u * 8u * 32u);  // 4 rows * 8 cols * 8 out * 32 in
+}
+
+TEST(CompilerParts, GreedyHalvingShrinksDimsInOrder) {
+  const std::vector<TiledDim> dims = {{"rows", 10, {}}, {"columns", 3, {}}};
+  TileSizes sizes = {10, 3};
+  // Rows go first, down to 1 (10 -> 5 -> 3 -> 2 -> 1), then the columns (3 -> 2).
+  EXPECT_TRUE(
+      halve_until(sizes, dims, {0, 1}, [](const TileSizes& t) { return t[0] * t[1] <= 2; }));
+  EXPECT_EQ(sizes, (TileSizes{1, 2}));
+  TileSizes never = {4, 4};
+  EXPECT_FALSE(halve_until(never, dims, {1, 0}, [](const TileSizes&) { return false; }));
+  EXPECT_EQ(never, (TileSizes{1, 1}));
+  EXPECT_THROW(make_search("exhaustive"), std::invalid_argument);
+}
+
+TEST(CompilerParts, OverflowSafeArithmetic) {
+  constexpr std::uint64_t kMax = ~std::uint64_t{0};
+  EXPECT_EQ(ceil_div(0, 3), 0u);
+  EXPECT_EQ(ceil_div(7, 2), 4u);
+  EXPECT_EQ(ceil_div(8, 2), 4u);
+  EXPECT_EQ(ceil_div(kMax, 1), kMax);
+  EXPECT_EQ(ceil_div(kMax, 2), std::uint64_t{1} << 63);  // (a + b - 1) / b would wrap to 0
+  EXPECT_EQ(checked_mul(1u << 20, 1u << 20), std::uint64_t{1} << 40);
+  EXPECT_THROW(checked_mul(std::uint64_t{1} << 32, std::uint64_t{1} << 32), std::overflow_error);
+  EXPECT_EQ(checked_add(kMax - 1, 1), kMax);
+  EXPECT_THROW(checked_add(kMax, 1), std::overflow_error);
+}
+
+// x -> Div sqrt2 -> Erf -> Add 1 -> Mul x -> Mul 0.5 -> y, as the graph IR has it.
+Graph decomposed_gelu() {
+  const Json doc = Json::parse(R"({
+    "format": "npusim-graph", "version": 1, "name": "gelu",
+    "tensors": [
+      {"name": "x", "shape": [4, 8]},
+      {"name": "sqrt2", "shape": [], "constant": true},
+      {"name": "one", "shape": [], "constant": true},
+      {"name": "half", "shape": [], "constant": true},
+      {"name": "d", "shape": [4, 8]}, {"name": "e", "shape": [4, 8]}, {"name": "a", "shape": [4, 8]},
+      {"name": "m", "shape": [4, 8]}, {"name": "y", "shape": [4, 8]}
+    ],
+    "inputs": ["x"], "outputs": ["y"],
+    "layers": [
+      {"name": "div", "op": "Div", "inputs": ["x", "sqrt2"], "outputs": ["d"]},
+      {"name": "erf", "op": "Erf", "inputs": ["d"], "outputs": ["e"]},
+      {"name": "add", "op": "Add", "inputs": ["e", "one"], "outputs": ["a"]},
+      {"name": "mul", "op": "Mul", "inputs": ["x", "a"], "outputs": ["m"]},
+      {"name": "half", "op": "Mul", "inputs": ["m", "half"], "outputs": ["y"]}
+    ]})");
+  return parse_graph_json(doc, "gelu.json");
+}
+
+TEST(CompilerParts, FusesADecomposedGeluGivenTheScalarValues) {
+  Graph unknown = decomposed_gelu();
+  EXPECT_EQ(fuse_layer_norm_gelu(unknown, {}), 0u);  // without the constants' values: no match
+  EXPECT_EQ(unknown.layers.size(), 5u);
+
+  Graph g = decomposed_gelu();
+  const ScalarValues scalars = {{*g.find_tensor("sqrt2"), 1.4142135623730951},
+                                {*g.find_tensor("one"), 1.0},
+                                {*g.find_tensor("half"), 0.5}};
+  EXPECT_EQ(fuse_layer_norm_gelu(g, scalars), 1u);
+  ASSERT_EQ(g.layers.size(), 1u);
+  const Layer& gelu = g.layers[0];
+  EXPECT_EQ(gelu.op, "Gelu");
+  EXPECT_EQ(gelu.name, "div");
+  EXPECT_EQ(gelu.loc, "loc(\"gelu.json\":/layers/0)");
+  EXPECT_EQ(gelu.attrs.get_string("fused_nodes", ""), "div+erf+add+mul+half");
+  // Only x and y are left; the constants and intermediates went with their layers.
+  ASSERT_EQ(g.tensors.size(), 2u);
+  EXPECT_EQ(g.tensors[gelu.inputs.at(0)].name, "x");
+  EXPECT_EQ(g.tensors[gelu.outputs.at(0)].name, "y");
+  EXPECT_EQ(g.tensors[g.inputs[0]].name, "x");
+  EXPECT_EQ(g.tensors[g.outputs[0]].name, "y");
+  EXPECT_NO_THROW(check_graph(g));
 }
 
 }  // namespace

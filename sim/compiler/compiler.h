@@ -9,10 +9,14 @@
 // a tile's loads wait for the store of the tile two back on its slice.
 // Every command depends only on commands emitted before it, so the in-order queues never
 // deadlock.
+//
+// compiler.cpp is the driver; the passes are in passes/, the map spaces and the Mapping type in
+// mapping/, the search strategies in search/, the emission in emit/ (docs/compiler.md, "Where
+// the code is").
 #pragma once
 
-#include "sim/ir/graph.h"
 #include "sim/config/hw_config.h"
+#include "sim/ir/graph.h"
 #include "sim/ir/schedule.h"
 
 namespace npusim {

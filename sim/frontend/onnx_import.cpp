@@ -11,8 +11,9 @@
 #include <queue>
 #include <set>
 
-#include "sim/util/error.h"
+#include "sim/compiler/passes/fuse_layer_norm_gelu.h"
 #include "sim/frontend/onnx_infer.h"
+#include "sim/util/error.h"
 
 namespace npusim {
 namespace {
@@ -133,15 +134,6 @@ std::vector<std::int64_t> to_i64(const std::vector<std::uint64_t>& v) {
 
 std::string u64_dims_text(const std::vector<std::uint64_t>& v) { return dims_text(to_i64(v)); }
 
-// A decomposed LayerNorm or GELU, replaced by one layer.
-struct Fused {
-  std::string op;
-  std::vector<int> nodes;  // node indices in the file
-  std::vector<std::string> inputs;
-  std::string output;
-  Attributes attrs;
-};
-
 class Importer {
  public:
   Importer(std::string path, const OnnxImportOptions& options, std::vector<std::string>* notes)
@@ -154,8 +146,11 @@ class Importer {
     read_graph_inputs();
     sort_nodes();
     propagate();
-    fuse();
+    index_consumers();
     emit();
+    // Decomposed LayerNorm and GELU become one layer each: a graph pass, given the values of
+    // the scalar constants it needs, which only the importer knows.
+    fuse_layer_norm_gelu(g_, scalar_values());
     return std::move(g_);
   }
 
@@ -352,10 +347,6 @@ class Importer {
     }
     live_.assign(static_cast<std::size_t>(count), false);
     host_.assign(static_cast<std::size_t>(count), false);
-    fused_of_.assign(static_cast<std::size_t>(count), -1);
-    pos_.assign(static_cast<std::size_t>(count), 0);
-    for (std::size_t p = 0; p < order_.size(); ++p)
-      pos_[static_cast<std::size_t>(order_[p])] = static_cast<int>(p);
   }
 
   // ---- 4. shapes, dtypes and folding -------------------------------------------------------
@@ -556,19 +547,7 @@ class Importer {
     return outs;
   }
 
-  // ---- 5. fusion of decomposed LayerNorm and GELU ------------------------------------------
-  int live_producer(const std::string& name) const {
-    const auto it = producer_.find(name);
-    if (it == producer_.end()) return -1;
-    const int n = it->second;
-    return live_[static_cast<std::size_t>(n)] && !host_[static_cast<std::size_t>(n)] &&
-                   fused_of_[static_cast<std::size_t>(n)] < 0
-               ? n
-               : -1;
-  }
-
-  bool is(int n, const char* op) const { return n >= 0 && nd(n).op_type() == op; }
-
+  // ---- 5. readers of each value ------------------------------------------------------------
   std::optional<double> scalar(const std::string& name) const {
     const auto it = values_.find(name);
     if (it == values_.end() || !it->second.constant || !it->second.data ||
@@ -578,229 +557,36 @@ class Importer {
     return it->second.data->as_double(0);
   }
 
-  bool scalar_is(const std::string& name, double want, double tol) const {
-    const auto s = scalar(name);
-    return s && std::fabs(*s - want) <= tol;
-  }
-
-  bool is_const(const std::string& name) const {
-    const auto it = values_.find(name);
-    return it != values_.end() && it->second.constant;
-  }
-
-  // The one live consumer of `name`, or -1 (several, none, or a graph output).
-  int sole_consumer(const std::string& name) const {
-    const auto it = consumers_.find(name);
-    if (it == consumers_.end() || it->second.size() != 1 || graph_outputs_.count(name) != 0)
-      return -1;
-    return *it->second.begin();
-  }
-
-  // For a binary node with `name` as one operand, the other operand ("" if neither matches).
-  std::string other_operand(int n, const std::string& name) const {
-    const auto& node = nd(n);
-    if (node.input_size() != 2) return "";
-    if (node.input(0) == name) return node.input(1);
-    if (node.input(1) == name) return node.input(0);
-    return "";
-  }
-
-  // True when every output of every node in `group` other than `final_output` is read only
-  // inside the group and is not a graph output.
-  bool internal_only(const std::set<int>& group, const std::string& final_output) const {
-    for (int n : group) {
-      for (const auto& out : nd(n).output()) {
-        if (out.empty() || out == final_output) continue;
-        if (graph_outputs_.count(out) != 0) return false;
-        const auto it = consumers_.find(out);
-        if (it == consumers_.end()) continue;
-        for (int c : it->second) {
-          if (group.count(c) == 0) return false;
-        }
-      }
-    }
-    return true;
-  }
-
-  // Normalised axes of a ReduceMean with keepdims, or empty.
-  Dims reduce_axes(int n) const {
-    const auto& node = nd(n);
-    if (attr_int(node, "keepdims", 1) == 0) return {};
-    Dims axes;
-    if (opset_ >= 18) {
-      if (node.input_size() < 2 || node.input(1).empty() || !is_const(node.input(1)) ||
-          !value(node.input(1)).data) {
-        return {};
-      }
-      const Data& d = *value(node.input(1)).data;
-      for (std::size_t k = 0; k < d.size(); ++k) axes.push_back(d.as_int(k));
-    } else {
-      axes = attr_ints(node, "axes", {});
-    }
-    const std::int64_t rank = static_cast<std::int64_t>(value(node.input(0)).shape.size());
-    for (auto& a : axes) {
-      a = a < 0 ? a + rank : a;
-      if (a < 0 || a >= rank) return {};
-    }
-    std::sort(axes.begin(), axes.end());
-    return axes;
-  }
-
-  void fuse() {
+  void index_consumers() {
     for (const auto& out : model_.graph().output()) graph_outputs_.insert(out.name());
     for (int n : order_) {
-      for (const auto& out : nd(n).output()) {
-        if (!out.empty()) producer_[out] = n;
-      }
       if (!live_[static_cast<std::size_t>(n)]) continue;
       for (const auto& in : nd(n).input()) {
         if (!in.empty()) consumers_[in].insert(n);
       }
     }
-    for (int n : order_) {
-      if (live_[static_cast<std::size_t>(n)] && fused_of_[static_cast<std::size_t>(n)] < 0) {
-        if (is(n, "Div")) match_layer_norm(n);
-        if (is(n, "Erf")) match_gelu(n);
-      }
-    }
   }
 
-  void add_fused(Fused f, const std::set<int>& group) {
-    f.nodes.assign(group.begin(), group.end());
-    std::sort(f.nodes.begin(), f.nodes.end(), [this](int a, int b) {
-      return pos_[static_cast<std::size_t>(a)] < pos_[static_cast<std::size_t>(b)];
-    });
-    std::string names;
-    for (int m : f.nodes) names += (names.empty() ? "" : "+") + node_name(m);
-    f.attrs.strings["fused_nodes"] = names;
-    const int id = static_cast<int>(fused_.size());
-    for (int m : f.nodes) fused_of_[static_cast<std::size_t>(m)] = id;
-    fused_.push_back(std::move(f));
-  }
-
-  // x - mean(x) over trailing axes, divided by sqrt(mean((x - mean)^2) + eps), then optionally
-  // times a constant scale and plus a constant bias.
-  void match_layer_norm(int div) {
-    const auto& d = nd(div);
-    if (d.input_size() != 2) return;
-    const int sub1 = live_producer(d.input(0));
-    const int root = live_producer(d.input(1));
-    if (!is(sub1, "Sub") || !is(root, "Sqrt")) return;
-    const std::string x = nd(sub1).input(0);
-    const std::string mean = nd(sub1).input(1);
-    const int rm1 = live_producer(mean);
-    if (!is(rm1, "ReduceMean") || nd(rm1).input(0) != x) return;
-    const Dims axes = reduce_axes(rm1);
-    const std::int64_t rank = static_cast<std::int64_t>(value(x).shape.size());
-    if (axes.empty() || axes.back() != rank - 1) return;
-    for (std::size_t k = 1; k < axes.size(); ++k) {
-      if (axes[k] != axes[k - 1] + 1) return;
-    }
-    const int add_eps = live_producer(nd(root).input(0));
-    if (!is(add_eps, "Add") || nd(add_eps).input_size() != 2) return;
-    std::string var;
-    std::optional<double> eps;
-    for (int k = 0; k < 2 && !eps; ++k) {
-      eps = scalar(nd(add_eps).input(k));
-      var = nd(add_eps).input(1 - k);
-    }
-    if (!eps) return;
-    const int rm2 = live_producer(var);
-    if (!is(rm2, "ReduceMean") || reduce_axes(rm2) != axes) return;
-    const int sq = live_producer(nd(rm2).input(0));
-    std::string centred;
-    if (is(sq, "Pow") && nd(sq).input_size() == 2 && scalar_is(nd(sq).input(1), 2.0, 0.0)) {
-      centred = nd(sq).input(0);
-    } else if (is(sq, "Mul") && nd(sq).input_size() == 2 && nd(sq).input(0) == nd(sq).input(1)) {
-      centred = nd(sq).input(0);
-    } else {
-      return;
-    }
-    const int sub2 = live_producer(centred);
-    if (!is(sub2, "Sub") || nd(sub2).input(0) != x || nd(sub2).input(1) != mean) return;
-    std::set<int> group = {rm1, sub1, sub2, sq, rm2, add_eps, root, div};
-    std::string out = d.output(0);
-    Fused f;
-    f.op = "LayerNorm";
-    f.inputs = {x};
-    const int mul = sole_consumer(out);
-    if (is(mul, "Mul") && fused_of_[static_cast<std::size_t>(mul)] < 0) {
-      const std::string scale = other_operand(mul, out);
-      if (!scale.empty() && scale != out && is_const(scale)) {
-        group.insert(mul);
-        f.inputs.push_back(scale);
-        out = nd(mul).output(0);
-        const int add = sole_consumer(out);
-        if (is(add, "Add") && fused_of_[static_cast<std::size_t>(add)] < 0) {
-          const std::string bias = other_operand(add, out);
-          if (!bias.empty() && bias != out && is_const(bias)) {
-            group.insert(add);
-            f.inputs.push_back(bias);
-            out = nd(add).output(0);
-          }
-        }
+  // The value of every constant tensor of the graph that has one element, for the LayerNorm /
+  // GELU pass. A tensor that some name reads without a value (a DequantizeLinear folded into
+  // it) or with another value gets none.
+  ScalarValues scalar_values() const {
+    ScalarValues known;
+    std::set<std::uint32_t> unknown;
+    for (const auto& [name, v] : values_) {
+      if (!v.constant) continue;
+      const auto id = tensor_ids_.find(v.tensor.empty() ? name : v.tensor);
+      if (id == tensor_ids_.end()) continue;
+      const auto s = scalar(name);
+      const auto it = known.find(id->second);
+      if (!s || (it != known.end() && it->second != *s)) {
+        unknown.insert(id->second);
+      } else {
+        known[id->second] = *s;
       }
     }
-    if (!internal_only(group, out)) return;
-    f.output = out;
-    f.attrs.ints["axis"] = {axes.front()};
-    f.attrs.floats["epsilon"] = *eps;
-    add_fused(std::move(f), group);
-  }
-
-  // 0.5 * x * (1 + erf(x / sqrt(2))) in its usual orders.
-  void match_gelu(int erf_node) {
-    constexpr double kSqrt2 = 1.4142135623730951;
-    const std::string t = nd(erf_node).input(0);
-    const int scale = live_producer(t);
-    std::string x;
-    if (is(scale, "Div") && nd(scale).input_size() == 2 &&
-        scalar_is(nd(scale).input(1), kSqrt2, 1e-3)) {
-      x = nd(scale).input(0);
-    } else if (is(scale, "Mul") && nd(scale).input_size() == 2) {
-      for (int k = 0; k < 2 && x.empty(); ++k) {
-        if (scalar_is(nd(scale).input(k), 1.0 / kSqrt2, 1e-3)) x = nd(scale).input(1 - k);
-      }
-    }
-    if (x.empty()) return;
-    const std::string erf_out = nd(erf_node).output(0);
-    const int add1 = sole_consumer(erf_out);
-    if (!is(add1, "Add") || !scalar_is(other_operand(add1, erf_out), 1.0, 1e-6)) return;
-    const std::string e = nd(add1).output(0);
-    const int m1 = sole_consumer(e);
-    if (!is(m1, "Mul")) return;
-    const std::string o = other_operand(m1, e);
-    if (o.empty()) return;
-    std::set<int> group = {scale, erf_node, add1, m1};
-    std::string out;
-    if (o == x || scalar_is(o, 0.5, 1e-6)) {
-      // (x * e) * 0.5, or x * (e * 0.5)
-      const std::string m1_out = nd(m1).output(0);
-      const int m2 = sole_consumer(m1_out);
-      if (!is(m2, "Mul")) return;
-      const std::string o2 = other_operand(m2, m1_out);
-      if (o == x ? !scalar_is(o2, 0.5, 1e-6) : o2 != x) return;
-      group.insert(m2);
-      out = nd(m2).output(0);
-    } else {
-      // (x * 0.5) * e
-      const int half = live_producer(o);
-      if (!is(half, "Mul") || other_operand(half, x).empty() ||
-          !scalar_is(other_operand(half, x), 0.5, 1e-6)) {
-        return;
-      }
-      group.insert(half);
-      out = nd(m1).output(0);
-    }
-    for (int m : group) {
-      if (fused_of_[static_cast<std::size_t>(m)] >= 0) return;
-    }
-    if (!internal_only(group, out)) return;
-    Fused f;
-    f.op = "Gelu";
-    f.inputs = {x};
-    f.output = out;
-    add_fused(std::move(f), group);
+    for (std::uint32_t t : unknown) known.erase(t);
+    return known;
   }
 
   // ---- 6. layers ----------------------------------------------------------------------------
@@ -936,15 +722,6 @@ class Importer {
     }
     for (int n : order_) {
       if (!live_[static_cast<std::size_t>(n)]) continue;
-      const int f = fused_of_[static_cast<std::size_t>(n)];
-      if (f >= 0) {
-        const Fused& fu = fused_[static_cast<std::size_t>(f)];
-        if (fu.nodes.back() == n) {
-          Layer& l = add_layer(fu.nodes.front(), fu.op, fu.inputs, {fu.output});
-          l.attrs = fu.attrs;
-        }
-        continue;
-      }
       try {
         emit_node(n);
       } catch (const OpError& e) {
@@ -1340,15 +1117,11 @@ class Importer {
   std::vector<std::string> graph_inputs_;
   std::set<std::string> poisoned_;  // outputs of nodes that failed (errors already recorded)
   std::vector<int> order_;          // node indices in topological order
-  std::vector<int> pos_;            // node index -> position in order_
   std::vector<bool> live_;          // the node becomes layers (not folded)
   std::vector<bool> host_;          // ... a Host layer
 
-  std::map<std::string, int> producer_;
   std::map<std::string, std::set<int>> consumers_;  // live consumers
   std::set<std::string> graph_outputs_;
-  std::vector<Fused> fused_;
-  std::vector<int> fused_of_;  // node index -> index in fused_, or -1
 
   Graph g_;
   std::map<std::string, std::uint32_t> tensor_ids_;

@@ -13,13 +13,14 @@
 //     Equal, Where, Min, Max, ...) and with its shape only when it is large (weights made by
 //     ConstantOfShape, a Transpose of a weight). A DequantizeLinear of a constant folds into that
 //     constant, which keeps its integer dtype;
-//  4. fuses decomposed LayerNorm (ReduceMean, Sub, Pow 2, ReduceMean, Add eps, Sqrt, Div, and the
+//  4. maps the remaining nodes to graph ops (table below). An op with no graph op is an
+//     InputError naming the node and op type, or, with host_fallback, a "Host" layer with string
+//     attr "onnx_op" whose output shapes come from ONNX shape inference;
+//  5. fuses decomposed LayerNorm (ReduceMean, Sub, Pow 2, ReduceMean, Add eps, Sqrt, Div, and the
 //     optional Mul scale and Add bias) and decomposed GELU (Div sqrt2 or Mul 1/sqrt2, Erf, Add 1,
 //     Mul x, Mul 0.5, in any of the usual orders) into one LayerNorm / Gelu layer when their
-//     intermediate tensors have no other consumers;
-//  5. maps the remaining nodes to graph ops (table below). An op with no graph op is an
-//     InputError naming the node and op type, or, with host_fallback, a "Host" layer with string
-//     attr "onnx_op" whose output shapes come from ONNX shape inference.
+//     intermediate tensors have no other consumers: the graph pass
+//     sim/compiler/passes/fuse_layer_norm_gelu.h, given the values of the scalar constants.
 //
 // ONNX op -> graph op (layer inputs in brackets; constant inputs that only configure the op,
 // such as a Reshape's shape or a Slice's starts, become attributes):

@@ -1,0 +1,153 @@
+// Emission of MatMul: row tiles over column chunks of B, and K-split tiles (docs/compiler.md,
+// "MatMul", "K-split MatMul").
+#include <algorithm>
+
+#include "sim/compiler/emit/emitter.h"
+#include "sim/compiler/mapping/matmul.h"
+#include "sim/util/math.h"
+
+namespace npusim {
+namespace {
+
+// Where each pass of a MatMul reads and writes. An operand batched other than the output (mixed
+// broadcasting, [2,1] x [1,3]) has no simple pass -> batch map: its loads wait for all of its
+// writers.
+struct PassRanges {
+  bool a_exact = false;  // pass p reads A's batch p (or A's only batch)
+  bool b_exact = false;  // pass p reads B's batch p (or B's only batch), B not an image
+  bool a_rows = false;   // a tile's A range is its own rows
+
+  PassRanges(const MatMulLayer& mm, const TensorLayouts& layouts) {
+    a_exact = mm.shared_b || mm.a_batch == 1 || mm.a_batch == mm.out_batch;
+    b_exact =
+        (mm.shared_b || mm.b_batch == 1 || mm.b_batch == mm.out_batch) && !layouts.is_image(mm.b);
+    a_rows = !layouts.is_image(mm.a) && a_exact;
+  }
+  // A's first row for pass p.
+  std::uint64_t a_base(const MatMulLayer& mm, std::uint64_t p) const {
+    return mm.shared_b || mm.a_batch == 1 || !a_exact ? 0 : p * mm.m;
+  }
+  // B's batch for pass p.
+  std::uint64_t b_base(const MatMulLayer& mm, std::uint64_t p) const {
+    return mm.shared_b || mm.b_batch == 1 || !b_exact ? 0 : p;
+  }
+  // The output's first row for pass p.
+  static std::uint64_t y_base(const MatMulLayer& mm, std::uint64_t p) {
+    return mm.shared_b ? 0 : p * mm.m;
+  }
+};
+
+}  // namespace
+
+// For each pass, for each column chunk, its load, then each row tile: one DMA_IN of its A rows,
+// one Gemm, one DMA_OUT.
+void Emitter::emit_matmul(const LayerGroup& group, const Mapping& mapping) {
+  const MatMulLayer mm = describe_matmul(g_, group);
+  const PassRanges ranges(mm, layouts_);
+  const std::uint64_t rows = mapping.tile_rows, cols = mapping.tile_cols;
+  const std::uint64_t chunks = ceil_div(mm.n, cols);
+  const std::uint64_t a_row_bytes = mm.k * mm.a_elem_bytes, y_row_bytes = mm.n * mm.out_elem_bytes;
+  const std::uint64_t b_batch_bytes = mm.k * mm.n * mm.b_elem_bytes;
+  const Tensor& a = g_.tensors[mm.a];
+  const Tensor& b = g_.tensors[mm.b];
+  for (std::uint64_t p = 0; p < mm.passes; ++p) {
+    const std::uint64_t a_base = ranges.a_base(mm, p), b_base = ranges.b_base(mm, p);
+    for (std::uint64_t ch = 0; ch < chunks; ++ch) {
+      const std::uint64_t c0 = ch * cols, nc = std::min(mm.n, c0 + cols) - c0;
+      // An activation as right operand (attention) loads like weights, after its writers.
+      std::vector<CommandIndex> after;
+      if (!b.constant) {
+        reader_deps(mm.b, ranges.b_exact ? b_base * b_batch_bytes : 0,
+                    ranges.b_exact ? (b_base + 1) * b_batch_bytes : b.bytes(), after);
+      }
+      const CommandIndex weights = load_weights(nc * mm.bytes_per_col, group, after);
+      std::vector<CommandIndex> computes;
+      const std::uint64_t tiles = ceil_div(mm.rows_total, rows);
+      for (std::uint64_t t = 0; t < tiles; ++t) {
+        const std::uint64_t r0 = t * rows, r1 = std::min(mm.rows_total, r0 + rows);
+        const Piece piece{mm.a, ranges.a_rows ? (a_base + r0) * a_row_bytes : 0,
+                          ranges.a_rows ? (a_base + r1) * a_row_bytes : a.bytes(),
+                          (r1 - r0) * mm.k * mm.a_elem_bytes};
+        GemmShape shape;
+        shape.m = r1 - r0;
+        shape.n = nc;
+        shape.k = mm.k;
+        const std::uint64_t y_base = PassRanges::y_base(mm, p);
+        const bool last = t == tiles - 1;
+        computes.push_back(tile(next_slice(), group, {piece}, "Gemm", shape, weights,
+                                (r1 - r0) * nc * mm.out_elem_bytes, (y_base + r0) * y_row_bytes,
+                                (y_base + r1) * y_row_bytes, last ? &computes : nullptr));
+      }
+    }
+  }
+}
+
+// Each output tile runs on one slice and accumulates in place over steps along K. Per step: one
+// DMA_IN of A's part, one of B's part (with the tile's share of the bias on the first step), one
+// Gemm; then one DMA_OUT. Loads wait for the step two back, whose compute freed them.
+void Emitter::emit_matmul_ksplit(const LayerGroup& group, const Mapping& mapping) {
+  const MatMulLayer mm = describe_matmul(g_, group);
+  const PassRanges ranges(mm, layouts_);
+  const std::uint64_t rows = mapping.tile_rows, cols = mapping.tile_cols, kc = mapping.k_step;
+  const std::uint64_t ea = mm.a_elem_bytes, eb = mm.b_elem_bytes, ey = mm.out_elem_bytes;
+  const std::uint64_t a_row_bytes = mm.k * ea, y_row_bytes = mm.n * ey;
+  const std::uint64_t b_batch_bytes = mm.k * mm.n * eb;
+  const Tensor& a = g_.tensors[mm.a];
+  const Tensor& b = g_.tensors[mm.b];
+  for (std::uint64_t p = 0; p < mm.passes; ++p) {
+    const std::uint64_t a_base = ranges.a_base(mm, p), b_base = ranges.b_base(mm, p);
+    const std::uint64_t y_base = PassRanges::y_base(mm, p);
+    for (std::uint64_t r0 = 0; r0 < mm.rows_total; r0 += rows) {
+      const std::uint64_t r1 = std::min(mm.rows_total, r0 + rows);
+      for (std::uint64_t c0 = 0; c0 < mm.n; c0 += cols) {
+        const std::uint64_t nc = std::min(mm.n, c0 + cols) - c0;
+        const std::uint32_t slice = next_slice();
+        const CommandIndex ring_wait = two_back(slice);
+        const std::string out_buffer = buffer_name();
+        std::vector<CommandIndex> steps;
+        for (std::uint64_t k0 = 0; k0 < mm.k; k0 += kc) {
+          const std::uint64_t kn = std::min(mm.k, k0 + kc) - k0;
+          // The first two steps wait for the tile two back instead.
+          const CommandIndex wait = steps.size() >= 2 ? steps[steps.size() - 2] : ring_wait;
+          std::vector<CommandIndex> a_deps;
+          reader_deps(mm.a, ranges.a_rows ? (a_base + r0) * a_row_bytes : 0,
+                      ranges.a_rows ? (a_base + r1) * a_row_bytes : a.bytes(), a_deps);
+          if (wait != kNone) a_deps.push_back(wait);
+          std::vector<CommandIndex> b_deps;
+          if (!b.constant) {
+            reader_deps(mm.b, ranges.b_exact ? b_base * b_batch_bytes : 0,
+                        ranges.b_exact ? (b_base + 1) * b_batch_bytes : b.bytes(), b_deps);
+          }
+          if (wait != kNone) b_deps.push_back(wait);
+          Command load_a = dma(EngineType::kDmaIn, (r1 - r0) * kn * ea);
+          Command load_b = dma(EngineType::kDmaIn,
+                               kn * nc * eb + (k0 == 0 ? ceil_div(mm.bias_bytes * nc, mm.n) : 0));
+          const std::string a_buf = buffer_name(), b_buf = buffer_name();
+          load_a.alloc.push_back({a_buf, load_a.bytes});
+          load_b.alloc.push_back({b_buf, load_b.bytes});
+          std::vector<CommandIndex> deps = {
+              emit(std::move(load_a), "DI", di_, group, std::move(a_deps)),
+              emit(std::move(load_b), "DI", di_, group, std::move(b_deps))};
+          if (!steps.empty()) deps.push_back(steps.back());  // accumulates onto the last step
+          if (steps.empty() && ring_wait != kNone) deps.push_back(ring_wait);
+          Command gemm;
+          gemm.engine = EngineType::kSlice;
+          gemm.slice = slice;
+          gemm.op = find_op("Gemm");
+          gemm.shape = GemmShape{1, r1 - r0, nc, kn};
+          if (steps.empty()) gemm.alloc.push_back({out_buffer, (r1 - r0) * nc * ey});
+          gemm.free = {a_buf, b_buf};
+          steps.push_back(emit(std::move(gemm), "S", s_, group, std::move(deps)));
+        }
+        Command store = dma(EngineType::kDmaOut, (r1 - r0) * nc * ey);
+        store.free.push_back(out_buffer);
+        const CommandIndex st = emit(std::move(store), "DO", do_, group, {steps.back()});
+        writers_[group.output].push_back(
+            {(y_base + r0) * y_row_bytes, (y_base + r1) * y_row_bytes, st});
+        stores_[slice].push_back(st);
+      }
+    }
+  }
+}
+
+}  // namespace npusim

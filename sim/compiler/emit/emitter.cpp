@@ -1,0 +1,250 @@
+#include "sim/compiler/emit/emitter.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "sim/util/error.h"
+
+namespace npusim {
+
+namespace {
+
+// A mapping from a search that does not fit the group is a bug, not bad input.
+void check_mapping(GroupKind kind, const Mapping& m, const LayerGroup& group) {
+  bool ok = false;
+  switch (kind) {
+    case GroupKind::kHost:
+      ok = m.kind == MappingKind::kNone;
+      break;
+    case GroupKind::kSpatial:
+      ok = m.kind == MappingKind::kSpatial && m.tile_rows > 0 && m.tile_cols > 0 &&
+           m.tile_channel_units > 0;
+      break;
+    case GroupKind::kMatMul:
+      ok = (m.kind == MappingKind::kMatMul && m.tile_rows > 0 && m.tile_cols > 0) ||
+           (m.kind == MappingKind::kMatMulKSplit && m.tile_rows > 0 && m.tile_cols > 0 &&
+            m.k_step > 0);
+      break;
+    case GroupKind::kGlobalPool:
+      ok = m.kind == MappingKind::kGlobalPool && m.tile_channel_units > 0;
+      break;
+    case GroupKind::kVector:
+      ok = m.kind == MappingKind::kVector && m.tile_rows > 0 && m.row_pieces > 0;
+      break;
+    case GroupKind::kView:
+    case GroupKind::kUnknown:
+      ok = true;
+      break;
+  }
+  if (!ok)
+    throw std::logic_error("emit_group: the mapping does not fit group '" + group.name + "'");
+}
+
+}  // namespace
+
+Emitter::Emitter(const Graph& graph, const HwConfig& config, const TensorLayouts& layouts)
+    : g_(graph),
+      cfg_(config),
+      layouts_(layouts),
+      budgets_(budgets_of(config)),
+      slices_(config.slices.count),
+      writers_(graph.tensors.size()),
+      stores_(config.slices.count) {}
+
+void Emitter::emit_group(const LayerGroup& group, const Mapping& mapping) {
+  const Layer& l = g_.layers[group.layers[0]];
+  const GroupKind kind = group_kind(g_, group);
+  if (kind == GroupKind::kView) return emit_view(l);
+  if (kind == GroupKind::kUnknown) {
+    throw InputError(g_.source_file, "layer '" + l.name + "' " + l.loc,
+                     "op '" + l.op + "' cannot run on the NPU");
+  }
+  check_mapping(kind, mapping, group);
+  sched_.programs.push_back({group.name, group.loc});
+  const std::size_t first_command = sched_.commands.size();
+  if (kind == GroupKind::kHost) {
+    emit_host(group);
+  } else if (mapping.kind == MappingKind::kSpatial) {
+    emit_spatial(group, mapping);
+  } else if (mapping.kind == MappingKind::kMatMul) {
+    emit_matmul(group, mapping);
+  } else if (mapping.kind == MappingKind::kMatMulKSplit) {
+    emit_matmul_ksplit(group, mapping);
+  } else if (mapping.kind == MappingKind::kGlobalPool) {
+    emit_global_pool(group, mapping);
+  } else {
+    emit_vector(group, mapping);
+  }
+  if (sched_.commands.size() == first_command) sched_.programs.pop_back();
+  // Other outputs of the group's last layer (a quantize's scale, say) come from the same stores.
+  for (std::uint32_t out : g_.layers[group.layers.back()].outputs) {
+    if (out == group.output) continue;
+    for (const Writer& w : writers_[group.output]) {
+      writers_[out].push_back({0, ~std::uint64_t{0}, w.store});
+    }
+  }
+}
+
+Schedule Emitter::finish() {
+  sched_.file = g_.source_file;
+  sched_.model.name = g_.name;
+  sched_.model.batch = g_.batch;
+  sched_.model.weights_bytes = g_.weights_bytes();
+  auto tensors = [&](const std::vector<std::uint32_t>& ids) {
+    std::vector<TensorInfo> list;
+    for (std::uint32_t t : ids) {
+      const Tensor& tensor = g_.tensors[t];
+      const std::string layout =
+          tensor.layout.empty() && tensor.shape.size() == 4 ? "NCHW" : tensor.layout;
+      list.push_back({tensor.name, dtype_name(tensor.dtype), layout, tensor.shape});
+    }
+    return list;
+  };
+  sched_.model.inputs = tensors(g_.inputs);
+  sched_.model.outputs = tensors(g_.outputs);
+  sched_.target_config = cfg_.name;
+  sched_.target_slices = cfg_.slices.count;
+  if (sched_.programs.empty()) sched_.programs.push_back({g_.name, ""});
+  return std::move(sched_);
+}
+
+// ---- primitives ---------------------------------------------------------------------------------
+
+Emitter::CommandIndex Emitter::emit(Command c, const char* prefix, std::uint64_t& counter,
+                                    const LayerGroup& group, std::vector<CommandIndex> deps) {
+  c.id = prefix + std::to_string(counter++);
+  c.layer = group.name;
+  c.loc = group.loc;
+  c.program = static_cast<std::uint32_t>(sched_.programs.size() - 1);
+  std::sort(deps.begin(), deps.end());
+  deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+  c.deps = std::move(deps);
+  if (sched_.commands.size() >= kMaxCommands) {
+    throw InputError(g_.source_file, "layer '" + group.name + "' " + group.loc,
+                     "compiling for this config takes more than " + std::to_string(kMaxCommands) +
+                         " commands, the most a schedule may have; raise lram_kib");
+  }
+  sched_.commands.push_back(std::move(c));
+  return static_cast<CommandIndex>(sched_.commands.size() - 1);
+}
+
+Command Emitter::dma(EngineType engine, std::uint64_t bytes) {
+  Command c;
+  c.engine = engine;
+  c.bytes = std::max<std::uint64_t>(bytes, 1);
+  return c;
+}
+
+std::string Emitter::buffer_name() { return "b" + std::to_string(buffers_++); }
+
+// Writers of [lo, hi) of a tensor: the stores a load of that range must wait for.
+void Emitter::reader_deps(std::uint32_t tensor, std::uint64_t lo, std::uint64_t hi,
+                          std::vector<CommandIndex>& deps) const {
+  for (const Writer& w : writers_[tensor]) {
+    if (w.lo < hi && lo < w.hi) deps.push_back(w.store);
+  }
+}
+
+// A chunk of constants shared by every slice; at most two are live, so a new chunk waits for
+// the DMA_OUT that freed the one two back. `after` lists the stores it must also wait for (an
+// activation loaded as an operand).
+Emitter::CommandIndex Emitter::load_weights(std::uint64_t bytes, const LayerGroup& group,
+                                            std::vector<CommandIndex> after) {
+  if (weight_frees_.size() >= 2) after.push_back(weight_frees_[weight_frees_.size() - 2]);
+  Command c = dma(EngineType::kDmaIn, bytes);
+  weights_buffer_ = buffer_name();
+  c.alloc.push_back({weights_buffer_, c.bytes});
+  return emit(std::move(c), "DI", di_, group, std::move(after));
+}
+
+// The store of the tile two back on `slice`, or kNone. A slice holds two tiles at most: a new
+// tile's loads wait for it, which comes after its compute freed that tile's inputs and itself
+// frees that tile's output.
+Emitter::CommandIndex Emitter::two_back(std::uint32_t slice) const {
+  const std::vector<CommandIndex>& ring = stores_[slice];
+  return ring.size() >= 2 ? ring[ring.size() - 2] : kNone;
+}
+
+// One tile on `slice`: load `pieces`, run `op` with `shape`, store `out_bytes` as [out_lo,
+// out_hi) of the group's output. `weights` is the loaded chunk it reads, if any. On the chunk's
+// last tile, `other_readers` lists every other compute that read it: this tile's store then
+// waits for them all and frees the chunk. Returns the compute.
+Emitter::CommandIndex Emitter::tile(std::uint32_t slice, const LayerGroup& group,
+                                    const std::vector<Piece>& pieces, const std::string& op,
+                                    Shape shape, CommandIndex weights, std::uint64_t out_bytes,
+                                    std::uint64_t out_lo, std::uint64_t out_hi,
+                                    const std::vector<CommandIndex>* other_readers) {
+  const CommandIndex ring_wait = two_back(slice);
+  std::vector<CommandIndex> compute_deps;
+  std::vector<std::string> in_buffers;
+  for (const Piece& p : pieces) {
+    if (p.bytes == 0) continue;
+    std::vector<CommandIndex> deps;
+    reader_deps(p.tensor, p.lo, p.hi, deps);
+    if (ring_wait != kNone) deps.push_back(ring_wait);
+    Command c = dma(EngineType::kDmaIn, p.bytes);
+    in_buffers.push_back(buffer_name());
+    c.alloc.push_back({in_buffers.back(), c.bytes});
+    compute_deps.push_back(emit(std::move(c), "DI", di_, group, std::move(deps)));
+  }
+  if (weights != kNone) compute_deps.push_back(weights);
+  if (ring_wait != kNone) compute_deps.push_back(ring_wait);
+  Command s;
+  s.engine = EngineType::kSlice;
+  s.slice = slice;
+  s.op = find_op(op);
+  s.shape = shape;
+  const std::string out_buffer = buffer_name();
+  s.alloc.push_back({out_buffer, std::max<std::uint64_t>(out_bytes, 1)});
+  s.free = in_buffers;
+  const CommandIndex compute = emit(std::move(s), "S", s_, group, std::move(compute_deps));
+  std::vector<CommandIndex> store_deps = {compute};
+  Command o = dma(EngineType::kDmaOut, out_bytes);
+  o.free.push_back(out_buffer);
+  const bool frees_weights = other_readers != nullptr && weights != kNone;
+  if (frees_weights) {
+    store_deps.insert(store_deps.end(), other_readers->begin(), other_readers->end());
+    o.free.push_back(weights_buffer_);
+  }
+  const CommandIndex store = emit(std::move(o), "DO", do_, group, std::move(store_deps));
+  if (frees_weights) weight_frees_.push_back(store);
+  writers_[group.output].push_back({out_lo, out_hi, store});
+  stores_[slice].push_back(store);
+  return compute;
+}
+
+std::uint32_t Emitter::next_slice() {
+  const std::uint32_t s = rr_;
+  rr_ = (rr_ + 1) % slices_;
+  return s;
+}
+
+// ---- host fallback ------------------------------------------------------------------------------
+// One command on the host, which reads its inputs from DRAM once their writers are done and
+// writes its outputs there; it costs the config's host call plus a cost per output element.
+void Emitter::emit_host(const LayerGroup& group) {
+  const Layer& l = g_.layers[group.layers[0]];
+  std::vector<CommandIndex> deps;
+  for (std::uint32_t t : l.inputs) {
+    if (!g_.tensors[t].constant) reader_deps(t, 0, ~std::uint64_t{0}, deps);
+  }
+  Command c;
+  c.engine = EngineType::kHost;
+  for (std::uint32_t t : l.outputs) c.elements += g_.tensors[t].elements();
+  const CommandIndex host = emit(std::move(c), "H", h_, group, std::move(deps));
+  for (std::uint32_t t : l.outputs) writers_[t].push_back({0, ~std::uint64_t{0}, host});
+}
+
+// ---- views --------------------------------------------------------------------------------------
+// No data moves: the outputs hold whatever the inputs' writers wrote, so readers of any part wait
+// for all of them. (Their layouts are assign_layouts'.)
+void Emitter::emit_view(const Layer& l) {
+  for (std::uint32_t out : l.outputs) {
+    for (std::uint32_t in : l.inputs) {
+      if (g_.tensors[in].constant) continue;
+      for (const Writer& w : writers_[in]) writers_[out].push_back({0, ~std::uint64_t{0}, w.store});
+    }
+  }
+}
+
+}  // namespace npusim

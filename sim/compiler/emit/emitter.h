@@ -1,0 +1,90 @@
+// The emitter: turns a layer group and its Mapping into commands (loads, computes, stores) with
+// their dependencies and local-memory buffers (docs/compiler.md, "Memory budgets" and
+// "Dependencies").
+//
+// It keeps what spans groups: which stores wrote which bytes of each tensor (a load waits only
+// for those), each slice's ring of stores (a slice holds two tiles at most), the live weight
+// chunks (two at most), the round-robin slice, and the id and buffer counters. A fresh Emitter
+// emits a group in isolation into a scratch schedule, as if it were the first: its loads then
+// wait for nothing, which is how a candidate mapping can be costed alone.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/compiler/mapping/map_space.h"
+#include "sim/compiler/mapping/mapping.h"
+#include "sim/compiler/mapping/vector.h"
+#include "sim/compiler/passes/assign_layouts.h"
+#include "sim/compiler/passes/fuse_layer_groups.h"
+#include "sim/config/hw_config.h"
+#include "sim/ir/graph.h"
+#include "sim/ir/schedule.h"
+
+namespace npusim {
+
+class Emitter {
+ public:
+  // The graph, config and layouts must outlive the emitter.
+  Emitter(const Graph& graph, const HwConfig& config, const TensorLayouts& layouts);
+
+  // Appends the group's commands, tiled as `mapping` says (which must be of the group's kind);
+  // a group that emits any command is one program. Throws InputError for an op the NPU cannot
+  // run, or when the schedule would pass kMaxCommands.
+  void emit_group(const LayerGroup& group, const Mapping& mapping);
+
+  // The schedule emitted so far, with its model and target filled in. Call once.
+  Schedule finish();
+
+ private:
+  using CommandIndex = std::uint32_t;
+  static constexpr CommandIndex kNone = ~CommandIndex{0};
+
+  // A DMA_OUT (or HOST command) that wrote bytes [lo, hi) of a tensor in DRAM.
+  struct Writer {
+    std::uint64_t lo = 0;
+    std::uint64_t hi = 0;
+    CommandIndex store = 0;
+  };
+
+  // ---- primitives (emitter.cpp) ----
+  CommandIndex emit(Command c, const char* prefix, std::uint64_t& counter, const LayerGroup& group,
+                    std::vector<CommandIndex> deps);
+  static Command dma(EngineType engine, std::uint64_t bytes);
+  std::string buffer_name();
+  void reader_deps(std::uint32_t tensor, std::uint64_t lo, std::uint64_t hi,
+                   std::vector<CommandIndex>& deps) const;
+  CommandIndex load_weights(std::uint64_t bytes, const LayerGroup& group,
+                            std::vector<CommandIndex> after = {});
+  CommandIndex tile(std::uint32_t slice, const LayerGroup& group, const std::vector<Piece>& pieces,
+                    const std::string& op, Shape shape, CommandIndex weights,
+                    std::uint64_t out_bytes, std::uint64_t out_lo, std::uint64_t out_hi,
+                    const std::vector<CommandIndex>* other_readers);
+  CommandIndex two_back(std::uint32_t slice) const;
+  std::uint32_t next_slice();
+
+  // ---- per kind ----
+  void emit_spatial(const LayerGroup& group, const Mapping& mapping);        // emit_spatial.cpp
+  void emit_matmul(const LayerGroup& group, const Mapping& mapping);         // emit_matmul.cpp
+  void emit_matmul_ksplit(const LayerGroup& group, const Mapping& mapping);  // emit_matmul.cpp
+  void emit_vector(const LayerGroup& group, const Mapping& mapping);         // emit_vector.cpp
+  void emit_global_pool(const LayerGroup& group, const Mapping& mapping);    // emit_vector.cpp
+  void emit_host(const LayerGroup& group);                                   // emitter.cpp
+  void emit_view(const Layer& layer);                                        // emitter.cpp
+
+  const Graph& g_;
+  const HwConfig& cfg_;
+  const TensorLayouts& layouts_;
+  Budgets budgets_;
+  std::uint32_t slices_;
+  std::vector<std::vector<Writer>> writers_;       // per tensor
+  std::vector<std::vector<CommandIndex>> stores_;  // per slice: its tiles' stores, in order
+  std::vector<CommandIndex> weight_frees_;         // stores whose ends free weight chunks
+  std::string weights_buffer_;                     // the chunk most recently loaded
+  Schedule sched_;
+  std::uint64_t di_ = 0, do_ = 0, s_ = 0, h_ = 0, buffers_ = 0;
+  std::uint32_t rr_ = 0;
+};
+
+}  // namespace npusim

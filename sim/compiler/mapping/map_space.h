@@ -1,0 +1,94 @@
+// The map space of one layer group: the dimensions its tiles are cut along, the local-memory
+// budgets a choice of tile sizes must meet, and how a choice becomes a Mapping. The generators
+// per kind (spatial.h, matmul.h, vector.h, global_pool.h) build it; a Search (search/search.h)
+// chooses a point in it. halve_until is the one greedy halving step every choice is made with.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "sim/compiler/mapping/mapping.h"
+#include "sim/compiler/passes/assign_layouts.h"
+#include "sim/compiler/passes/fuse_layer_groups.h"
+#include "sim/config/hw_config.h"
+#include "sim/ir/graph.h"
+
+namespace npusim {
+
+// The local-memory budgets that keep a schedule within capacity by construction
+// (docs/compiler.md, "Memory budgets"): two weight chunks live, two tiles per slice.
+struct Budgets {
+  std::uint64_t weight_chunk_bytes = 0;  // W = capacity / 4
+  std::uint64_t tile_bytes = 0;          // T = capacity / (4 * slices): a tile's inputs and output
+};
+Budgets budgets_of(const HwConfig& config);
+
+// What a map-space generator reads about the group it maps.
+struct GroupContext {
+  const Graph& graph;
+  const LayerGroup& group;
+  const TensorLayouts& layouts;
+  const HwConfig& config;
+  Budgets budgets;
+};
+
+// Sizes of a map space's dimensions, in the order MapSpace::dims lists them.
+using TileSizes = std::vector<std::uint64_t>;
+
+struct TiledDim {
+  std::string name;        // "rows", "columns", "channel units", "k"
+  std::uint64_t full = 1;  // the largest size: one tile covers the whole dimension
+  // The size one halving step gives; empty for ceil(size / 2). A grouped conv's channel chunk
+  // shrinks to sizes that divide its group.
+  std::function<std::uint64_t(std::uint64_t)> shrink;
+};
+
+// A budget a point must meet: bytes(sizes) <= budget_bytes. The greedy search meets it by
+// halving the dims of shrink_order, first to last.
+struct FitRule {
+  std::vector<std::size_t> shrink_order;  // indices into MapSpace::dims
+  std::function<std::uint64_t(const TileSizes&)> bytes;
+  std::uint64_t budget_bytes = 0;
+  std::string what;               // names the smallest tile in the error: "one output element"
+  std::uint64_t need_factor = 1;  // the error's "needs": need_factor * bytes of the smallest tile
+};
+
+struct MapSpace {
+  // For errors: the group and the capacity it did not fit.
+  const Graph* graph = nullptr;
+  const LayerGroup* group = nullptr;
+  std::uint64_t lram_bytes = 0;
+
+  MappingKind kind = MappingKind::kNone;  // kNone: nothing to choose (views, host layers)
+  std::vector<TiledDim> dims;
+  std::vector<FitRule> fit_rules;  // a point must meet all of them; greedy meets them in order
+  // Tiles a point makes, and the dim that more tiles come from (halving it) when there are
+  // fewer tiles than slices.
+  std::function<std::uint64_t(const TileSizes&)> tiles;
+  std::size_t spread_dim = 0;
+  std::function<Mapping(const TileSizes&)> to_mapping;
+
+  TileSizes full_sizes() const;
+};
+
+// The greedy halving step: while done(sizes) is false, shrinks the first dim of `order` whose
+// size is above 1 (TiledDim::shrink). Returns false when every dim of `order` is at 1 and done
+// is still false.
+bool halve_until(TileSizes& sizes, const std::vector<TiledDim>& dims,
+                 const std::vector<std::size_t>& order,
+                 const std::function<bool(const TileSizes&)>& done);
+
+// InputError naming the group: `what` needs `need_bytes` of local memory, more than its share.
+[[noreturn]] void throw_cannot_fit(const Graph& graph, const LayerGroup& group,
+                                   std::uint64_t lram_bytes, std::uint64_t need_bytes,
+                                   const std::string& what);
+
+// The map space of the group, by its kind. Throws InputError when even the smallest weight chunk
+// or the constants of the group do not fit (those sizes are not chosen).
+MapSpace make_map_space(const Graph& graph, const LayerGroup& group, const TensorLayouts& layouts,
+                        const HwConfig& config);
+
+}  // namespace npusim

@@ -1,0 +1,142 @@
+#include "sim/compiler/mapping/spatial.h"
+
+#include <algorithm>
+
+#include "sim/util/math.h"
+
+namespace npusim {
+
+std::uint64_t SpatialLayer::allowed_chunk(std::uint64_t limit) const {
+  if (!within_group) return std::min(units, limit);
+  for (std::uint64_t d = std::min(out_per_group, limit); d > 0; --d) {
+    if (out_per_group % d == 0) return d;
+  }
+  return 0;
+}
+
+std::uint64_t SpatialLayer::chunk_in_c(std::uint64_t chunk_units) const {
+  return input_whole_channels ? c : within_group ? in_per_unit : chunk_units * in_per_unit;
+}
+
+std::uint64_t SpatialLayer::in_rows(std::uint64_t rows) const {
+  return std::min(h, (rows - 1) * stride_h + span_h);
+}
+
+std::uint64_t SpatialLayer::in_cols(std::uint64_t cols) const {
+  return std::min(w, (cols - 1) * stride_w + span_w);
+}
+
+std::uint64_t SpatialLayer::tile_bytes(std::uint64_t rows, std::uint64_t cols,
+                                       std::uint64_t chunk_units) const {
+  return in_rows(rows) * in_cols(cols) * chunk_in_c(chunk_units) * in_elem_bytes +
+         rows * cols * chunk_units * out_per_unit * out_elem_bytes;
+}
+
+SpatialLayer describe_spatial(const Graph& graph, const LayerGroup& group, const Budgets& budgets) {
+  const Layer& l = graph.layers[group.layers[0]];
+  const Tensor& x = graph.tensors[l.inputs[0]];
+  const Tensor& y = graph.tensors[group.output];
+  SpatialLayer s;
+  s.input = l.inputs[0];
+  s.n = x.shape[0], s.c = x.shape[1], s.h = x.shape[2], s.w = x.shape[3];
+  s.k = y.shape[1], s.oh = y.shape[2], s.ow = y.shape[3];
+  s.conv = l.op == "Conv";
+  s.group_count = s.conv ? static_cast<std::uint64_t>(l.attrs.get_int("group", 1)) : 1;
+  // A conv's kernel comes from its weight [K, C/group, kh, kw], a pool's from its attribute.
+  const auto kernel = l.attrs.get_ints("kernel_shape", {1, 1});
+  s.kernel_h = s.conv ? graph.tensors[l.inputs[1]].shape[2] : static_cast<std::uint64_t>(kernel[0]);
+  s.kernel_w = s.conv ? graph.tensors[l.inputs[1]].shape[3] : static_cast<std::uint64_t>(kernel[1]);
+  const auto strides = l.attrs.get_ints("strides", {1, 1});
+  const auto pads = l.attrs.get_ints("pads", {0, 0, 0, 0});
+  const auto dil = l.attrs.get_ints("dilations", {1, 1});
+  s.stride_h = static_cast<std::uint64_t>(strides[0]);
+  s.stride_w = static_cast<std::uint64_t>(strides[1]);
+  s.pad_top = static_cast<std::uint64_t>(pads[0]);
+  s.pad_left = static_cast<std::uint64_t>(pads[1]);
+  s.span_h = (s.kernel_h - 1) * static_cast<std::uint64_t>(dil[0]) + 1;
+  s.span_w = (s.kernel_w - 1) * static_cast<std::uint64_t>(dil[1]) + 1;
+  s.depthwise = s.conv && s.group_count == s.c && s.c > 1;
+  const bool vector = !s.conv || s.depthwise;
+  s.op = s.conv ? (s.depthwise ? "DepthwiseConv" : "Conv") : l.op;
+  s.in_elem_bytes = dtype_bytes(x.dtype);
+  s.out_elem_bytes = dtype_bytes(y.dtype);
+
+  // Channels are chunked in units: one input channel for depthwise and pools, whole groups for
+  // grouped convs, one output channel otherwise.
+  if (vector) {
+    s.units = s.c;
+    s.out_per_unit = s.k / s.c;
+    s.in_per_unit = 1;
+  } else {
+    s.units = s.group_count;
+    s.out_per_unit = s.k / s.units;
+    s.in_per_unit = s.c / s.units;
+  }
+  if (s.conv) {
+    std::uint64_t const_bytes = graph.tensors[l.inputs[1]].bytes();
+    for (std::size_t i = 2; i < l.inputs.size(); ++i)
+      const_bytes += graph.tensors[l.inputs[i]].bytes();
+    for (std::uint32_t t : group.extra_constants) const_bytes += graph.tensors[t].bytes();
+    s.weight_bytes_per_unit = ceil_div(const_bytes, s.units);
+  }
+  // Ungrouped convs chunk by output channel.
+  if (!vector && s.units == 1) {
+    s.units = s.k;
+    s.out_per_unit = 1;
+    s.in_per_unit = s.c;  // every output channel reads every input channel
+    s.weight_bytes_per_unit = ceil_div(s.weight_bytes_per_unit, s.k);
+  }
+  // A grouped conv whose single group's weights exceed a chunk is chunked by output channel
+  // within its group: chunk sizes divide the group's channels so that no chunk straddles two.
+  s.out_per_group = s.k / s.group_count;
+  s.within_group =
+      !vector && s.group_count > 1 && s.weight_bytes_per_unit > budgets.weight_chunk_bytes;
+  if (s.within_group) {
+    s.weight_bytes_per_unit = ceil_div(s.weight_bytes_per_unit, s.out_per_group);
+    s.units = s.k;
+    s.out_per_unit = 1;
+    s.in_per_unit = s.c / s.group_count;
+  }
+  s.input_whole_channels = !vector && s.group_count == 1;
+  return s;
+}
+
+MapSpace spatial_map_space(const GroupContext& ctx) {
+  const SpatialLayer s = describe_spatial(ctx.graph, ctx.group, ctx.budgets);
+  const std::uint64_t weight_budget = ctx.budgets.weight_chunk_bytes;
+  std::uint64_t chunk_units = s.units;
+  if (s.weight_bytes_per_unit > 0)
+    chunk_units = s.allowed_chunk(weight_budget / s.weight_bytes_per_unit);
+  if (chunk_units == 0) {
+    throw_cannot_fit(ctx.graph, ctx.group, ctx.config.lram_bytes, s.weight_bytes_per_unit,
+                     "one output channel of its weights");
+  }
+  MapSpace space;
+  space.kind = MappingKind::kSpatial;
+  space.dims = {{"rows", s.oh, {}},
+                {"columns", s.ow, {}},
+                {"channel units", chunk_units,
+                 [s](std::uint64_t cu) { return s.allowed_chunk(ceil_div(cu, 2)); }}};
+  space.fit_rules = {{{0, 1, 2},
+                      [s](const TileSizes& t) { return s.tile_bytes(t[0], t[1], t[2]); },
+                      ctx.budgets.tile_bytes,
+                      "one output pixel of one channel",
+                      1}};
+  space.tiles = [s](const TileSizes& t) {
+    return s.n * ceil_div(s.oh, t[0]) * ceil_div(s.ow, t[1]) * ceil_div(s.units, t[2]);
+  };
+  space.spread_dim = 0;
+  space.to_mapping = [s](const TileSizes& t) {
+    Mapping m;
+    m.kind = MappingKind::kSpatial;
+    m.tile_rows = t[0];
+    m.tile_cols = t[1];
+    m.tile_channel_units = t[2];
+    // Balance the chunks (not within a group, where chunk sizes must divide the group).
+    if (!s.within_group) m.tile_channel_units = ceil_div(s.units, ceil_div(s.units, t[2]));
+    return m;
+  };
+  return space;
+}
+
+}  // namespace npusim

@@ -1,0 +1,55 @@
+#include "sim/compiler/passes/assign_layouts.h"
+
+namespace npusim {
+
+std::uint64_t TensorLayouts::rows(const Graph& graph, std::uint32_t tensor) const {
+  const Tensor& x = graph.tensors[tensor];
+  if (image[tensor]) return x.shape[0] * x.shape[2];
+  return x.shape.size() >= 2 ? x.elements() / x.shape.back() : 1;
+}
+
+std::uint32_t vector_driver(const Graph& graph, const LayerGroup& group) {
+  std::uint32_t driver = group.output;
+  for (std::uint32_t t : graph.layers[group.layers[0]].inputs) {
+    const Tensor& in = graph.tensors[t];
+    if (!in.constant && in.elements() > graph.tensors[driver].elements()) driver = t;
+  }
+  return driver;
+}
+
+TensorLayouts assign_layouts(const Graph& graph, const std::vector<LayerGroup>& groups) {
+  TensorLayouts layouts;
+  layouts.image.assign(graph.tensors.size(), false);
+  std::vector<bool>& image = layouts.image;
+  for (std::uint32_t t : graph.inputs) image[t] = graph.tensors[t].shape.size() == 4;
+  for (const LayerGroup& group : groups) {
+    const Layer& l = graph.layers[group.layers[0]];
+    switch (group_kind(graph, group)) {
+      case GroupKind::kView:
+        for (std::uint32_t out : l.outputs) {
+          image[out] =
+              l.op == "Concat" && graph.tensors[out].shape.size() == 4 && image[l.inputs[0]];
+        }
+        break;
+      case GroupKind::kSpatial:
+        image[group.output] = true;
+        break;
+      case GroupKind::kVector: {
+        // Element-wise ops and resizes keep an image an image; other copies lay out row-major.
+        const bool keeps_layout =
+            classify_op(l.op) == OpClass::kVector || l.op == "Resize" || l.op == "Pad";
+        image[group.output] = keeps_layout && image[vector_driver(graph, group)] &&
+                              graph.tensors[group.output].shape.size() == 4;
+        break;
+      }
+      case GroupKind::kHost:
+      case GroupKind::kMatMul:
+      case GroupKind::kGlobalPool:
+      case GroupKind::kUnknown:
+        break;
+    }
+  }
+  return layouts;
+}
+
+}  // namespace npusim

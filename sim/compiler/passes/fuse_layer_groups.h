@@ -1,0 +1,42 @@
+// Pass: cuts the graph's layers into layer groups, the unit the compiler tiles and emits. A group
+// is one layer, or an array layer with the layers it fuses: a Conv with the BatchNormalization
+// after it, a MatMul with the Add of a constant bias after it, and then one activation. A layer
+// fuses only when it is the only reader of the previous one's output and that output is not a
+// graph output (docs/compiler.md, "Groups and fusion").
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/ir/graph.h"
+
+namespace npusim {
+
+// Layers compiled as one: the head's op runs on the tiles and the fused layers cost nothing.
+struct LayerGroup {
+  std::vector<std::uint32_t> layers;           // indices into Graph::layers; the first is the head
+  std::uint32_t output = 0;                    // the tensor the group writes
+  std::vector<std::uint32_t> extra_constants;  // fused bias tensors, loaded with the weights
+  std::string name;                            // the layer's, or fused(<name>+<name>+...)
+  std::string loc;                             // the layer's, or loc(fused[<loc>, <loc>, ...])
+};
+
+// How a group compiles, by its head layer's op (docs/compiler.md, "What each kind of layer
+// becomes").
+enum class GroupKind : std::uint8_t {
+  kView,        // Reshape and the other views, Concat, Split, Slice: no command
+  kHost,        // one HOST command
+  kSpatial,     // Conv, MaxPool, AveragePool: tiles of rows, columns and channel chunks
+  kMatMul,      // row and column tiles of Gemm, or K-split tiles
+  kGlobalPool,  // channel tiles
+  kVector,      // other vector and copy ops: tiles of rows
+  kUnknown,     // an op the NPU cannot run: an error
+};
+GroupKind group_kind(const Graph& graph, const LayerGroup& group);
+
+// The groups in the order the compiler emits them: by head, in layer order. Every layer is in
+// exactly one group.
+std::vector<LayerGroup> fuse_layer_groups(const Graph& graph);
+
+}  // namespace npusim
