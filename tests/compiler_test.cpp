@@ -1,5 +1,6 @@
 // The compiler: exact schedules for small graphs, and properties over the model zoo.
 #include "sim/compiler/compiler.h"
+#include "sim/frontend/scalesim.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -331,6 +332,35 @@ TEST(CompilerParts, FusesADecomposedGeluGivenTheScalarValues) {
   EXPECT_EQ(g.tensors[g.inputs[0]].name, "x");
   EXPECT_EQ(g.tensors[g.outputs[0]].name, "y");
   EXPECT_NO_THROW(check_graph(g));
+}
+
+}  // namespace
+}  // namespace npusim
+
+namespace npusim {
+namespace {
+
+TEST(CompilerParts, LayerViewsAreTheUntiledGemmsAsScaleSimMapsThem) {
+  // A SCALE-Sim topology: conv 416x416, 3x3 filter, 3 channels, 4 filters, stride 1 gives ofmap
+  // ceil((416 - 3 + 1) / 1) = 414, so M = 414 * 414 = 171396, K = 3 * 3 * 3 = 27, N = 4; the GEMM
+  // row "G, 128, 64, 256," is M = 128, N = 64, K = 256.
+  const Graph conv = parse_scalesim_topology(
+      "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, "
+      "Strides,\nConv1, 416, 416, 3, 3, 3, 4, 1,\n", "t.csv");
+  const Schedule s = compile_schedule(conv, parse_hw_config("{}", "cfg"));
+  ASSERT_EQ(s.layers.size(), 1u);
+  EXPECT_EQ(s.layers[0].name, "Conv1");
+  EXPECT_TRUE(s.layers[0].on_array);
+  EXPECT_EQ(s.layers[0].gemm.batch, 1u);
+  EXPECT_EQ(s.layers[0].gemm.m, 171396u);
+  EXPECT_EQ(s.layers[0].gemm.n, 4u);
+  EXPECT_EQ(s.layers[0].gemm.k, 27u);
+  const Graph gemm = parse_scalesim_topology("Layer, M, N, K,\nG, 128, 64, 256,\n", "g.csv");
+  const Schedule g = compile_schedule(gemm, parse_hw_config("{}", "cfg"));
+  ASSERT_EQ(g.layers.size(), 1u);
+  EXPECT_EQ(g.layers[0].gemm.m, 128u);
+  EXPECT_EQ(g.layers[0].gemm.n, 64u);
+  EXPECT_EQ(g.layers[0].gemm.k, 256u);
 }
 
 }  // namespace

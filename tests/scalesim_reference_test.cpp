@@ -64,6 +64,9 @@ std::vector<OracleLayer> oracle(const fs::path& topology, bool gemm, std::uint64
   while (std::getline(in, line)) {
     if (line.find_first_not_of(" \r\t") == std::string::npos) continue;
     const std::vector<std::string> f = split_fields(line);
+    // Resnet50.csv has a row of bare commas and extra empty columns: rows with no name are not
+    // layers, and an empty second stride means one stride for both directions.
+    if (f.empty() || f[0].find_first_not_of(" \t") == std::string::npos) continue;
     std::uint64_t m = 0, n = 0, k = 0;
     if (gemm) {
       m = std::stoull(f[1]), n = std::stoull(f[2]), k = std::stoull(f[3]);
@@ -71,7 +74,8 @@ std::vector<OracleLayer> oracle(const fs::path& topology, bool gemm, std::uint64
       const std::uint64_t h = std::stoull(f[1]), w = std::stoull(f[2]);
       const std::uint64_t fh = std::stoull(f[3]), fw = std::stoull(f[4]);
       const std::uint64_t ch = std::stoull(f[5]), filters = std::stoull(f[6]);
-      const std::uint64_t sh = std::stoull(f[7]), sw = f.size() > 8 ? std::stoull(f[8]) : sh;
+      const std::uint64_t sh = std::stoull(f[7]);
+      const std::uint64_t sw = f.size() > 8 && !f[8].empty() ? std::stoull(f[8]) : sh;
       const std::uint64_t oh = ceil_div(h - fh + sh, sh), ow = ceil_div(w - fw + sw, sw);
       m = oh * ow, k = fh * fw * ch, n = filters;
     }
@@ -81,7 +85,8 @@ std::vector<OracleLayer> oracle(const fs::path& topology, bool gemm, std::uint64
     const std::uint64_t folds = ceil_div(sr, r) * ceil_div(sc, c);
     const std::uint64_t p = (dataflow == "os" ? 0 : r) + r + c + t - 2;
     OracleLayer l;
-    l.name = f[0];
+    // npusim names a layer by its trimmed name field.
+    l.name = f[0].substr(0, f[0].find_last_not_of(" \t") + 1);
     l.total = folds * p - 1;
     l.mapping_pct = 100.0 * static_cast<double>(sr * sc) / static_cast<double>(folds * r * c);
     l.compute_pct = l.mapping_pct * static_cast<double>(t) /

@@ -22,6 +22,7 @@
 #include "sim/compiler/mapping/map_space.h"
 #include "sim/compiler/passes/assign_layouts.h"
 #include "sim/compiler/passes/fuse_layer_groups.h"
+#include "sim/compiler/passes/layer_views.h"
 #include "sim/compiler/search/search.h"
 #include "sim/util/error.h"
 
@@ -38,6 +39,7 @@ Schedule compile_schedule(const Graph& graph, const HwConfig& config) {
     emitter.emit_group(group, search->choose(space, config));
   }
   Schedule schedule = emitter.finish();
+  schedule.layers = layer_views(graph, groups);
   // The same checks and costing as a schedule read from a file.
   Diagnostics diag(graph.source_file + " (compiled for " + config.name + ")");
   finalize_schedule(schedule, config, diag);
