@@ -130,7 +130,9 @@ profiler::Timeline simulate_in_child(const Schedule& schedule, const HwConfig& c
   }
   Words in;
   in.data().resize(bytes.size() / sizeof(std::uint64_t));
-  std::memcpy(in.data().data(), bytes.data(), in.data().size() * sizeof(std::uint64_t));
+  if (!in.data().empty()) {
+    std::memcpy(in.data().data(), bytes.data(), in.data().size() * sizeof(std::uint64_t));
+  }
   ::close(fds[0]);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {

@@ -193,11 +193,13 @@ HwConfig resolve_hw_config(const RawHwConfig& raw, const std::string& origin,
   }
   diag.throw_if_any();
   RawHwConfig overridden = read_raw(root, diag);
-  for (const auto& [key, location] : raw.locations) {
+  for (const auto& entry : raw.locations) {
+    // (No structured binding: C++17 lambdas may not capture one, and clang says so.)
+    const std::string& key = entry.first;
     const bool was_replaced =
         std::any_of(replaced.begin(), replaced.end(),
                     [&](const std::string& p) { return key == p || key.rfind(p + ".", 0) == 0; });
-    if (!was_replaced) overridden.locations.emplace(key, location);
+    if (!was_replaced) overridden.locations.emplace(key, entry.second);
   }
   overridden.warnings = raw.warnings;
   HwConfig cfg = check(overridden, origin, diag);
