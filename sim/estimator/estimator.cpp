@@ -84,9 +84,10 @@ profiler::Timeline estimate(const Schedule& schedule, const HwConfig& config) {
       const Command& cmd = schedule.commands[i];
       std::uint64_t ready = 0;
       for (std::uint32_t d : cmd.deps) ready = std::max(ready, timeline.commands[d].end);
-      const std::uint64_t at = dispatchers[e].earliest_dispatch(ready);
-      checked_add(at, config.dispatch_cycles, schedule, i);
-      const cost::QueueDispatcher::Grant grant = dispatchers[e].dispatch(at);
+      // Ends are at most kMaxCycles (checked below) and dispatch_cycles at most 2^20, so the
+      // start cannot wrap; a start past the limit makes the end past it too.
+      const cost::QueueDispatcher::Grant grant =
+          dispatchers[e].dispatch(dispatchers[e].earliest_dispatch(ready));
       const std::uint64_t end = checked_add(grant.start, cmd.isolated_cycles, schedule, i);
       timeline.commands[i] = {grant.start, end, grant.channel};
       dispatchers[e].release(grant.channel, end);
