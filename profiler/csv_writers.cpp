@@ -78,9 +78,8 @@ void write_annotated_csv(std::ostream& out, const Workload& workload, const Time
     const CommandTiming& t = timeline.commands[i];
     const std::uint64_t start_ns = trace_ns(t.start, khz), end_ns = trace_ns(t.end, khz);
     const EngineInfo& engine = workload.engines[c.engine];
-    const bool on_slice = engine.kind == EngineKind::kArray || engine.kind == EngineKind::kVector;
     out << c.program << ';' << csv_field(c.op_type, ';') << ';'
-        << (on_slice ? std::to_string(engine.slice) : std::string("-")) << ';'
+        << (on_slice(engine.kind) ? std::to_string(engine.slice) : std::string("-")) << ';'
         << csv_field(std::to_string(i) + "_" + (c.layer.empty() ? c.op_type : c.layer) + "_" + c.id, ';')
         << ';' << trace_us_text(start_ns) << ';' << trace_us_text(end_ns) << ';'
         << trace_us_text(end_ns - start_ns);

@@ -154,19 +154,20 @@ std::string us_text(std::uint64_t cycles, std::uint64_t clock_khz) {
   return fixed_point(round_div(U128{cycles} * 1000000, khz), 3);
 }
 
-EngineClass engine_class(const std::string& engine) {
-  if (engine == "DMA_IN") return EngineClass::kDmaIn;
-  if (engine == "DMA_OUT") return EngineClass::kDmaOut;
+std::optional<EngineKind> engine_kind_of_name(const std::string& engine) {
+  if (engine == "DMA_IN") return EngineKind::kDmaIn;
+  if (engine == "DMA_OUT") return EngineKind::kDmaOut;
+  if (engine == "HOST") return EngineKind::kHost;
   if (engine.rfind("SLICE", 0) == 0) {
     const std::size_t dot = engine.find('.');
     if (dot != std::string::npos && dot > 5 &&
         engine.find_first_not_of("0123456789", 5) == dot) {
       const std::string unit = engine.substr(dot + 1);
-      if (unit == "ARRAY") return EngineClass::kArray;
-      if (unit == "VECTOR") return EngineClass::kVector;
+      if (unit == "ARRAY") return EngineKind::kArray;
+      if (unit == "VECTOR") return EngineKind::kVector;
     }
   }
-  return EngineClass::kOther;
+  return std::nullopt;
 }
 
 // ---- npusim report ----
@@ -251,9 +252,9 @@ Report compute_report(const ReportInput& in) {
     const Interval iv{op.start, op.end};
     const Cycles cycles = op.end - op.start;
     m.op_cycles += cycles;
-    const EngineClass cls = engine_class(op.engine);
-    if (cls == EngineClass::kArray || cls == EngineClass::kVector) npu.push_back(iv);
-    if (cls == EngineClass::kDmaIn || cls == EngineClass::kDmaOut) dma.push_back(iv);
+    const std::optional<EngineKind> kind = engine_kind_of_name(op.engine);
+    if (kind && on_slice(*kind)) npu.push_back(iv);
+    if (kind && is_dma(*kind)) dma.push_back(iv);
 
     auto [t, new_type] = type_index.emplace(op.op, r.op_types.size());
     if (new_type) {
@@ -279,12 +280,12 @@ Report compute_report(const ReportInput& in) {
     f.last_end = std::max(f.last_end, op.end);
     LayerIntervals& li = layer_intervals[l->second];
     li.all.push_back(iv);
-    switch (cls) {
-      case EngineClass::kArray: li.array.push_back(iv); break;
-      case EngineClass::kVector: li.vector.push_back(iv); break;
-      case EngineClass::kDmaIn: li.dma_in.push_back(iv); break;
-      case EngineClass::kDmaOut: li.dma_out.push_back(iv); break;
-      case EngineClass::kOther: li.other.push_back(iv); break;
+    switch (kind.value_or(EngineKind::kHost)) {  // HOST and unknown engines count as other
+      case EngineKind::kArray: li.array.push_back(iv); break;
+      case EngineKind::kVector: li.vector.push_back(iv); break;
+      case EngineKind::kDmaIn: li.dma_in.push_back(iv); break;
+      case EngineKind::kDmaOut: li.dma_out.push_back(iv); break;
+      case EngineKind::kHost: li.other.push_back(iv); break;
     }
   }
   m.npu_cycles = union_length(std::move(npu));

@@ -43,11 +43,10 @@ std::string percent_text(std::uint64_t part, std::uint64_t whole, int decimals =
 // us_text(1001, 800000) = "1.251" (1251.25 ns).
 std::string us_text(std::uint64_t cycles, std::uint64_t clock_khz);
 
-// How an engine name from stats.json is counted.
-enum class EngineClass : std::uint8_t { kArray, kVector, kDmaIn, kDmaOut, kOther };
-// `SLICE<n>.ARRAY` array, `SLICE<n>.VECTOR` vector, `DMA_IN`, `DMA_OUT`, anything else (HOST)
-// other.
-EngineClass engine_class(const std::string& engine);
+// The kind of an engine named in a stats.json (which may come from another tool or version):
+// `SLICE<n>.ARRAY` array, `SLICE<n>.VECTOR` vector, `DMA_IN`, `DMA_OUT`, `HOST`; nothing for
+// any other name.
+std::optional<EngineKind> engine_kind_of_name(const std::string& engine);
 
 // ---- npusim report -------------------------------------------------------------------------
 

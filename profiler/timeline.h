@@ -6,13 +6,12 @@
 #include <string>
 #include <vector>
 
+#include "profiler/engine_kind.h"
+
 namespace npusim::profiler {
 
 using Cycles = std::uint64_t;
 
-// What kind of hardware unit an engine is: the one engine enum, which the schedule, the
-// estimator, the platform and the profiler all read (sim/ir/engines.h builds the table).
-enum class EngineKind : std::uint8_t { kArray, kVector, kDmaIn, kDmaOut, kHost };
 
 // One row of the engine table: one in-order command queue of the command processor and what runs
 // its commands.

@@ -15,8 +15,6 @@ namespace {
 
 __extension__ using U128 = unsigned __int128;
 
-bool is_dma(EngineKind kind) { return kind == EngineKind::kDmaIn || kind == EngineKind::kDmaOut; }
-
 // A topological rank of the commands (dependencies first; among ready commands, lowest index
 // first), so that zero-length commands at one timestamp can be ordered after their dependencies.
 // Commands on a dependency cycle (no timeline can contain them) get ranks in index order at the

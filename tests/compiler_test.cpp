@@ -78,7 +78,7 @@ TEST(Compiler, FusesConvBatchNormAndActivation) {
   EXPECT_EQ(s.programs[0].loc, "loc(fused[\"two.json\":/layers/0, \"two.json\":/layers/1, \"two.json\":/layers/2])");
   EXPECT_EQ(s.programs[1].name, "conv2");
   for (const Command& c : s.commands) {
-    if (c.engine == EngineType::kSlice) {
+    if (on_slice(c.engine)) {
       EXPECT_EQ(op_table()[c.op].name, "Conv");
     }
   }
@@ -131,8 +131,8 @@ TEST(Compiler, ATransposeWaitsForEveryStoreOfItsInput) {
   std::optional<std::uint32_t> first_transpose_load;
   for (std::uint32_t i = 0; i < s.commands.size(); ++i) {
     const Command& c = s.commands[i];
-    if (c.layer == "mm" && c.engine == EngineType::kDmaOut) mm_stores.push_back(i);
-    if (c.layer == "tr" && c.engine == EngineType::kDmaIn && !first_transpose_load) first_transpose_load = i;
+    if (c.layer == "mm" && c.engine == EngineKind::kDmaOut) mm_stores.push_back(i);
+    if (c.layer == "tr" && c.engine == EngineKind::kDmaIn && !first_transpose_load) first_transpose_load = i;
   }
   ASSERT_GT(mm_stores.size(), 1u);
   ASSERT_TRUE(first_transpose_load.has_value());
@@ -172,7 +172,7 @@ TEST(Compiler, TilesFitLocalMemoryAcrossSlicesAndCapacities) {
         // Every slice gets work.
         std::vector<bool> used(config.slices.count, false);
         for (const Command& c : s.commands) {
-          if (c.engine == EngineType::kSlice) {
+          if (on_slice(c.engine)) {
             used[c.slice] = true;
           }
         }

@@ -265,7 +265,7 @@ TEST(Evaluator, HostCallsCostTheRoundTripPlusPerElement) {
   // Default host: 5000 cycles per call + 4 per element: 5000 + 4 * 100 = 5400.
   const HwConfig c = parse_hw_config("{}", "test");
   Command host;
-  host.engine = EngineType::kHost;
+  host.engine = EngineKind::kHost;
   host.elements = 100;
   Evaluator e(c);
   EXPECT_EQ(e.cost(host).cycles, 5400u);
@@ -276,7 +276,7 @@ TEST(Evaluator, HostCallsCostTheRoundTripPlusPerElement) {
 TEST(Evaluator, DmaCommandsCostTheIsolatedTransfer) {
   const HwConfig c = parse_hw_config("{}", "test");
   Command load;
-  load.engine = EngineType::kDmaIn;
+  load.engine = EngineKind::kDmaIn;
   load.bytes = 1024;
   Evaluator e(c);
   EXPECT_EQ(e.cost(load).cycles, 256u);  // IsolatedTransfer.PortBoundWhenDramIsFaster

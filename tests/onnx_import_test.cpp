@@ -536,7 +536,7 @@ TEST(OnnxImport, HostLayersCompileToHostCommands) {
   const Schedule s = compile_schedule(g, load_hw_config("default"));
   ASSERT_EQ(s.commands.size(), 1u);
   EXPECT_EQ(s.commands[0].id, "H0");
-  EXPECT_EQ(s.commands[0].engine, EngineType::kHost);
+  EXPECT_EQ(s.commands[0].engine, EngineKind::kHost);
   // The default host call costs 5000 cycles plus 4 per output element: [1, 3] -> 5012.
   EXPECT_EQ(s.commands[0].isolated_cycles, 5000u + 3u * 4u);
 }

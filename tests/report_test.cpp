@@ -63,13 +63,13 @@ TEST(ReportText, MicrosecondsRoundToTheNearestNanosecondHalvesUp) {
 }
 
 TEST(ReportText, EngineClasses) {
-  EXPECT_EQ(engine_class("SLICE0.ARRAY"), EngineClass::kArray);
-  EXPECT_EQ(engine_class("SLICE12.VECTOR"), EngineClass::kVector);
-  EXPECT_EQ(engine_class("DMA_IN"), EngineClass::kDmaIn);
-  EXPECT_EQ(engine_class("DMA_OUT"), EngineClass::kDmaOut);
-  EXPECT_EQ(engine_class("HOST"), EngineClass::kOther);
-  EXPECT_EQ(engine_class("SLICE.ARRAY"), EngineClass::kOther);
-  EXPECT_EQ(engine_class("SLICEX.ARRAY"), EngineClass::kOther);
+  EXPECT_EQ(engine_kind_of_name("SLICE0.ARRAY"), EngineKind::kArray);
+  EXPECT_EQ(engine_kind_of_name("SLICE12.VECTOR"), EngineKind::kVector);
+  EXPECT_EQ(engine_kind_of_name("DMA_IN"), EngineKind::kDmaIn);
+  EXPECT_EQ(engine_kind_of_name("DMA_OUT"), EngineKind::kDmaOut);
+  EXPECT_EQ(engine_kind_of_name("HOST"), EngineKind::kHost);
+  EXPECT_EQ(engine_kind_of_name("SLICE.ARRAY"), std::nullopt);
+  EXPECT_EQ(engine_kind_of_name("SLICEX.ARRAY"), std::nullopt);
 }
 
 // ---- npusim report --------------------------------------------------------------------------

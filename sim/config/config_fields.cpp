@@ -289,7 +289,7 @@ void ConfigField::read_json(JsonObject& parent, RawHwConfig& raw) const {
     case Type::kOpCycles: {
       JsonObject ops(*v, pointer, diag);
       for (const OpInfo& op : op_table()) {
-        if (op.unit != Unit::kVector) continue;  // Gemm and Conv run on the array: unknown keys
+        if (op.unit != EngineKind::kVector) continue;  // Gemm and Conv run on the array: unknown keys
         const std::string name(op.name);
         const Json* cycles = ops.get(name);
         if (!cycles) continue;
@@ -389,7 +389,7 @@ void ConfigField::check(const RawHwConfig& raw, Diagnostics& diag, HwConfig& out
     case Type::kOpCycles:
       for (const auto& [name, cycles] : raw.slices.vector_op_cycles) {
         const OpId op = find_op(name);
-        if (op >= op_table().size() || op_table()[op].unit != Unit::kVector) {
+        if (op >= op_table().size() || op_table()[op].unit != EngineKind::kVector) {
           diag.error(where(raw, key_ + "." + name), "not a vector op");
         } else if (check_integer(cycles, where(raw, key_ + "." + name), diag)) {
           out.slices.vector_op_cycles[op] = static_cast<std::uint32_t>(cycles);

@@ -64,7 +64,7 @@ SliceCost slice_op_cost(OpId op, const Shape& shape, const HwConfig& config) {
       const auto& c = std::get<ConvShape>(shape);
       const std::uint64_t pixels = checked_mul(checked_mul(c.batch, c.out_h()), c.out_w());
       const std::uint64_t window = checked_mul(c.kernel_h, c.kernel_w);
-      if (info.unit == Unit::kArray) {
+      if (info.unit == EngineKind::kArray) {
         // im2col: each group is a GEMM of (pixels) x (window * in_c/groups) x (out_c/groups).
         const std::uint64_t k = checked_mul(window, c.in_c / c.groups);
         const std::uint64_t n = c.out_c / c.groups;

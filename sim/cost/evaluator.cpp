@@ -7,7 +7,8 @@ Evaluator::Evaluator(const HwConfig& config) : config_(config), dma_(config), dr
 CommandCost Evaluator::cost(const Command& command) {
   CommandCost c;
   switch (command.engine) {
-    case EngineType::kSlice: {
+    case EngineKind::kArray:
+    case EngineKind::kVector: {
       if (std::holds_alternative<std::monostate>(command.shape)) return c;
       const SliceCost s = slice_op_cost(command.op, command.shape, config_);
       c.cycles = c.compute_cycles = s.cycles;
@@ -15,11 +16,11 @@ CommandCost Evaluator::cost(const Command& command) {
       c.vector_macs = s.vector_macs;
       return c;
     }
-    case EngineType::kHost:
+    case EngineKind::kHost:
       c.cycles = c.compute_cycles = host_call_cycles(command.elements, config_.host);
       return c;
-    case EngineType::kDmaIn:
-    case EngineType::kDmaOut: {
+    case EngineKind::kDmaIn:
+    case EngineKind::kDmaOut: {
       // Schedules repeat few transfer sizes; each is replayed once.
       auto [it, inserted] = transfer_cycles_.try_emplace(command.bytes, 0);
       if (inserted) it->second = isolated_transfer_cycles(command.bytes, dma_, dram_);

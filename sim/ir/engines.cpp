@@ -21,16 +21,18 @@ EngineLayout::EngineLayout(const HwConfig& config) : slices_(config.slices.count
 
 std::uint32_t EngineLayout::of(const Command& command) const {
   switch (command.engine) {
-    case EngineType::kDmaIn:
+    case EngineKind::kArray:
+      return 2 * command.slice;
+    case EngineKind::kVector:
+      return 2 * command.slice + 1;
+    case EngineKind::kDmaIn:
       return 2 * slices_;
-    case EngineType::kDmaOut:
+    case EngineKind::kDmaOut:
       return 2 * slices_ + 1;
-    case EngineType::kHost:
-      return 2 * slices_ + 2;
-    case EngineType::kSlice:
+    case EngineKind::kHost:
       break;
   }
-  return 2 * command.slice + (command.unit() == Unit::kArray ? 0 : 1);
+  return 2 * slices_ + 2;
 }
 
 std::vector<std::vector<std::uint32_t>> EngineLayout::queues(const Schedule& schedule) const {
@@ -94,14 +96,14 @@ profiler::Workload make_workload(const Schedule& schedule, const HwConfig& confi
     profiler::CommandInfo info;
     info.id = c.id;
     info.engine = layout.of(c);
-    info.op_type = c.engine == EngineType::kSlice  ? std::string(op_table()[c.op].name)
-                   : c.engine == EngineType::kHost ? std::string("Host")
-                                                   : std::string(engine_type_name(c.engine));
+    info.op_type = on_slice(c.engine)              ? std::string(op_table()[c.op].name)
+                   : c.engine == EngineKind::kHost ? std::string("Host")
+                                                   : std::string(schedule_engine_name(c.engine));
     info.layer = c.layer;
     info.location = c.loc;
     info.program = c.program;
-    info.dram_read_bytes = c.engine == EngineType::kDmaIn ? c.bytes : 0;
-    info.dram_write_bytes = c.engine == EngineType::kDmaOut ? c.bytes : 0;
+    info.dram_read_bytes = c.engine == EngineKind::kDmaIn ? c.bytes : 0;
+    info.dram_write_bytes = c.engine == EngineKind::kDmaOut ? c.bytes : 0;
     info.macs = c.macs;
     info.vector_macs = c.vector_macs;
     info.lram_alloc_bytes = c.lram_alloc_bytes;

@@ -7,9 +7,12 @@
 #include <string_view>
 #include <vector>
 
+#include "profiler/engine_kind.h"
+
 namespace npusim {
 
-enum class Unit : std::uint8_t { kArray, kVector };
+// An op runs on the array (EngineKind::kArray) or the vector unit (kVector) of a slice.
+using profiler::EngineKind;
 
 // Which `shape` fields an op takes (docs/schedule.md lists them).
 enum class ShapeKind : std::uint8_t {
@@ -24,7 +27,7 @@ using OpId = std::uint16_t;
 
 struct OpInfo {
   std::string_view name;
-  Unit unit;
+  EngineKind unit;  // kArray or kVector
   ShapeKind shape;
   // Vector unit only: cycles one lane spends per unit of work (an element, a MAC, a window
   // element). Overridable per op with the config's slices.vector_op_cycles.

@@ -91,7 +91,7 @@ Shape parse_shape(JsonObject& cmd, const OpInfo& op) {
       c.in_w = dim("in_w");
       if (op.shape == ShapeKind::kConv) {
         c.in_c = dim("in_c");
-        c.out_c = op.unit == Unit::kArray ? dim("out_c") : opt("out_c", c.in_c, 1);
+        c.out_c = op.unit == EngineKind::kArray ? dim("out_c") : opt("out_c", c.in_c, 1);
       } else {
         c.in_c = c.out_c = dim("channels");
       }
@@ -106,7 +106,7 @@ Shape parse_shape(JsonObject& cmd, const OpInfo& op) {
         c.pad_h = opt("pad_h", 0, 0);
         c.pad_w = opt("pad_w", 0, 0);
       }
-      if (op.shape == ShapeKind::kConv && op.unit == Unit::kArray) {
+      if (op.shape == ShapeKind::kConv && op.unit == EngineKind::kArray) {
         c.groups = opt("groups", 1, 1);
         if (c.in_c % c.groups != 0 || c.out_c % c.groups != 0) {
           s.diagnostics().error(s.pointer("groups"), "groups " + std::to_string(c.groups) +
@@ -140,10 +140,10 @@ Shape parse_shape(JsonObject& cmd, const OpInfo& op) {
 }
 
 // The id convention of timeline.csv: DI<n> for DMA_IN, DO<n> for DMA_OUT, S<n> for slice ops.
-bool id_follows_convention(const std::string& id, EngineType engine) {
-  const std::string prefix = engine == EngineType::kDmaIn    ? "DI"
-                             : engine == EngineType::kDmaOut ? "DO"
-                             : engine == EngineType::kHost   ? "H"
+bool id_follows_convention(const std::string& id, EngineKind engine) {
+  const std::string prefix = engine == EngineKind::kDmaIn    ? "DI"
+                             : engine == EngineKind::kDmaOut ? "DO"
+                             : engine == EngineKind::kHost   ? "H"
                                                              : "S";
   if (id.size() <= prefix.size() || id.compare(0, prefix.size(), prefix) != 0) return false;
   // Digits with no leading zero (S7 and S07 would be one command to a reader), at most 12 of
@@ -174,13 +174,13 @@ Command parse_command(const Json& value, std::size_t index, const HwConfig& conf
   cmd.id = c.require_string("id").value_or("");
   const std::string engine = c.require_string("engine").value_or("");
   if (engine == "DMA_IN") {
-    cmd.engine = EngineType::kDmaIn;
+    cmd.engine = EngineKind::kDmaIn;
   } else if (engine == "DMA_OUT") {
-    cmd.engine = EngineType::kDmaOut;
+    cmd.engine = EngineKind::kDmaOut;
   } else if (engine == "SLICE") {
-    cmd.engine = EngineType::kSlice;
+    cmd.engine = EngineKind::kArray;  // the op decides below
   } else if (engine == "HOST") {
-    cmd.engine = EngineType::kHost;
+    cmd.engine = EngineKind::kHost;
   } else {
     if (c.has("engine")) {
       diag.error(c.pointer("engine"), "unknown engine '" + engine + "' (expected DMA_IN, DMA_OUT, SLICE or HOST)");
@@ -192,7 +192,7 @@ Command parse_command(const Json& value, std::size_t index, const HwConfig& conf
   if (!cmd.id.empty() && c.has("engine") && !id_follows_convention(cmd.id, cmd.engine)) {
     diag.error(c.pointer("id"), "id '" + cmd.id + "' does not follow the convention DI<n> (DMA_IN), DO<n> (DMA_OUT), S<n> (SLICE), H<n> (HOST) for engine " + engine);
   }
-  if (cmd.engine == EngineType::kSlice) {
+  if (on_slice(cmd.engine)) {
     cmd.slice = static_cast<std::uint32_t>(c.require_uint("slice", 0, 1u << 20).value_or(0));
     if (c.has("slice") && cmd.slice >= config.slices.count) {
       diag.error(c.pointer("slice"), "slice " + std::to_string(cmd.slice) + " out of range: the config '" + config.name + "' has " + std::to_string(config.slices.count) + " slice(s)");
@@ -207,8 +207,9 @@ Command parse_command(const Json& value, std::size_t index, const HwConfig& conf
     } else {
       cmd.shape = parse_shape(c, op_table()[cmd.op]);
     }
+    cmd.engine = op_table()[cmd.op].unit;
     if (c.get("bytes")) diag.error(c.pointer("bytes"), "bytes applies to DMA commands only");
-  } else if (cmd.engine == EngineType::kHost) {
+  } else if (cmd.engine == EngineKind::kHost) {
     const std::string op = c.get_string("op", "Host");
     if (op != "Host") diag.error(c.pointer("op"), "a HOST command's op must be Host");
     const Json* shape = c.get("shape");
@@ -366,17 +367,17 @@ void check_buffer_order(const std::vector<Command>& commands,
 
 }  // namespace
 
-Unit Command::unit() const { return op_table().at(op).unit; }
 
-const char* engine_type_name(EngineType type) {
-  switch (type) {
-    case EngineType::kDmaIn:
+const char* schedule_engine_name(EngineKind kind) {
+  switch (kind) {
+    case EngineKind::kDmaIn:
       return "DMA_IN";
-    case EngineType::kDmaOut:
+    case EngineKind::kDmaOut:
       return "DMA_OUT";
-    case EngineType::kSlice:
+    case EngineKind::kArray:
+    case EngineKind::kVector:
       return "SLICE";
-    case EngineType::kHost:
+    case EngineKind::kHost:
       return "HOST";
   }
   return "?";
@@ -518,7 +519,7 @@ void finalize_schedule(Schedule& sched, const HwConfig& config, Diagnostics& dia
         cmd.lram_free_bytes += it->second.bytes;
       }
     }
-    if (cmd.engine == EngineType::kDmaIn || cmd.engine == EngineType::kDmaOut) {
+    if (is_dma(cmd.engine)) {
       const std::uint64_t bursts = evaluator.dma().burst_count(cmd.bytes);
       if (bursts > kMaxBurstsPerTransfer) {
         diag.error(ptr + "/bytes", std::to_string(cmd.bytes) + " bytes make " + std::to_string(bursts) +
@@ -534,7 +535,7 @@ void finalize_schedule(Schedule& sched, const HwConfig& config, Diagnostics& dia
       cmd.macs = c.macs;
       cmd.vector_macs = c.vector_macs;
     } catch (const std::overflow_error&) {
-      diag.error(ptr + "/shape", cmd.engine == EngineType::kHost
+      diag.error(ptr + "/shape", cmd.engine == EngineKind::kHost
                                      ? "shape too large: its host cycles exceed 64 bits"
                                      : "shape too large: its cycle or MAC count exceeds 64 bits");
     }

@@ -39,17 +39,18 @@ struct ElementsShape {
 
 using Shape = std::variant<std::monostate, GemmShape, ConvShape, ElementsShape>;
 
-enum class EngineType : std::uint8_t { kDmaIn, kDmaOut, kSlice, kHost };
-
 struct BufferAlloc {
   std::string buffer;  // unique across the schedule
   std::uint64_t bytes = 0;
 };
-const char* engine_type_name(EngineType type);  // "DMA_IN", "DMA_OUT", "SLICE", "HOST"
+// The schedule format's name of the engine a command runs on: "DMA_IN", "DMA_OUT", "SLICE" (the
+// array and the vector unit) or "HOST".
+const char* schedule_engine_name(EngineKind kind);
 
 struct Command {
   std::string id;  // DI<n>, DO<n>, S<n>, H<n>
-  EngineType engine = EngineType::kSlice;
+  // A SLICE command runs on its op's unit: kArray or kVector (OpInfo::unit).
+  EngineKind engine = EngineKind::kArray;
   std::uint32_t slice = 0;  // slice commands only
   OpId op = 0;              // slice commands only
   Shape shape;              // slice commands only
@@ -71,7 +72,6 @@ struct Command {
   // Cycles on its unit with DRAM to itself: compute_cycles for slice commands, the isolated
   // transfer time for DMA commands. The estimator's duration.
   std::uint64_t isolated_cycles = 0;
-  Unit unit() const;                 // slice commands only
 };
 
 struct TensorInfo {

@@ -53,7 +53,7 @@ void write_shape(std::ostream& out, const Command& c) {
       f.add("pad_h", v->pad_h, 0);
       f.add("pad_w", v->pad_w, 0);
     }
-    if (op.shape == ShapeKind::kConv && op.unit == Unit::kArray) f.add("groups", v->groups, 1);
+    if (op.shape == ShapeKind::kConv && op.unit == EngineKind::kArray) f.add("groups", v->groups, 1);
   } else if (const auto* e = std::get_if<ElementsShape>(&c.shape)) {
     f.add("elements", e->elements);
   }
@@ -121,11 +121,11 @@ void write_schedule_json(std::ostream& out, const Schedule& s) {
     out << "    {";
     Fields f(out);
     f.raw("id", quoted(c.id));
-    f.raw("engine", quoted(engine_type_name(c.engine)));
-    if (c.engine == EngineType::kHost) {
+    f.raw("engine", quoted(schedule_engine_name(c.engine)));
+    if (c.engine == EngineKind::kHost) {
       f.raw("op", quoted("Host"));
       out << ", \"shape\": {\"elements\": " << c.elements << '}';
-    } else if (c.engine == EngineType::kSlice) {
+    } else if (on_slice(c.engine)) {
       f.add("slice", c.slice);
       f.raw("op", quoted(std::string(op_table().at(c.op).name)));
       out << ", \"shape\": ";

@@ -32,7 +32,7 @@ Schedule synthetic_schedule(std::uint64_t commands, const HwConfig& config) {
 
     Command load;
     load.id = "DI" + n;
-    load.engine = EngineType::kDmaIn;
+    load.engine = EngineKind::kDmaIn;
     load.bytes = kLoadBytes;
     load.deps = wait;
     load.program = program;
@@ -41,7 +41,7 @@ Schedule synthetic_schedule(std::uint64_t commands, const HwConfig& config) {
 
     Command compute;
     compute.id = "S" + n;
-    compute.engine = EngineType::kSlice;
+    compute.engine = EngineKind::kArray;
     compute.slice = slice;
     compute.op = gemm;
     compute.shape = GemmShape{1, 16, 16, 128};
@@ -54,7 +54,7 @@ Schedule synthetic_schedule(std::uint64_t commands, const HwConfig& config) {
 
     Command store;
     store.id = "DO" + n;
-    store.engine = EngineType::kDmaOut;
+    store.engine = EngineKind::kDmaOut;
     store.bytes = kStoreBytes;
     store.deps = {static_cast<std::uint32_t>(s.commands.size() - 1)};
     store.program = program;

@@ -19,12 +19,11 @@ Npu::Npu(const sc_core::sc_module_name& name, const Schedule& schedule, const Hw
     const profiler::EngineInfo& info = layout.info(e);
     std::string module_name = info.name;  // SystemC names may not contain '.'
     std::replace(module_name.begin(), module_name.end(), '.', '_');
-    const bool is_dma =
-        info.kind == profiler::EngineKind::kDmaIn || info.kind == profiler::EngineKind::kDmaOut;
+    const bool dma = profiler::is_dma(info.kind);
     auto make_unit = [&](const char* unit_name, cost::QueueDispatcher& dispatcher,
                          std::uint32_t channel,
                          sc_core::sc_event& freed) -> std::unique_ptr<CommandUnit> {
-      if (is_dma) {
+      if (dma) {
         return std::make_unique<DmaChannel>(unit_name, schedule, scoreboard, dispatcher, channel,
                                             freed, dma_timing_, *dram_);
       }

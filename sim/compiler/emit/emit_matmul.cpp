@@ -119,8 +119,8 @@ void Emitter::emit_matmul_ksplit(const LayerGroup& group, const Mapping& mapping
                         ranges.b_exact ? (b_base + 1) * b_batch_bytes : b.bytes(), b_deps);
           }
           if (wait != kNone) b_deps.push_back(wait);
-          Command load_a = dma(EngineType::kDmaIn, (r1 - r0) * kn * ea);
-          Command load_b = dma(EngineType::kDmaIn,
+          Command load_a = dma(EngineKind::kDmaIn, (r1 - r0) * kn * ea);
+          Command load_b = dma(EngineKind::kDmaIn,
                                kn * nc * eb + (k0 == 0 ? ceil_div(mm.bias_bytes * nc, mm.n) : 0));
           const std::string a_buf = buffer_name(), b_buf = buffer_name();
           load_a.alloc.push_back({a_buf, load_a.bytes});
@@ -131,15 +131,15 @@ void Emitter::emit_matmul_ksplit(const LayerGroup& group, const Mapping& mapping
           if (!steps.empty()) deps.push_back(steps.back());  // accumulates onto the last step
           if (steps.empty() && ring_wait != kNone) deps.push_back(ring_wait);
           Command gemm;
-          gemm.engine = EngineType::kSlice;
-          gemm.slice = slice;
           gemm.op = find_op("Gemm");
+          gemm.engine = op_table()[gemm.op].unit;
+          gemm.slice = slice;
           gemm.shape = GemmShape{1, r1 - r0, nc, kn};
           if (steps.empty()) gemm.alloc.push_back({out_buffer, (r1 - r0) * nc * ey});
           gemm.free = {a_buf, b_buf};
           steps.push_back(emit(std::move(gemm), "S", s_, group, std::move(deps)));
         }
-        Command store = dma(EngineType::kDmaOut, (r1 - r0) * nc * ey);
+        Command store = dma(EngineKind::kDmaOut, (r1 - r0) * nc * ey);
         store.free.push_back(out_buffer);
         const CommandIndex st = emit(std::move(store), "DO", do_, group, {steps.back()});
         writers_[group.output].push_back(

@@ -128,7 +128,7 @@ Emitter::CommandIndex Emitter::emit(Command c, const char* prefix, std::uint64_t
   return static_cast<CommandIndex>(sched_.commands.size() - 1);
 }
 
-Command Emitter::dma(EngineType engine, std::uint64_t bytes) {
+Command Emitter::dma(EngineKind engine, std::uint64_t bytes) {
   Command c;
   c.engine = engine;
   c.bytes = std::max<std::uint64_t>(bytes, 1);
@@ -151,7 +151,7 @@ void Emitter::reader_deps(std::uint32_t tensor, std::uint64_t lo, std::uint64_t 
 Emitter::CommandIndex Emitter::load_weights(std::uint64_t bytes, const LayerGroup& group,
                                             std::vector<CommandIndex> after) {
   if (weight_frees_.size() >= 2) after.push_back(weight_frees_[weight_frees_.size() - 2]);
-  Command c = dma(EngineType::kDmaIn, bytes);
+  Command c = dma(EngineKind::kDmaIn, bytes);
   weights_buffer_ = buffer_name();
   c.alloc.push_back({weights_buffer_, c.bytes});
   return emit(std::move(c), "DI", di_, group, std::move(after));
@@ -182,7 +182,7 @@ Emitter::CommandIndex Emitter::tile(std::uint32_t slice, const LayerGroup& group
     std::vector<CommandIndex> deps;
     reader_deps(p.tensor, p.lo, p.hi, deps);
     if (ring_wait != kNone) deps.push_back(ring_wait);
-    Command c = dma(EngineType::kDmaIn, p.bytes);
+    Command c = dma(EngineKind::kDmaIn, p.bytes);
     in_buffers.push_back(buffer_name());
     c.alloc.push_back({in_buffers.back(), c.bytes});
     compute_deps.push_back(emit(std::move(c), "DI", di_, group, std::move(deps)));
@@ -190,16 +190,16 @@ Emitter::CommandIndex Emitter::tile(std::uint32_t slice, const LayerGroup& group
   if (weights != kNone) compute_deps.push_back(weights);
   if (ring_wait != kNone) compute_deps.push_back(ring_wait);
   Command s;
-  s.engine = EngineType::kSlice;
-  s.slice = slice;
   s.op = find_op(op);
+  s.engine = op_table().at(s.op).unit;
+  s.slice = slice;
   s.shape = shape;
   const std::string out_buffer = buffer_name();
   s.alloc.push_back({out_buffer, std::max<std::uint64_t>(out_bytes, 1)});
   s.free = in_buffers;
   const CommandIndex compute = emit(std::move(s), "S", s_, group, std::move(compute_deps));
   std::vector<CommandIndex> store_deps = {compute};
-  Command o = dma(EngineType::kDmaOut, out_bytes);
+  Command o = dma(EngineKind::kDmaOut, out_bytes);
   o.free.push_back(out_buffer);
   const bool frees_weights = other_readers != nullptr && weights != kNone;
   if (frees_weights) {
@@ -229,7 +229,7 @@ void Emitter::emit_host(const LayerGroup& group) {
     if (!g_.tensors[t].constant) reader_deps(t, 0, ~std::uint64_t{0}, deps);
   }
   Command c;
-  c.engine = EngineType::kHost;
+  c.engine = EngineKind::kHost;
   for (std::uint32_t t : l.outputs) c.elements += g_.tensors[t].elements();
   const CommandIndex host = emit(std::move(c), "H", h_, group, std::move(deps));
   for (std::uint32_t t : l.outputs) writers_[t].push_back({0, ~std::uint64_t{0}, host});

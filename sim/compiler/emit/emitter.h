@@ -51,7 +51,7 @@ class Emitter {
   // ---- primitives (emitter.cpp) ----
   CommandIndex emit(Command c, const char* prefix, std::uint64_t& counter, const LayerGroup& group,
                     std::vector<CommandIndex> deps);
-  static Command dma(EngineType engine, std::uint64_t bytes);
+  static Command dma(EngineKind engine, std::uint64_t bytes);
   std::string buffer_name();
   void reader_deps(std::uint32_t tensor, std::uint64_t lo, std::uint64_t hi,
                    std::vector<CommandIndex>& deps) const;
