@@ -18,7 +18,10 @@ std::string describe(const std::string& file, std::size_t row, std::size_t line,
   if (row > 0) {
     std::string where = "row " + std::to_string(row);
     if (line > 0 && line != row) where += " (line " + std::to_string(line) + ")";
-    if (!field.empty()) where += ", field " + (field.find_first_not_of("0123456789") == std::string::npos ? field : "'" + field + "'");
+    if (!field.empty())
+      where +=
+          ", field " +
+          (field.find_first_not_of("0123456789") == std::string::npos ? field : "'" + field + "'");
     add(where);
   } else if (!field.empty()) {
     add(field);
@@ -32,7 +35,8 @@ std::string shown(char ch) {
   if (ch == '\t') return "a tab";
   if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) {
     char buf[16];
-    std::snprintf(buf, sizeof buf, "byte 0x%02x", static_cast<unsigned>(static_cast<unsigned char>(ch)));
+    std::snprintf(buf, sizeof buf, "byte 0x%02x",
+                  static_cast<unsigned>(static_cast<unsigned char>(ch)));
     return buf;
   }
   return std::string("'") + ch + "'";
@@ -45,7 +49,8 @@ std::string quote_value(const std::string& value) {
 
 std::string join(const std::vector<std::string>& fields, char separator) {
   std::string text;
-  for (std::size_t i = 0; i < fields.size(); ++i) text += (i ? std::string(1, separator) : "") + fields[i];
+  for (std::size_t i = 0; i < fields.size(); ++i)
+    text += (i ? std::string(1, separator) : "") + fields[i];
   return text;
 }
 
@@ -53,16 +58,18 @@ std::uint64_t parse_integer(const CsvRecord& r, std::size_t k, const std::string
                             const std::vector<std::string>& names, const char* unit) {
   const std::string& value = r.fields[k];
   if (value.empty() || value.find_first_not_of("0123456789") != std::string::npos) {
-    throw ParseError(file, r.row, names[k],
-                     std::string("expected a non-negative integer (") + unit + "), found " + quote_value(value),
-                     r.line);
+    throw ParseError(
+        file, r.row, names[k],
+        std::string("expected a non-negative integer (") + unit + "), found " + quote_value(value),
+        r.line);
   }
   std::uint64_t v = 0;
   for (char ch : value) {
     v = v * 10 + static_cast<std::uint64_t>(ch - '0');
     if (v > kMaxCsvInteger) {
       throw ParseError(file, r.row, names[k],
-                       quote_value(value) + " is larger than " + std::to_string(kMaxCsvInteger), r.line);
+                       quote_value(value) + " is larger than " + std::to_string(kMaxCsvInteger),
+                       r.line);
     }
   }
   return v;
@@ -73,14 +80,15 @@ void check_header(const std::vector<CsvRecord>& records, const std::vector<std::
                   char separator, const std::string& file, const char* what,
                   const std::string& other_header, const char* other_what) {
   if (records.empty()) {
-    throw ParseError(file, 0, "", std::string("empty file; a ") + what + " starts with the header '" +
-                                      join(names, separator) + "'");
+    throw ParseError(file, 0, "",
+                     std::string("empty file; a ") + what + " starts with the header '" +
+                         join(names, separator) + "'");
   }
   const CsvRecord& h = records.front();
   if (h.fields != names) {
     const std::string found = join(h.fields, separator);
-    std::string message = std::string("expected the ") + what + " header '" + join(names, separator) +
-                          "', found " + quote_value(found);
+    std::string message = std::string("expected the ") + what + " header '" +
+                          join(names, separator) + "', found " + quote_value(found);
     if (found.find(other_header) == 0) message += std::string(" (that is a ") + other_what + ")";
     throw ParseError(file, h.row, "", message, h.line);
   }
@@ -88,14 +96,16 @@ void check_header(const std::vector<CsvRecord>& records, const std::vector<std::
 
 void check_field_count(const CsvRecord& r, std::size_t count, const std::string& file) {
   if (r.fields.size() != count) {
-    throw ParseError(file, r.row, "",
-                     "expected " + std::to_string(count) + " fields, found " + std::to_string(r.fields.size()),
-                     r.line);
+    throw ParseError(
+        file, r.row, "",
+        "expected " + std::to_string(count) + " fields, found " + std::to_string(r.fields.size()),
+        r.line);
   }
 }
 
 const std::vector<std::string> kTimelineHeader = {"ID", "Start", "End", "Location", "Op Type"};
-const std::vector<std::string> kRuntimeHeader = {"id", "time_since_open", "time_since_start", "location"};
+const std::vector<std::string> kRuntimeHeader = {"id", "time_since_open", "time_since_start",
+                                                 "location"};
 
 }  // namespace
 
@@ -112,7 +122,8 @@ namespace {
 
 // At most `limit` records.
 std::vector<CsvRecord> parse_records(std::string_view text, char separator, const std::string& file,
-                                     const std::vector<std::string>& field_names, std::size_t limit) {
+                                     const std::vector<std::string>& field_names,
+                                     std::size_t limit) {
   std::vector<CsvRecord> records;
   std::size_t pos = 0;
   const std::size_t n = text.size();
@@ -133,7 +144,8 @@ std::vector<CsvRecord> parse_records(std::string_view text, char separator, cons
       if (last_quoted) {
         ++pos;
         for (;;) {
-          if (pos >= n) throw ParseError(file, rec.row, name(k), "unterminated quoted field", rec.line);
+          if (pos >= n)
+            throw ParseError(file, rec.row, name(k), "unterminated quoted field", rec.line);
           const char ch = text[pos];
           if (ch == '"') {
             if (pos + 1 < n && text[pos + 1] == '"') {
@@ -210,7 +222,8 @@ std::vector<CsvRecord> parse_csv(std::string_view text, char separator, const st
 
 std::string read_text_file(const std::string& path) {
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw ParseError(path, 0, "", "is a folder, not a file");
+  if (std::filesystem::is_directory(path, ec))
+    throw ParseError(path, 0, "", "is a folder, not a file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ParseError(path, 0, "", std::string("cannot be read: ") + std::strerror(errno));
   std::ostringstream s;
@@ -235,14 +248,16 @@ std::vector<TimelineRow> read_timeline_csv(std::string_view text, const std::str
     const auto [it, inserted] = seen.emplace(row.id, r.row);
     if (!inserted) {
       throw ParseError(file, r.row, "ID",
-                       "duplicate ID " + quote_value(row.id) + " (also in row " + std::to_string(it->second) + ")",
+                       "duplicate ID " + quote_value(row.id) + " (also in row " +
+                           std::to_string(it->second) + ")",
                        r.line);
     }
     row.start = parse_integer(r, 1, file, kTimelineHeader, "cycles");
     row.end = parse_integer(r, 2, file, kTimelineHeader, "cycles");
     if (row.end < row.start) {
       throw ParseError(file, r.row, "End",
-                       std::to_string(row.end) + " is before Start " + std::to_string(row.start), r.line);
+                       std::to_string(row.end) + " is before Start " + std::to_string(row.start),
+                       r.line);
     }
     row.location = r.fields[3];
     row.op_type = r.fields[4];
@@ -271,15 +286,17 @@ std::vector<RuntimeRow> read_runtime_csv(std::string_view text, const std::strin
     const auto [it, inserted] = seen.emplace(row.id, r.row);
     if (!inserted) {
       throw ParseError(file, r.row, "id",
-                       "duplicate id " + std::to_string(row.id) + " (also in row " + std::to_string(it->second) + ")",
+                       "duplicate id " + std::to_string(row.id) + " (also in row " +
+                           std::to_string(it->second) + ")",
                        r.line);
     }
     row.end_us = parse_integer(r, 1, file, kRuntimeHeader, "microseconds");
     row.duration_us = parse_integer(r, 2, file, kRuntimeHeader, "microseconds");
     if (row.duration_us > row.end_us) {
       throw ParseError(file, r.row, "time_since_start",
-                       "duration " + std::to_string(row.duration_us) + " us exceeds time_since_open " +
-                           std::to_string(row.end_us) + " us (the program's end)",
+                       "duration " + std::to_string(row.duration_us) +
+                           " us exceeds time_since_open " + std::to_string(row.end_us) +
+                           " us (the program's end)",
                        r.line);
     }
     row.location = r.fields[3];

@@ -16,8 +16,8 @@
 
 namespace npusim::profiler {
 
-// A malformed input file. The profiler cannot use sim/util/error.h; the CLI maps this to exit code 2.
-// what() is `FILE: row N, field 'NAME': MESSAGE`; `row N (line L)` when a quoted line break
+// A malformed input file. The profiler cannot use sim/util/error.h; the CLI maps this to exit
+// code 2. what() is `FILE: row N, field 'NAME': MESSAGE`; `row N (line L)` when a quoted line break
 // earlier in the file makes the record start on another line than its number; without a row,
 // `FILE: FIELD: MESSAGE` (FIELD may be a JSON pointer) or `FILE: MESSAGE`.
 class ParseError : public std::runtime_error {

@@ -43,22 +43,23 @@ void write_runtime_csv(std::ostream& out, const Workload& workload, const Timeli
   for (std::size_t i = 0; i < stats.programs.size(); ++i) {
     const ProgramStats& p = stats.programs[i];
     if (p.commands == 0) continue;  // a declared program with no commands never ran
-    out << i << ';' << clock.to_us_rounded(p.end) << ';'
-        << clock.to_us_rounded(p.end - p.start) << ';'
-        << csv_field(workload.programs[i].location, ';') << '\n';
+    out << i << ';' << clock.to_us_rounded(p.end) << ';' << clock.to_us_rounded(p.end - p.start)
+        << ';' << csv_field(workload.programs[i].location, ';') << '\n';
   }
 }
 
 void write_annotated_csv(std::ostream& out, const Workload& workload, const Timeline& timeline) {
   const std::size_t slices = workload.device.slices;
   // Which slices and DMA engines each program uses.
-  std::vector<std::vector<bool>> uses(workload.programs.size(), std::vector<bool>(slices + 3, false));
+  std::vector<std::vector<bool>> uses(workload.programs.size(),
+                                      std::vector<bool>(slices + 3, false));
   for (const CommandInfo& c : workload.commands) {
     const EngineKind kind = workload.engines[c.engine].kind;
     const std::size_t flag = kind == EngineKind::kDmaIn    ? slices
                              : kind == EngineKind::kDmaOut ? slices + 1
-                             : kind == EngineKind::kHost   ? slices + 2
-                                                           : std::size_t{workload.engines[c.engine].slice};
+                             : kind == EngineKind::kHost
+                                 ? slices + 2
+                                 : std::size_t{workload.engines[c.engine].slice};
     uses[c.program][flag] = true;
   }
   out << "program;operation;slice;invocation;start_us;end_us;total_us";
@@ -80,7 +81,8 @@ void write_annotated_csv(std::ostream& out, const Workload& workload, const Time
     const EngineInfo& engine = workload.engines[c.engine];
     out << c.program << ';' << csv_field(c.op_type, ';') << ';'
         << (on_slice(engine.kind) ? std::to_string(engine.slice) : std::string("-")) << ';'
-        << csv_field(std::to_string(i) + "_" + (c.layer.empty() ? c.op_type : c.layer) + "_" + c.id, ';')
+        << csv_field(std::to_string(i) + "_" + (c.layer.empty() ? c.op_type : c.layer) + "_" + c.id,
+                     ';')
         << ';' << trace_us_text(start_ns) << ';' << trace_us_text(end_ns) << ';'
         << trace_us_text(end_ns - start_ns);
     for (bool used : uses[c.program]) out << ';' << (used ? 1 : 0);

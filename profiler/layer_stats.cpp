@@ -52,9 +52,9 @@ std::vector<LayerStats> compute_layer_stats(const Workload& w, const Timeline& t
     if (r.span_start == ~Cycles{0}) r.span_start = 0;
     r.total_cycles = r.array_cycles + r.stall_cycles;
     if (r.info.on_array && r.info.ideal_cycles > 0) {
-      r.tiling_overhead_pct = 100.0 * (static_cast<double>(r.array_cycles) -
-                                       static_cast<double>(r.info.ideal_cycles)) /
-                              static_cast<double>(r.info.ideal_cycles);
+      r.tiling_overhead_pct =
+          100.0 * (static_cast<double>(r.array_cycles) - static_cast<double>(r.info.ideal_cycles)) /
+          static_cast<double>(r.info.ideal_cycles);
     }
     if (r.info.on_array && r.total_cycles > 0 && pes > 0) {
       r.overall_utilisation_pct =
@@ -98,7 +98,8 @@ std::vector<LayerRow> read_rows(const nlohmann::json& run, const std::string& fi
     };
     auto number_of = [&](const char* key) -> double {
       const auto v = l.find(key);
-      if (v == l.end() || !v->is_number()) throw ParseError(file, 0, at + "/" + key, "expected a number");
+      if (v == l.end() || !v->is_number())
+        throw ParseError(file, 0, at + "/" + key, "expected a number");
       return v->get<double>();
     };
     if (!l.is_object() || !l.contains("name") || !l["name"].is_string()) {
@@ -171,10 +172,10 @@ void write_layer_report(std::ostream& out, const nlohmann::json& run, const std:
   std::size_t name_width = 5;
   for (const LayerRow& r : rows) name_width = std::max(name_width, r.name.size());
   name_width = std::min<std::size_t>(name_width, 48);
-  out << pad("id", 4, true) << "  " << pad("layer", name_width, false)
-      << pad("ideal", 12, true) << pad("array", 12, true) << pad("tiling %", 10, true)
-      << pad("stall", 10, true) << pad("span", 12, true) << pad("map eff %", 10, true)
-      << pad("util %", 8, true) << pad("DMA bytes", 13, true) << '\n';
+  out << pad("id", 4, true) << "  " << pad("layer", name_width, false) << pad("ideal", 12, true)
+      << pad("array", 12, true) << pad("tiling %", 10, true) << pad("stall", 10, true)
+      << pad("span", 12, true) << pad("map eff %", 10, true) << pad("util %", 8, true)
+      << pad("DMA bytes", 13, true) << '\n';
   for (std::size_t id = 0; id < rows.size(); ++id) {
     const LayerRow& r = rows[id];
     const std::string dash = "-";

@@ -15,19 +15,19 @@
 namespace npusim::profiler {
 
 struct LayerStats {
-  LayerInfo info;                 // the compiler's view; on_array false when it gave none
-  std::uint32_t commands = 0;     // of every engine
-  Cycles array_cycles = 0;        // sum of its array commands' own cycles (the tiles)
-  Cycles vector_cycles = 0;       // sum of its vector commands' own cycles
+  LayerInfo info;              // the compiler's view; on_array false when it gave none
+  std::uint32_t commands = 0;  // of every engine
+  Cycles array_cycles = 0;     // sum of its array commands' own cycles (the tiles)
+  Cycles vector_cycles = 0;    // sum of its vector commands' own cycles
   // Cycles its array unit sat idle inside the layer, waiting for dependencies (DMA): every array
   // command's dependency wait but the first's on each slice (which waited for earlier layers).
   Cycles stall_cycles = 0;
-  Cycles total_cycles = 0;        // array_cycles + stall_cycles: SCALE-Sim's Total Cycles
-  Cycles span_start = 0;          // first start of its slice commands
-  Cycles span_end = 0;            // last end of its slice commands
-  std::uint64_t dma_bytes = 0;    // DRAM bytes its DMA commands moved, both directions
-  double tiling_overhead_pct = 0;       // (array_cycles - ideal_cycles) / ideal_cycles * 100
-  double overall_utilisation_pct = 0;   // MACs / (total_cycles * rows * cols) * 100
+  Cycles total_cycles = 0;             // array_cycles + stall_cycles: SCALE-Sim's Total Cycles
+  Cycles span_start = 0;               // first start of its slice commands
+  Cycles span_end = 0;                 // last end of its slice commands
+  std::uint64_t dma_bytes = 0;         // DRAM bytes its DMA commands moved, both directions
+  double tiling_overhead_pct = 0;      // (array_cycles - ideal_cycles) / ideal_cycles * 100
+  double overall_utilisation_pct = 0;  // MACs / (total_cycles * rows * cols) * 100
 };
 
 // One row per layer name of the commands, in order of first appearance; the compiler's LayerInfo

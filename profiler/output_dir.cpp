@@ -78,7 +78,8 @@ void OutputDir::commit() {
   for (const std::string& name : staged_) {
     std::error_code ec;
     fs::rename(staging_ / name, dir_ / name, ec);
-    if (ec) throw OutputError("cannot move " + name + " into " + dir_.string() + ": " + ec.message());
+    if (ec)
+      throw OutputError("cannot move " + name + " into " + dir_.string() + ": " + ec.message());
   }
   for (const std::string& name : output_file_names()) {
     if (std::find(staged_.begin(), staged_.end(), name) == staged_.end()) {

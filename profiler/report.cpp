@@ -31,7 +31,8 @@ std::string fixed_point(U128 q, int decimals) {
   if (decimals <= 0) return u128_text(q);
   const U128 scale = pow10(decimals);
   std::string frac = u128_text(q % scale);
-  return u128_text(q / scale) + "." + std::string(static_cast<std::size_t>(decimals) - frac.size(), '0') + frac;
+  return u128_text(q / scale) + "." +
+         std::string(static_cast<std::size_t>(decimals) - frac.size(), '0') + frac;
 }
 
 // round(num / den), halves up.
@@ -51,14 +52,17 @@ std::string layer_label(const std::string& layer) { return layer.empty() ? "(non
 
 // ---- stats.json access with exact messages ----
 
-const Json& member(const Json& j, const std::string& pointer, const char* key, const std::string& file) {
-  if (!j.is_object()) throw ParseError(file, 0, pointer.empty() ? "/" : pointer, "expected an object");
+const Json& member(const Json& j, const std::string& pointer, const char* key,
+                   const std::string& file) {
+  if (!j.is_object())
+    throw ParseError(file, 0, pointer.empty() ? "/" : pointer, "expected an object");
   const auto it = j.find(key);
   if (it == j.end()) throw ParseError(file, 0, pointer + "/" + key, "missing");
   return *it;
 }
 
-std::uint64_t uint_at(const Json& j, const std::string& pointer, const char* key, const std::string& file) {
+std::uint64_t uint_at(const Json& j, const std::string& pointer, const char* key,
+                      const std::string& file) {
   const Json& v = member(j, pointer, key, file);
   if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<std::int64_t>() >= 0)) {
     throw ParseError(file, 0, pointer + "/" + key, "expected a non-negative integer");
@@ -66,35 +70,41 @@ std::uint64_t uint_at(const Json& j, const std::string& pointer, const char* key
   return v.get<std::uint64_t>();
 }
 
-std::string string_at(const Json& j, const std::string& pointer, const char* key, const std::string& file) {
+std::string string_at(const Json& j, const std::string& pointer, const char* key,
+                      const std::string& file) {
   const Json& v = member(j, pointer, key, file);
   if (!v.is_string()) throw ParseError(file, 0, pointer + "/" + key, "expected a string");
   return v.get<std::string>();
 }
 
-double number_at(const Json& j, const std::string& pointer, const char* key, const std::string& file) {
+double number_at(const Json& j, const std::string& pointer, const char* key,
+                 const std::string& file) {
   const Json& v = member(j, pointer, key, file);
   if (!v.is_number()) throw ParseError(file, 0, pointer + "/" + key, "expected a number");
   return v.get<double>();
 }
 
 void check_format(const Json& stats, const std::string& file) {
-  if (!stats.is_object()) throw ParseError(file, 0, "", "expected a JSON object (an npusim stats.json)");
+  if (!stats.is_object())
+    throw ParseError(file, 0, "", "expected a JSON object (an npusim stats.json)");
   if (string_at(stats, "", "format", file) != "npusim-stats") {
     throw ParseError(file, 0, "/format", "expected \"npusim-stats\"");
   }
 }
 
 // The per-op figures of a section, or the reason they are missing.
-const Json* ops_of(const Json& stats, const std::string& section, const std::string& file, std::string& why) {
+const Json* ops_of(const Json& stats, const std::string& section, const std::string& file,
+                   std::string& why) {
   const Json& s = member(stats, "", section.c_str(), file);
   if (s.is_object() && s.contains("ops")) return &s["ops"];
   const auto level = stats.find("stats_level");
   if (level != stats.end() && level->is_number_integer()) {
-    why = file + ": written at stats level " + std::to_string(level->get<std::int64_t>()) +
-          ", without per-op figures; they need stats level 70 or more (npusim run --stats-level 70)";
+    why =
+        file + ": written at stats level " + std::to_string(level->get<std::int64_t>()) +
+        ", without per-op figures; they need stats level 70 or more (npusim run --stats-level 70)";
   } else {
-    why = file + ": /" + section + "/ops is missing; per-op figures need stats level 70 or more "
+    why = file + ": /" + section +
+          "/ops is missing; per-op figures need stats level 70 or more "
           "(npusim run --stats-level 70)";
   }
   return nullptr;
@@ -160,8 +170,7 @@ std::optional<EngineKind> engine_kind_of_name(const std::string& engine) {
   if (engine == "HOST") return EngineKind::kHost;
   if (engine.rfind("SLICE", 0) == 0) {
     const std::size_t dot = engine.find('.');
-    if (dot != std::string::npos && dot > 5 &&
-        engine.find_first_not_of("0123456789", 5) == dot) {
+    if (dot != std::string::npos && dot > 5 && engine.find_first_not_of("0123456789", 5) == dot) {
       const std::string unit = engine.substr(dot + 1);
       if (unit == "ARRAY") return EngineKind::kArray;
       if (unit == "VECTOR") return EngineKind::kVector;
@@ -181,7 +190,8 @@ nlohmann::json read_json_file(const std::string& path) {
   }
 }
 
-ReportInput read_report_input(const nlohmann::json& stats, const std::string& file, bool prefer_estimate) {
+ReportInput read_report_input(const nlohmann::json& stats, const std::string& file,
+                              bool prefer_estimate) {
   check_format(stats, file);
   ReportInput in;
   in.file = file;
@@ -192,9 +202,11 @@ ReportInput read_report_input(const nlohmann::json& stats, const std::string& fi
   const Json& device = member(stats, "", "device", file);
   in.config = string_at(device, "/device", "config", file);
   const double mhz = number_at(device, "/device", "clock_mhz", file);
-  if (!(mhz > 0) || mhz > 1e9) throw ParseError(file, 0, "/device/clock_mhz", "expected a clock above 0 MHz");
+  if (!(mhz > 0) || mhz > 1e9)
+    throw ParseError(file, 0, "/device/clock_mhz", "expected a clock above 0 MHz");
   in.clock_khz = static_cast<std::uint64_t>(std::llround(mhz * 1000));
-  if (in.clock_khz == 0) throw ParseError(file, 0, "/device/clock_mhz", "expected a clock of at least 1 kHz");
+  if (in.clock_khz == 0)
+    throw ParseError(file, 0, "/device/clock_mhz", "expected a clock of at least 1 kHz");
   in.slices = uint_at(device, "/device", "slices", file);
   in.array_rows = uint_at(device, "/device", "array_rows", file);
   in.array_cols = uint_at(device, "/device", "array_cols", file);
@@ -222,7 +234,8 @@ ReportInput read_report_input(const nlohmann::json& stats, const std::string& fi
     r.start = uint_at(o, p, "start_cycle", file);
     r.end = uint_at(o, p, "end_cycle", file);
     if (r.end < r.start) throw ParseError(file, 0, p + "/end_cycle", "is before start_cycle");
-    if (r.end > in.total_cycles) throw ParseError(file, 0, p + "/end_cycle", "is after " + sp + "/total_cycles");
+    if (r.end > in.total_cycles)
+      throw ParseError(file, 0, p + "/end_cycle", "is after " + sp + "/total_cycles");
     r.bytes = uint_at(o, p, "bytes", file);
     r.macs = uint_at(o, p, "macs", file);
     in.ops.push_back(std::move(r));
@@ -281,19 +294,31 @@ Report compute_report(const ReportInput& in) {
     LayerIntervals& li = layer_intervals[l->second];
     li.all.push_back(iv);
     switch (kind.value_or(EngineKind::kHost)) {  // HOST and unknown engines count as other
-      case EngineKind::kArray: li.array.push_back(iv); break;
-      case EngineKind::kVector: li.vector.push_back(iv); break;
-      case EngineKind::kDmaIn: li.dma_in.push_back(iv); break;
-      case EngineKind::kDmaOut: li.dma_out.push_back(iv); break;
-      case EngineKind::kHost: li.other.push_back(iv); break;
+      case EngineKind::kArray:
+        li.array.push_back(iv);
+        break;
+      case EngineKind::kVector:
+        li.vector.push_back(iv);
+        break;
+      case EngineKind::kDmaIn:
+        li.dma_in.push_back(iv);
+        break;
+      case EngineKind::kDmaOut:
+        li.dma_out.push_back(iv);
+        break;
+      case EngineKind::kHost:
+        li.other.push_back(iv);
+        break;
     }
   }
   m.npu_cycles = union_length(std::move(npu));
   m.dma_cycles = union_length(std::move(dma));
-  for (std::size_t t = 0; t < r.op_types.size(); ++t) r.op_types[t].wall = union_length(std::move(type_intervals[t]));
-  std::stable_sort(r.op_types.begin(), r.op_types.end(), [](const OpTypeFigures& a, const OpTypeFigures& b) {
-    return a.cycles != b.cycles ? a.cycles > b.cycles : a.op < b.op;
-  });
+  for (std::size_t t = 0; t < r.op_types.size(); ++t)
+    r.op_types[t].wall = union_length(std::move(type_intervals[t]));
+  std::stable_sort(r.op_types.begin(), r.op_types.end(),
+                   [](const OpTypeFigures& a, const OpTypeFigures& b) {
+                     return a.cycles != b.cycles ? a.cycles > b.cycles : a.op < b.op;
+                   });
   for (std::size_t l = 0; l < r.layers.size(); ++l) {
     LayerIntervals& li = layer_intervals[l];
     LayerFigures& f = r.layers[l];
@@ -312,19 +337,20 @@ void write_report(std::ostream& out, const ReportInput& in, const Report& r, Rep
   const std::uint64_t khz = in.clock_khz;
   out << "npusim report: " << in.file << " ("
       << (in.section == "runtime" ? "runtime simulation" : "compile-time estimate") << ")\n";
-  out << "model:   " << in.model_name << " (" << in.model_file << "), " << in.ops.size() << " commands\n";
+  out << "model:   " << in.model_name << " (" << in.model_file << "), " << in.ops.size()
+      << " commands\n";
   out << "config:  " << in.config << ": " << fixed_point(khz, 3) << " MHz, " << in.slices
       << " slice(s) of " << in.array_rows << "x" << in.array_cols << "\n\n";
 
   out << "totals:\n";
-  out << "  " << pad_right("invoke time", 22) << pad_left(us_text(m.invoke_cycles, khz), 16) << " us"
-      << pad_left(num(m.invoke_cycles), 16) << " cycles\n";
+  out << "  " << pad_right("invoke time", 22) << pad_left(us_text(m.invoke_cycles, khz), 16)
+      << " us" << pad_left(num(m.invoke_cycles), 16) << " cycles\n";
   out << "  " << pad_right("NPU time", 22) << pad_left(us_text(m.npu_cycles, khz), 16) << " us"
-      << pad_left(num(m.npu_cycles), 16) << " cycles  " << percent_text(m.npu_cycles, m.invoke_cycles)
-      << " % of invoke time\n";
+      << pad_left(num(m.npu_cycles), 16) << " cycles  "
+      << percent_text(m.npu_cycles, m.invoke_cycles) << " % of invoke time\n";
   out << "  " << pad_right("DMA time", 22) << pad_left(us_text(m.dma_cycles, khz), 16) << " us"
-      << pad_left(num(m.dma_cycles), 16) << " cycles  " << percent_text(m.dma_cycles, m.invoke_cycles)
-      << " % of invoke time\n";
+      << pad_left(num(m.dma_cycles), 16) << " cycles  "
+      << percent_text(m.dma_cycles, m.invoke_cycles) << " % of invoke time\n";
   out << "  " << pad_right("DRAM bytes moved", 22) << pad_left(num(m.dram_bytes), 16)
       << " B   (read " << in.dram_read_bytes << " B, written " << in.dram_write_bytes << " B)\n";
   out << "  " << pad_right("variable buffer size", 22) << pad_left(num(m.variable_buffer_bytes), 16)
@@ -359,7 +385,8 @@ void write_report(std::ostream& out, const ReportInput& in, const Report& r, Rep
   }
   out << '\n';
 
-  const bool other = std::any_of(r.layers.begin(), r.layers.end(), [](const LayerFigures& f) { return f.other > 0; });
+  const bool other = std::any_of(r.layers.begin(), r.layers.end(),
+                                 [](const LayerFigures& f) { return f.other > 0; });
   out << "layers (cycles = union of the layer's commands; shares of those cycles, overlapping):\n";
   out << "  " << pad_left("commands", 8) << pad_left("cycles", 14) << pad_left("us", 14)
       << pad_left("array %", 10) << pad_left("vector %", 10) << pad_left("DMA load %", 12)
@@ -367,10 +394,11 @@ void write_report(std::ostream& out, const ReportInput& in, const Report& r, Rep
   for (const LayerFigures& f : r.layers) {
     out << "  " << pad_left(num(f.commands), 8) << pad_left(num(f.cycles), 14)
         << pad_left(us_text(f.cycles, khz), 14) << pad_left(percent_text(f.array, f.cycles), 10)
-        << pad_left(percent_text(f.vector, f.cycles), 10) << pad_left(percent_text(f.dma_in, f.cycles), 12)
+        << pad_left(percent_text(f.vector, f.cycles), 10)
+        << pad_left(percent_text(f.dma_in, f.cycles), 12)
         << pad_left(percent_text(f.dma_out, f.cycles), 13)
-        << (other ? pad_left(percent_text(f.other, f.cycles), 10) : "") << "  " << layer_label(f.layer)
-        << '\n';
+        << (other ? pad_left(percent_text(f.other, f.cycles), 10) : "") << "  "
+        << layer_label(f.layer) << '\n';
   }
 }
 
@@ -380,11 +408,14 @@ std::optional<Tolerance> parse_tolerance(const std::string& text) {
   const std::size_t dot = text.find('.');
   const std::string whole = text.substr(0, dot);
   const std::string frac = dot == std::string::npos ? "" : text.substr(dot + 1);
-  auto digits = [](const std::string& s) { return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos; };
+  auto digits = [](const std::string& s) {
+    return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
+  };
   if (!digits(whole) || whole.size() > 12) return std::nullopt;
   if (dot != std::string::npos && (!digits(frac) || frac.size() > 6)) return std::nullopt;
   Tolerance t;
-  t.micro_pct = std::stoull(whole) * 1000000 + (frac.empty() ? 0 : std::stoull(frac + std::string(6 - frac.size(), '0')));
+  t.micro_pct = std::stoull(whole) * 1000000 +
+                (frac.empty() ? 0 : std::stoull(frac + std::string(6 - frac.size(), '0')));
   return t;
 }
 
@@ -440,7 +471,8 @@ std::map<std::string, std::vector<Interval>> layer_intervals(const DiffSide& sid
     const auto it = side.layer_of->find(row.id);
     const std::string layer = it == side.layer_of->end() ? "(unknown)" : layer_label(it->second);
     auto [entry, inserted] = by_layer.try_emplace(layer);
-    if (inserted && std::find(order.begin(), order.end(), layer) == order.end()) order.push_back(layer);
+    if (inserted && std::find(order.begin(), order.end(), layer) == order.end())
+      order.push_back(layer);
     entry->second.push_back({row.start, row.end});
   }
   return by_layer;
@@ -474,9 +506,11 @@ DiffResult compute_diff(const DiffSide& a, const DiffSide& b, const Tolerance& t
     r.only_b.push_back(row.id);
     r.commands.push_back({row.id, std::nullopt, row.end - row.start});
   }
-  std::stable_sort(r.commands.begin(), r.commands.end(), [](const CommandDelta& x, const CommandDelta& y) {
-    return magnitude(x.a.value_or(0), x.b.value_or(0)) > magnitude(y.a.value_or(0), y.b.value_or(0));
-  });
+  std::stable_sort(r.commands.begin(), r.commands.end(),
+                   [](const CommandDelta& x, const CommandDelta& y) {
+                     return magnitude(x.a.value_or(0), x.b.value_or(0)) >
+                            magnitude(y.a.value_or(0), y.b.value_or(0));
+                   });
 
   r.has_layers = a.layer_of.has_value() && b.layer_of.has_value();
   if (r.has_layers) {
@@ -492,9 +526,10 @@ DiffResult compute_diff(const DiffSide& a, const DiffSide& b, const Tolerance& t
       r.any_layer_past = r.any_layer_past || d.past;
       r.layers.push_back(std::move(d));
     }
-    std::stable_sort(r.layers.begin(), r.layers.end(), [](const LayerDelta& x, const LayerDelta& y) {
-      return magnitude(x.a, x.b) > magnitude(y.a, y.b);
-    });
+    std::stable_sort(r.layers.begin(), r.layers.end(),
+                     [](const LayerDelta& x, const LayerDelta& y) {
+                       return magnitude(x.a, x.b) > magnitude(y.a, y.b);
+                     });
   }
   return r;
 }
@@ -506,7 +541,8 @@ bool write_diff(std::ostream& out, const DiffSide& a, const DiffSide& b, const D
   out << "  A: " << a.label << " (" << a.rows.size() << " commands)\n";
   out << "  B: " << b.label << " (" << b.rows.size() << " commands)\n\n";
   out << "total cycles (last End): A " << r.total_a << ", B " << r.total_b << ", delta "
-      << delta_text(r.total_a, r.total_b) << " (" << delta_percent_text(r.total_a, r.total_b) << " %)\n";
+      << delta_text(r.total_a, r.total_b) << " (" << delta_percent_text(r.total_a, r.total_b)
+      << " %)\n";
   out << "commands: " << r.matched << " matched, " << r.only_a.size() << " only in A, "
       << r.only_b.size() << " only in B\n";
   auto id_list = [&](const char* label, const std::vector<std::string>& ids) {
@@ -537,12 +573,13 @@ bool write_diff(std::ostream& out, const DiffSide& a, const DiffSide& b, const D
     for (std::size_t i = 0; i < shown(r.layers.size()); ++i) {
       const LayerDelta& d = r.layers[i];
       out << mark(d.past) << pad_left(num(d.a), 14) << pad_left(num(d.b), 14)
-          << pad_left(delta_text(d.a, d.b), 14) << pad_left(delta_percent_text(d.a, d.b), 10) << "  "
-          << d.layer << '\n';
+          << pad_left(delta_text(d.a, d.b), 14) << pad_left(delta_percent_text(d.a, d.b), 10)
+          << "  " << d.layer << '\n';
     }
   } else {
     std::string why = a.layer_of ? b.no_layers_reason : a.no_layers_reason;
-    out << "layers: not compared: " << (why.empty() ? "no stats.json with per-op figures" : why) << '\n';
+    out << "layers: not compared: " << (why.empty() ? "no stats.json with per-op figures" : why)
+        << '\n';
   }
   out << '\n';
 
@@ -561,8 +598,8 @@ bool write_diff(std::ostream& out, const DiffSide& a, const DiffSide& b, const D
   out << '\n';
 
   const bool failed = r.total_past || (options.fail_on_layer && r.has_layers && r.any_layer_past);
-  out << "result: " << (failed ? "FAIL" : "OK") << " (total " << delta_percent_text(r.total_a, r.total_b)
-      << " %";
+  out << "result: " << (failed ? "FAIL" : "OK") << " (total "
+      << delta_percent_text(r.total_a, r.total_b) << " %";
   if (options.fail_on_layer && r.has_layers) out << ", " << layers_past << " layer(s) past";
   out << ", tolerance " << tol << " %)\n";
   return failed;

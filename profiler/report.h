@@ -115,10 +115,10 @@ struct LayerFigures {
 };
 
 struct ModelFigures {
-  Cycles invoke_cycles = 0;  // total_cycles: cycle 0 to the last end
-  Cycles npu_cycles = 0;     // union of every array and vector command's interval
-  Cycles dma_cycles = 0;     // union of every DMA_IN and DMA_OUT command's interval
-  std::uint64_t dram_bytes = 0;  // read + written
+  Cycles invoke_cycles = 0;                 // total_cycles: cycle 0 to the last end
+  Cycles npu_cycles = 0;                    // union of every array and vector command's interval
+  Cycles dma_cycles = 0;                    // union of every DMA_IN and DMA_OUT command's interval
+  std::uint64_t dram_bytes = 0;             // read + written
   std::uint64_t variable_buffer_bytes = 0;  // peak local-memory occupancy
   Cycles op_cycles = 0;  // sum of every op's cycles (the op-type shares' denominator)
 };
@@ -132,7 +132,8 @@ struct Report {
 Report compute_report(const ReportInput& input);
 
 enum class ReportMode : std::uint8_t { kTotal, kEach };
-void write_report(std::ostream& out, const ReportInput& input, const Report& report, ReportMode mode);
+void write_report(std::ostream& out, const ReportInput& input, const Report& report,
+                  ReportMode mode);
 
 // ---- npusim diff ---------------------------------------------------------------------------
 

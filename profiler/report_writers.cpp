@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <string>
 
-
 #include "profiler/json_writer.h"
 #include "profiler/layer_stats.h"
 #include "profiler/stats.h"
@@ -13,7 +12,6 @@
 
 namespace npusim::profiler {
 namespace {
-
 
 // Fixed-point text so that the same figures always print the same way.
 std::string fixed(double value, int decimals) {
@@ -62,15 +60,18 @@ std::vector<std::uint64_t> lram_peak_per_program(const Workload& w, const Timeli
   std::uint64_t in_use = 0;
   for (const LramChange& c : changes) {
     const CommandInfo& info = w.commands[c.command];
-    in_use = c.is_alloc ? in_use + info.lram_alloc_bytes : in_use - std::min(in_use, info.lram_free_bytes);
+    in_use = c.is_alloc ? in_use + info.lram_alloc_bytes
+                        : in_use - std::min(in_use, info.lram_free_bytes);
     level.emplace_back(c.at, in_use);
   }
   std::vector<std::uint64_t> peaks(w.programs.size(), 0);
   for (std::size_t p = 0; p < w.programs.size(); ++p) {
     const ProgramStats& ps = s.programs[p];
     if (ps.commands == 0) continue;
-    auto it = std::upper_bound(level.begin(), level.end(), std::make_pair(ps.start, ~std::uint64_t{0}));
-    std::uint64_t peak = it == level.begin() ? 0 : std::prev(it)->second;  // level entering the program
+    auto it =
+        std::upper_bound(level.begin(), level.end(), std::make_pair(ps.start, ~std::uint64_t{0}));
+    std::uint64_t peak =
+        it == level.begin() ? 0 : std::prev(it)->second;  // level entering the program
     for (; it != level.end() && it->first < ps.end; ++it) peak = std::max(peak, it->second);
     peaks[p] = peak;
   }
@@ -115,7 +116,8 @@ void write_layers(JsonWriter& j, const Workload& w, const Timeline& t) {
   j.end_array();
 }
 
-void write_run(JsonWriter& j, const Workload& w, const Timeline& t, const RunStats& s, StatsLevel level) {
+void write_run(JsonWriter& j, const Workload& w, const Timeline& t, const RunStats& s,
+               StatsLevel level) {
   const Clock clock{w.device.clock_khz};
   const bool waits = level >= StatsLevel::kWaits;
   const bool extended = level >= StatsLevel::kExtended;
@@ -195,7 +197,8 @@ void write_run(JsonWriter& j, const Workload& w, const Timeline& t, const RunSta
     j.end_object();
   }
   if (level >= StatsLevel::kOps) {
-    const double peak_macs_per_cycle = static_cast<double>(w.device.array_rows) * w.device.array_cols;
+    const double peak_macs_per_cycle =
+        static_cast<double>(w.device.array_rows) * w.device.array_cols;
     j.key("ops");
     j.begin_array();
     for (std::size_t i = 0; i < w.commands.size(); ++i) {
@@ -217,8 +220,9 @@ void write_run(JsonWriter& j, const Workload& w, const Timeline& t, const RunSta
       j.field("wait_deps_cycles", stalls[i].deps);
       j.field("wait_dram_cycles", stalls[i].dram);
       if (extended && c.macs > 0 && ct.end > ct.start) {
-        j.field("mac_utilization", round6(static_cast<double>(c.macs) /
-                                          (peak_macs_per_cycle * static_cast<double>(ct.end - ct.start))));
+        j.field("mac_utilization",
+                round6(static_cast<double>(c.macs) /
+                       (peak_macs_per_cycle * static_cast<double>(ct.end - ct.start))));
       }
       j.end_object();
     }
@@ -242,7 +246,8 @@ void engine_table(std::ostream& out, const Workload& w, const RunStats& s) {
 }  // namespace
 
 std::optional<StatsLevel> stats_level_from(int level) {
-  for (StatsLevel l : {StatsLevel::kTotals, StatsLevel::kWaits, StatsLevel::kOps, StatsLevel::kExtended}) {
+  for (StatsLevel l :
+       {StatsLevel::kTotals, StatsLevel::kWaits, StatsLevel::kOps, StatsLevel::kExtended}) {
     if (static_cast<int>(l) == level) return l;
   }
   return std::nullopt;
@@ -312,8 +317,8 @@ void write_summary(std::ostream& out, const Workload& w, const Timeline& estimat
       << fixed(static_cast<double>(d.dram_bandwidth_mbps) / 1000, 3) << " GB/s, DMA_IN port "
       << fixed(dma_port_gbps(d, d.dma_in_channels), 3) << " GB/s (" << d.dma_in_channels << " x "
       << d.dma_bytes_per_cycle << " B/cycle), DMA_OUT port "
-      << fixed(dma_port_gbps(d, d.dma_out_channels), 3) << " GB/s (" << d.dma_out_channels
-      << " x " << d.dma_bytes_per_cycle << " B/cycle)\n\n";
+      << fixed(dma_port_gbps(d, d.dma_out_channels), 3) << " GB/s (" << d.dma_out_channels << " x "
+      << d.dma_bytes_per_cycle << " B/cycle)\n\n";
 
   out << "  " << pad_right("", 22) << pad_left("estimate", 14)
       << (runtime ? pad_left("simulation", 14) + pad_left("delta %", 10) : "") << '\n';
@@ -325,12 +330,13 @@ void write_summary(std::ostream& out, const Workload& w, const Timeline& estimat
   const double delta_pct =
       est.total_cycles == 0
           ? 0.0
-          : 100.0 * (static_cast<double>(main.total_cycles) - static_cast<double>(est.total_cycles)) /
+          : 100.0 *
+                (static_cast<double>(main.total_cycles) - static_cast<double>(est.total_cycles)) /
                 static_cast<double>(est.total_cycles);
   row("total cycles", std::to_string(est.total_cycles), std::to_string(main.total_cycles),
       fixed(delta_pct, 2));
-  row("time (us)", fixed(clock.to_us(est.total_cycles), 3), fixed(clock.to_us(main.total_cycles), 3),
-      "");
+  row("time (us)", fixed(clock.to_us(est.total_cycles), 3),
+      fixed(clock.to_us(main.total_cycles), 3), "");
   row("MAC utilization %", fixed(100 * mac_utilization(w, est), 2),
       fixed(100 * mac_utilization(w, main), 2), "");
   const std::uint64_t dram_bytes = main.dram_read_bytes + main.dram_write_bytes;
@@ -341,14 +347,15 @@ void write_summary(std::ostream& out, const Workload& w, const Timeline& estimat
   out << '\n';
 
   if (iterations != nullptr) {
-    out << "inferences:   " << iterations->count << " back to back, profiled " << iterations->profiled
-        << " from #" << iterations->first_profiled
+    out << "inferences:   " << iterations->count << " back to back, profiled "
+        << iterations->profiled << " from #" << iterations->first_profiled
         << " (this table counts from the run's start, the rest from the window's)\n";
     const auto& spans = runtime ? iterations->runtime : iterations->estimate;
     out << "  " << pad_right("inference", 12) << pad_left("start", 14) << pad_left("end", 14)
         << pad_left("latency", 12) << pad_left("us", 12) << '\n';
     for (std::size_t i = 0; i < spans.size(); ++i) {
-      out << "  " << pad_right("#" + std::to_string(i), 12) << pad_left(std::to_string(spans[i].start), 14)
+      out << "  " << pad_right("#" + std::to_string(i), 12)
+          << pad_left(std::to_string(spans[i].start), 14)
           << pad_left(std::to_string(spans[i].end), 14)
           << pad_left(std::to_string(spans[i].end - spans[i].start), 12)
           << pad_left(fixed(clock.to_us(spans[i].end - spans[i].start), 3), 12) << '\n';
@@ -383,7 +390,8 @@ void write_summary(std::ostream& out, const Workload& w, const Timeline& estimat
         it->second += cycles;
       }
     }
-    std::stable_sort(types.begin(), types.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    std::stable_sort(types.begin(), types.end(),
+                     [](const auto& a, const auto& b) { return a.second > b.second; });
     out << "op types by cycles:\n";
     for (const auto& [type, cycles] : types) {
       out << "  " << pad_right(type, 22) << pad_left(std::to_string(cycles), 14)

@@ -39,7 +39,8 @@ Selection select_commands(const Workload& workload, const std::vector<const Time
     for (std::size_t i = 0; i < workload.commands.size(); ++i) {
       if (!keep[i]) continue;
       CommandTiming ct = t->commands[i];
-      if (ct.start < origin) throw std::invalid_argument("select_commands: a command starts before the origin");
+      if (ct.start < origin)
+        throw std::invalid_argument("select_commands: a command starts before the origin");
       ct.start -= origin;
       ct.end -= origin;
       sub.commands.push_back(ct);

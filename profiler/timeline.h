@@ -12,7 +12,6 @@ namespace npusim::profiler {
 
 using Cycles = std::uint64_t;
 
-
 // One row of the engine table: one in-order command queue of the command processor and what runs
 // its commands.
 struct EngineInfo {
@@ -34,8 +33,8 @@ struct CommandInfo {
   std::uint32_t program = 0;  // index into Workload::programs
   std::uint64_t dram_read_bytes = 0;
   std::uint64_t dram_write_bytes = 0;
-  std::uint64_t macs = 0;         // on the systolic array: what MAC utilisation counts
-  std::uint64_t vector_macs = 0;  // on the vector unit (depthwise convolutions)
+  std::uint64_t macs = 0;              // on the systolic array: what MAC utilisation counts
+  std::uint64_t vector_macs = 0;       // on the vector unit (depthwise convolutions)
   std::uint64_t lram_alloc_bytes = 0;  // local memory taken when the command starts
   std::uint64_t lram_free_bytes = 0;   // local memory given back when the command ends
   // Cycles the command occupies its unit with nothing competing for DRAM: the cost model's
@@ -67,13 +66,13 @@ struct DeviceInfo {
 // One layer of the model as the compiler saw it (a fused group counts as one), with its untiled
 // array GEMM in SCALE-Sim's terms: what `report --layers` compares the tiles against.
 struct LayerInfo {
-  std::string name;     // as in CommandInfo::layer
+  std::string name;       // as in CommandInfo::layer
   bool on_array = false;  // whether the layer has a GEMM view (the rest are vector or host layers)
   std::uint64_t gemms = 1;  // independent GEMMs of this size (conv groups, batched matmul)
   std::uint64_t sr = 0, sc = 0, t = 0;  // dimension on the array's rows, its columns, in time
   std::uint64_t folds = 0;              // ceil(sr / rows) * ceil(sc / cols), per GEMM
-  Cycles ideal_cycles = 0;  // the untiled layer on one array: gemms * (folds * P - 1)
-  std::uint64_t macs = 0;   // of the untiled layer
+  Cycles ideal_cycles = 0;              // the untiled layer on one array: gemms * (folds * P - 1)
+  std::uint64_t macs = 0;               // of the untiled layer
   // SCALE-Sim's closed forms, in %: sr * sc / (folds * rows * cols), and that times T over the
   // cycles of one fold as it counts them (P for os, P + cols - 1 for ws and is).
   double mapping_efficiency_pct = 0;

@@ -10,7 +10,8 @@
 namespace npusim::profiler {
 namespace {
 
-constexpr std::uint64_t kMaxTraceNs = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+constexpr std::uint64_t kMaxTraceNs =
+    static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
 
 // Engines of a timeline file's workload, in track order.
 constexpr std::uint32_t kCompute = 0;
@@ -44,13 +45,17 @@ TraceOptions import_options() {
 
 std::string track_class(const std::string& op_type) {
   switch (class_engine(op_type)) {
-    case kDmaIn: return "DMA_IN";
-    case kDmaOut: return "DMA_OUT";
-    default: return "compute";
+    case kDmaIn:
+      return "DMA_IN";
+    case kDmaOut:
+      return "DMA_OUT";
+    default:
+      return "compute";
   }
 }
 
-OverviewFigures overview_figures(const std::vector<Interval>& dma, const std::vector<Interval>& slice) {
+OverviewFigures overview_figures(const std::vector<Interval>& dma,
+                                 const std::vector<Interval>& slice) {
   OverviewFigures f;
   bool any = false;
   for (const auto* list : {&dma, &slice}) {
@@ -98,8 +103,9 @@ ImportedTrace::ImportedTrace(std::vector<ImportedFile> files, std::uint64_t cloc
         const std::uint64_t end_ns = trace_ns(row.end, clock_khz);
         if (end_ns > kMaxTraceNs) {
           throw ParseError(file.path, row.row, "End",
-                           std::to_string(row.end) + " cycles is past the latest time a trace can "
-                           "hold (2^63-1 ns) at this clock");
+                           std::to_string(row.end) +
+                               " cycles is past the latest time a trace can "
+                               "hold (2^63-1 ns) at this clock");
         }
         CommandInfo c{};
         c.id = row.id;
@@ -164,15 +170,17 @@ std::vector<const TraceModel*> ImportedTrace::models() const {
 }
 
 void write_overview_table(std::ostream& out, const ImportedTrace& trace) {
-  out << "overview (us; busy = union of all rows, idle = overall - busy, overall = last end - first start):\n";
-  const char* columns[] = {"DMA", "slice", "DMA only", "slice only", "DMA+slice", "busy", "idle", "overall"};
+  out << "overview (us; busy = union of all rows, idle = overall - busy, overall = last end - "
+         "first start):\n";
+  const char* columns[] = {"DMA",       "slice", "DMA only", "slice only",
+                           "DMA+slice", "busy",  "idle",     "overall"};
   out << "  " << pad_left("pid", 4) << "  " << pad_right("kind", 9) << pad_left("rows", 8);
   for (const char* c : columns) out << pad_left(c, 14);
   out << "  file\n";
   for (const FileOverview& f : trace.overview()) {
     const bool timeline = f.kind == ImportedFile::Kind::kTimeline;
-    out << "  " << pad_left(std::to_string(f.pid), 4) << "  " << pad_right(timeline ? "timeline" : "runtime", 9)
-        << pad_left(std::to_string(f.rows), 8);
+    out << "  " << pad_left(std::to_string(f.pid), 4) << "  "
+        << pad_right(timeline ? "timeline" : "runtime", 9) << pad_left(std::to_string(f.rows), 8);
     const OverviewFigures& n = f.ns;
     for (std::uint64_t v : {n.dma, n.slice, n.dma_only, n.slice_only, n.overlap}) {
       out << pad_left(timeline ? trace_us_text(v) : "-", 14);
@@ -182,7 +190,8 @@ void write_overview_table(std::ostream& out, const ImportedTrace& trace) {
   }
 }
 
-void write_overview_json(std::ostream& out, const ImportedTrace& trace, const std::string& trace_path) {
+void write_overview_json(std::ostream& out, const ImportedTrace& trace,
+                         const std::string& trace_path) {
   using Json = nlohmann::ordered_json;
   auto figures = [](const OverviewFigures& f, bool timeline) {
     Json j = {{"first_start", f.first_start}, {"last_end", f.last_end}};

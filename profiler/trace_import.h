@@ -57,7 +57,8 @@ struct FileOverview {
 };
 
 // Row times in ns: timeline cycles with trace_ns(cycles, clock_khz); runtime µs × 1000.
-OverviewFigures overview_figures(const std::vector<Interval>& dma, const std::vector<Interval>& slice);
+OverviewFigures overview_figures(const std::vector<Interval>& dma,
+                                 const std::vector<Interval>& slice);
 
 class ImportedTrace {
  public:
@@ -87,6 +88,7 @@ class ImportedTrace {
 // The overview as a table for people (µs with 3 decimals) and as JSON
 // (`"format": "npusim-convert-overview"`, docs/report.md).
 void write_overview_table(std::ostream& out, const ImportedTrace& trace);
-void write_overview_json(std::ostream& out, const ImportedTrace& trace, const std::string& trace_path);
+void write_overview_json(std::ostream& out, const ImportedTrace& trace,
+                         const std::string& trace_path);
 
 }  // namespace npusim::profiler

@@ -14,7 +14,7 @@ PACKAGES=(
   libprotobuf-dev protobuf-compiler
   libonnx-dev
   python3 python3-matplotlib
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev clang-format clang-tidy
 )
 
 missing=()

@@ -43,7 +43,8 @@ class Cli : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
 
   Result npusim(const std::vector<std::string>& args, const fs::path& cwd = {}) const {
-    std::string cmd = (cwd.empty() ? "" : "cd " + quote(cwd.string()) + " && ") + quote(NPUSIM_BINARY);
+    std::string cmd =
+        (cwd.empty() ? "" : "cd " + quote(cwd.string()) + " && ") + quote(NPUSIM_BINARY);
     for (const std::string& a : args) cmd += " " + quote(a);
     cmd += " >" + quote((dir_ / "stdout").string()) + " 2>" + quote((dir_ / "stderr").string());
     const int status = std::system(cmd.c_str());
@@ -77,7 +78,9 @@ std::string first_difference(const std::string& a, const std::string& b) {
   }
 }
 
-std::string model(const std::string& name) { return (kSource / "models" / (name + ".json")).string(); }
+std::string model(const std::string& name) {
+  return (kSource / "models" / (name + ".json")).string();
+}
 
 std::map<std::string, std::string> files_in(const fs::path& dir) {
   std::map<std::string, std::string> files;
@@ -126,9 +129,9 @@ void expect_within_bounds(const Json& stats) {
   EXPECT_EQ(bounds["binding"], largest);
 }
 
-const std::vector<std::string> kRunOutputs = {"annotated.csv", "runtime.csv", "runtime_timeline.csv",
-                                              "stats.json",    "summary.txt", "timeline.csv",
-                                              "trace.json",    "trace.pftrace"};
+const std::vector<std::string> kRunOutputs = {
+    "annotated.csv", "runtime.csv",  "runtime_timeline.csv", "stats.json",
+    "summary.txt",   "timeline.csv", "trace.json",           "trace.pftrace"};
 
 TEST_F(Cli, RunWritesEveryOutput) {
   const Result r = npusim({"run", "-m", model("fc"), "-o", (dir_ / "out").string()});
@@ -148,7 +151,8 @@ TEST_F(Cli, QuietPrintsNothing) {
 }
 
 TEST_F(Cli, EstimateWritesOnlyTheEstimate) {
-  const Result r = npusim({"estimate", "-m", model("convnet"), "-o", (dir_ / "out").string(), "-q"});
+  const Result r =
+      npusim({"estimate", "-m", model("convnet"), "-o", (dir_ / "out").string(), "-q"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::vector<std::string> names;
   for (const auto& [name, text] : files_in(dir_ / "out")) names.push_back(name);
@@ -179,8 +183,10 @@ TEST_F(Cli, TwoRunsAreByteIdentical) {
   for (const std::string config : {"default", "server"}) {
     const fs::path a = dir_ / (config + "_a");
     const fs::path b = dir_ / (config + "_b");
-    ASSERT_EQ(npusim({"run", "-m", model("convnet"), "-c", config, "-o", a.string(), "-q"}).exit_code, 0);
-    ASSERT_EQ(npusim({"run", "-m", model("convnet"), "-c", config, "-o", b.string(), "-q"}).exit_code, 0);
+    ASSERT_EQ(
+        npusim({"run", "-m", model("convnet"), "-c", config, "-o", a.string(), "-q"}).exit_code, 0);
+    ASSERT_EQ(
+        npusim({"run", "-m", model("convnet"), "-c", config, "-o", b.string(), "-q"}).exit_code, 0);
     EXPECT_EQ(files_in(a), files_in(b)) << config;
   }
 }
@@ -227,8 +233,10 @@ TEST_F(Cli, OneTransferAtATimeWithFastDramMeansEstimateEqualsSimulation) {
 
 TEST_F(Cli, SetOverridesReachTheSimulation) {
   const fs::path out = dir_ / "out";
-  ASSERT_EQ(npusim({"run", "-m", model("fc"), "-o", out.string(), "-q", "--set", "dma.setup_cycles=0",
-                    "--set", "dispatch_cycles=0"}).exit_code, 0);
+  ASSERT_EQ(npusim({"run", "-m", model("fc"), "-o", out.string(), "-q", "--set",
+                    "dma.setup_cycles=0", "--set", "dispatch_cycles=0"})
+                .exit_code,
+            0);
   const Json stats = Json::parse(read_file(out / "stats.json"));
   // 81455 - 4 dispatches * 4 - 3 transfers * 32 setup = 81343.
   EXPECT_EQ(stats["runtime"]["total_cycles"], 81343);
@@ -241,15 +249,14 @@ TEST_F(Cli, BoundsOfFcFollowItsCommands) {
   // default: 2 slices of 16x16, 800 MHz, DRAM 12.8 GB/s = 16 B/cycle, one DMA_IN and one DMA_OUT
   // channel of 8 B/cycle. fc: DI0 262144 B + DI1 1024 B in, S0 Gemm 1x256x1024 on slice 0,
   // DO0 256 B out.
-  const Json expected = {
-      {"array_cycles", 48127},        // S0: 1024 folds x 47 cycles - 1
-      {"vector_cycles", 0},           // no vector op
-      {"mac_peak_cycles", 512},       // 262144 MACs / (2 x 16 x 16)
-      {"dma_in_port_cycles", 32896},  // 263168 B / (1 x 8 B/cycle)
-      {"dma_out_port_cycles", 32},    // 256 B / (1 x 8 B/cycle)
-      {"dram_cycles", 16464},         // 263424 B / 16 B/cycle
-      {"host_cycles", 0},
-      {"binding", "array"}};
+  const Json expected = {{"array_cycles", 48127},        // S0: 1024 folds x 47 cycles - 1
+                         {"vector_cycles", 0},           // no vector op
+                         {"mac_peak_cycles", 512},       // 262144 MACs / (2 x 16 x 16)
+                         {"dma_in_port_cycles", 32896},  // 263168 B / (1 x 8 B/cycle)
+                         {"dma_out_port_cycles", 32},    // 256 B / (1 x 8 B/cycle)
+                         {"dram_cycles", 16464},         // 263424 B / 16 B/cycle
+                         {"host_cycles", 0},
+                         {"binding", "array"}};
   EXPECT_EQ(stats["bounds"], expected);
   EXPECT_EQ(stats["device"]["dma_in_port_gbps"], 6.4);  // 1 x 8 B x 800 MHz
   EXPECT_EQ(stats["device"]["dma_out_port_gbps"], 6.4);
@@ -260,8 +267,10 @@ TEST_F(Cli, BoundsOfFcFollowItsCommands) {
 // memory limit is the one the simulation responds to.
 TEST_F(Cli, ResNet50LimitsOnDefault) {
   auto run = [&](const std::string& name, const std::vector<std::string>& sets) {
-    std::vector<std::string> args = {"run", (kSource / "models/zoo/resnet50.json").string(), "-o",
-                                     (dir_ / name).string(), "-q", "--stats-level", "40"};
+    std::vector<std::string> args = {"run", (kSource / "models/zoo/resnet50.json").string(),
+                                     "-o",  (dir_ / name).string(),
+                                     "-q",  "--stats-level",
+                                     "40"};
     for (const std::string& s : sets) {
       args.push_back("--set");
       args.push_back(s);
@@ -335,8 +344,9 @@ TEST_F(Cli, DependencyCycleIsBadInput) {
 
 TEST_F(Cli, SliceOutOfRangeIsBadInput) {
   const fs::path out = dir_ / "out";
-  expect_bad_input(npusim({"run", "-m", model("convnet"), "--set", "slices.count=1", "-o", out.string()}),
-                   out, "convnet.json: /commands/5/slice: slice 1 out of range");
+  expect_bad_input(
+      npusim({"run", "-m", model("convnet"), "--set", "slices.count=1", "-o", out.string()}), out,
+      "convnet.json: /commands/5/slice: slice 1 out of range");
 }
 
 TEST_F(Cli, ZeroBandwidthIsBadInput) {
@@ -375,8 +385,8 @@ TEST_F(Cli, OutputsOfAnEarlierRunDoNotLinger) {
   std::vector<std::string> names;
   for (const auto& [name, text] : files_in(out)) names.push_back(name);
   // runtime.csv and runtime_timeline.csv were the run's; a user's own file stays.
-  EXPECT_EQ(names, (std::vector<std::string>{"notes.txt", "stats.json", "summary.txt", "timeline.csv",
-                                             "trace.json", "trace.pftrace"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"notes.txt", "stats.json", "summary.txt",
+                                             "timeline.csv", "trace.json", "trace.pftrace"}));
 }
 
 TEST_F(Cli, DefaultOutputFolderIsNamedSafelyAfterTheModel) {
@@ -393,13 +403,16 @@ TEST_F(Cli, DeadlockExitsThreeNamingTheCommandsAndWritesWhatFinished) {
   // No dependency cycle, but the in-order DMA_OUT queue closes one: DO0 waits for S0, and a new
   // store DO1 queued before it waits for DO0. DI0, DI1 and S0 finish; the stores never start.
   s["commands"][3]["id"] = "DO1";
-  s["commands"].insert(s["commands"].begin() + 3,
-                       Json{{"id", "DO0"}, {"engine", "DMA_OUT"}, {"bytes", 64}, {"deps", {"DO1"}}});
+  s["commands"].insert(
+      s["commands"].begin() + 3,
+      Json{{"id", "DO0"}, {"engine", "DMA_OUT"}, {"bytes", 64}, {"deps", {"DO1"}}});
   const fs::path bad = write("deadlock.json", s.dump());
   const fs::path out = dir_ / "out";
   const Result r = npusim({"run", "-m", bad.string(), "-o", out.string()});
   EXPECT_EQ(r.exit_code, 3);
-  EXPECT_THAT(r.err, HasSubstr("DMA_OUT holds DO0, waiting for DO1 (queued on DMA_OUT behind 1 command(s))"));
+  EXPECT_THAT(
+      r.err,
+      HasSubstr("DMA_OUT holds DO0, waiting for DO1 (queued on DMA_OUT behind 1 command(s))"));
   EXPECT_THAT(r.err, HasSubstr("outputs up to that point written to"));
   // The estimate already deadlocks, so only its outputs exist, holding the three commands that
   // finished, and say they are incomplete.
@@ -423,7 +436,8 @@ TEST_F(Cli, LocalMemoryOverflowExitsThree) {
   const fs::path out = dir_ / "out";
   const Result r = npusim({"run", "-m", bad.string(), "-o", out.string()});
   EXPECT_EQ(r.exit_code, 3);
-  EXPECT_THAT(r.err, HasSubstr("local memory capacity exceeded in the estimate: DI1 allocates at cycle"));
+  EXPECT_THAT(r.err,
+              HasSubstr("local memory capacity exceeded in the estimate: DI1 allocates at cycle"));
   EXPECT_THAT(r.err, HasSubstr("bringing occupancy to 614400 of 524288 bytes"));
   const Json stats = Json::parse(read_file(out / "stats.json"));
   EXPECT_EQ(stats["complete"], false);
@@ -437,9 +451,12 @@ TEST_F(Cli, StatsLevelsAreAdditive) {
   for (int level : {40, 50, 70, 100}) {
     const fs::path out = dir_ / std::to_string(level);
     ASSERT_EQ(npusim({"run", "-m", model("convnet"), "-o", out.string(), "-q", "--stats-level",
-                      std::to_string(level)}).exit_code, 0);
+                      std::to_string(level)})
+                  .exit_code,
+              0);
     stats[level] = Json::parse(read_file(out / "stats.json"));
-    trace_bytes[level] = read_file(out / "trace.json").size() + read_file(out / "trace.pftrace").size();
+    trace_bytes[level] =
+        read_file(out / "trace.json").size() + read_file(out / "trace.pftrace").size();
     EXPECT_EQ(stats[level]["stats_level"], level);
   }
   const auto& dma40 = stats[40]["runtime"]["engines"]["DMA_IN"];
@@ -471,13 +488,17 @@ TEST_F(Cli, StatsLevelsAreAdditive) {
   EXPECT_LT(trace_bytes[40], trace_bytes[50]);
   EXPECT_LT(trace_bytes[50], trace_bytes[70]);
   EXPECT_EQ(trace_bytes[70], trace_bytes[100]);
-  EXPECT_EQ(npusim({"run", "-m", model("fc"), "--stats-level", "60", "-o", (dir_ / "x").string()}).exit_code, 2);
+  EXPECT_EQ(npusim({"run", "-m", model("fc"), "--stats-level", "60", "-o", (dir_ / "x").string()})
+                .exit_code,
+            2);
 }
 
 TEST_F(Cli, IterationsRunBackToBackAndProfileAWindow) {
   const fs::path out = dir_ / "out";
   ASSERT_EQ(npusim({"run", "-m", model("fc"), "-o", out.string(), "-q", "--iterations", "4",
-                    "--profile-start-iter", "1", "--profile-samples", "2"}).exit_code, 0);
+                    "--profile-start-iter", "1", "--profile-samples", "2"})
+                .exit_code,
+            0);
   const Json stats = Json::parse(read_file(out / "stats.json"));
   const Json& it = stats["iterations"];
   EXPECT_EQ(it["count"], 4);
@@ -498,8 +519,10 @@ TEST_F(Cli, IterationsRunBackToBackAndProfileAWindow) {
             "id;time_since_open;time_since_start;location\n"
             "0;102;102;\"loc(\"\"fc.json\"\":1:1)\"\n"
             "1;204;102;\"loc(\"\"fc.json\"\":1:1)\"\n");
-  EXPECT_EQ(npusim({"run", "-m", model("fc"), "--iterations", "2", "--profile-start-iter", "2", "-o",
-                    (dir_ / "x").string()}).exit_code, 2);
+  EXPECT_EQ(npusim({"run", "-m", model("fc"), "--iterations", "2", "--profile-start-iter", "2",
+                    "-o", (dir_ / "x").string()})
+                .exit_code,
+            2);
 }
 
 TEST_F(Cli, TracesHoldBothRunsWithFlowsForEveryDependency) {
@@ -513,7 +536,8 @@ TEST_F(Cli, TracesHoldBothRunsWithFlowsForEveryDependency) {
     if (ph == "X") ++slices;
     if (ph == "s") ++flow_starts;
     if (ph == "f") ++flow_ends;
-    if (ph == "M" && e["name"] == "process_name") processes.insert(e["args"]["name"].get<std::string>());
+    if (ph == "M" && e["name"] == "process_name")
+      processes.insert(e["args"]["name"].get<std::string>());
   }
   const Json schedule = Json::parse(read_file(model("convnet")));
   std::size_t edges = 0;
@@ -534,7 +558,10 @@ TEST_F(Cli, HostLayersRunOnTheHost) {
                {"name": "nms", "op": "Host", "inputs": ["c"], "outputs": ["y"]},
                {"name": "relu", "op": "Relu", "inputs": ["y"], "outputs": ["z"]}]})");
   const fs::path out = dir_ / "out";
-  ASSERT_EQ(npusim({"run", graph.string(), "-o", out.string(), "-q", "--set", "host.call_cycles=1000"}).exit_code, 0);
+  ASSERT_EQ(
+      npusim({"run", graph.string(), "-o", out.string(), "-q", "--set", "host.call_cycles=1000"})
+          .exit_code,
+      0);
   const auto rows = timeline_rows(out / "runtime_timeline.csv");
   // 1000 for the call plus 4 per element: 1400 cycles, after the conv's last store.
   EXPECT_EQ(rows.at("H0").second - rows.at("H0").first, 1400u);
@@ -544,16 +571,19 @@ TEST_F(Cli, HostLayersRunOnTheHost) {
 
 // Every model the project ships or was given compiles and simulates on both shipped configs, and
 // the compiled MACs equal the graph's (npusim info's count).
-class ModelRun : public Cli, public ::testing::WithParamInterface<std::tuple<std::string, std::string>> {};
+class ModelRun : public Cli,
+                 public ::testing::WithParamInterface<std::tuple<std::string, std::string>> {};
 
 TEST_P(ModelRun, CompilesAndSimulates) {
   const auto& [path, config] = GetParam();
   const fs::path out = dir_ / "out";
-  const Result r = npusim({"run", path, "-c", config, "-o", out.string(), "-q", "--stats-level", "40"});
+  const Result r =
+      npusim({"run", path, "-c", config, "-o", out.string(), "-q", "--stats-level", "40"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const Json stats = Json::parse(read_file(out / "stats.json"));
   expect_within_bounds(stats);
-  EXPECT_LE(stats["runtime"]["lram_peak_bytes"].get<std::uint64_t>(), stats["device"]["lram_bytes"].get<std::uint64_t>());
+  EXPECT_LE(stats["runtime"]["lram_peak_bytes"].get<std::uint64_t>(),
+            stats["device"]["lram_bytes"].get<std::uint64_t>());
   const Result info = npusim({"info", path, "-c", config});
   ASSERT_EQ(info.exit_code, 0) << info.err;
   const auto at = info.out.find("MACs:");
@@ -565,7 +595,8 @@ TEST_P(ModelRun, CompilesAndSimulates) {
 std::vector<std::string> all_models() {
   std::vector<std::string> models;
   for (const char* folder : {"models/zoo"}) {
-    for (const auto& e : fs::directory_iterator(kSource / folder)) models.push_back(e.path().string());
+    for (const auto& e : fs::directory_iterator(kSource / folder))
+      models.push_back(e.path().string());
   }
   // The shared models sit beside the repository (../shared); without them only the zoo runs, and
   // SharedModels.ArePresent says why.
@@ -577,7 +608,8 @@ std::vector<std::string> all_models() {
   return models;
 }
 
-std::string model_run_name(const ::testing::TestParamInfo<std::tuple<std::string, std::string>>& p) {
+std::string model_run_name(
+    const ::testing::TestParamInfo<std::tuple<std::string, std::string>>& p) {
   std::string name = fs::path(std::get<0>(p.param)).stem().string() + "_" + std::get<1>(p.param);
   for (char& ch : name) {
     if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
@@ -587,7 +619,8 @@ std::string model_run_name(const ::testing::TestParamInfo<std::tuple<std::string
 
 TEST(SharedModels, ArePresent) {
   const fs::path shared = kSource.parent_path() / "shared" / "models" / "onnx";
-  ASSERT_TRUE(fs::is_directory(shared)) << shared << " is missing: the tests run every shared model";
+  ASSERT_TRUE(fs::is_directory(shared))
+      << shared << " is missing: the tests run every shared model";
   EXPECT_EQ(std::distance(fs::directory_iterator(shared), fs::directory_iterator()), 18);
 }
 

@@ -75,7 +75,8 @@ TEST(Compiler, FusesConvBatchNormAndActivation) {
   const Schedule s = compile_schedule(two_convs(), config);
   ASSERT_EQ(s.programs.size(), 2u);
   EXPECT_EQ(s.programs[0].name, "fused(conv1+bn1+relu1)");
-  EXPECT_EQ(s.programs[0].loc, "loc(fused[\"two.json\":/layers/0, \"two.json\":/layers/1, \"two.json\":/layers/2])");
+  EXPECT_EQ(s.programs[0].loc,
+            "loc(fused[\"two.json\":/layers/0, \"two.json\":/layers/1, \"two.json\":/layers/2])");
   EXPECT_EQ(s.programs[1].name, "conv2");
   for (const Command& c : s.commands) {
     if (on_slice(c.engine)) {
@@ -91,8 +92,8 @@ TEST(Compiler, TilesSpreadOverSlicesWithExactShapesAndDependencies) {
   for (const Command& c : s.commands) ids.push_back(c.id);
   // conv1: weights (32*16*9 = 4608 bytes; the batch norm folds into them), then two tiles of 4
   // output rows, one per slice (enough tiles for 2 slices); conv2 likewise.
-  EXPECT_EQ(ids, (std::vector<std::string>{"DI0", "DI1", "S0", "DO0", "DI2", "S1", "DO1",
-                                           "DI3", "DI4", "S2", "DO2", "DI5", "S3", "DO3"}));
+  EXPECT_EQ(ids, (std::vector<std::string>{"DI0", "DI1", "S0", "DO0", "DI2", "S1", "DO1", "DI3",
+                                           "DI4", "S2", "DO2", "DI5", "S3", "DO3"}));
   EXPECT_EQ(s.commands[0].bytes, 4608u);
   // Tile 0 reads rows 0..4 (4 rows and the halo row below; the top is padding): 5*8*16 bytes.
   EXPECT_EQ(s.commands[1].bytes, 5u * 8u * 16u);
@@ -126,19 +127,23 @@ TEST(Compiler, ATransposeWaitsForEveryStoreOfItsInput) {
     "layers": [{"name": "mm", "op": "MatMul", "inputs": ["a", "b"], "outputs": ["m"]},
                {"name": "tr", "op": "Transpose", "inputs": ["m"], "outputs": ["t"], "attrs": {"perm": [1, 0]}},
                {"name": "relu", "op": "Relu", "inputs": ["t"], "outputs": ["y"]}]})");
-  const Schedule s = compile_schedule(parse_graph_json(doc, "t.json"), parse_hw_config("{}", "c", {"lram_kib=16"}));
+  const Schedule s = compile_schedule(parse_graph_json(doc, "t.json"),
+                                      parse_hw_config("{}", "c", {"lram_kib=16"}));
   std::vector<std::uint32_t> mm_stores;
   std::optional<std::uint32_t> first_transpose_load;
   for (std::uint32_t i = 0; i < s.commands.size(); ++i) {
     const Command& c = s.commands[i];
     if (c.layer == "mm" && c.engine == EngineKind::kDmaOut) mm_stores.push_back(i);
-    if (c.layer == "tr" && c.engine == EngineKind::kDmaIn && !first_transpose_load) first_transpose_load = i;
+    if (c.layer == "tr" && c.engine == EngineKind::kDmaIn && !first_transpose_load)
+      first_transpose_load = i;
   }
   ASSERT_GT(mm_stores.size(), 1u);
   ASSERT_TRUE(first_transpose_load.has_value());
   for (std::uint32_t store : mm_stores) {
-    EXPECT_NE(std::find(s.commands[*first_transpose_load].deps.begin(), s.commands[*first_transpose_load].deps.end(), store),
-              s.commands[*first_transpose_load].deps.end()) << s.commands[store].id;
+    EXPECT_NE(std::find(s.commands[*first_transpose_load].deps.begin(),
+                        s.commands[*first_transpose_load].deps.end(), store),
+              s.commands[*first_transpose_load].deps.end())
+        << s.commands[store].id;
   }
 }
 
@@ -162,7 +167,8 @@ TEST(Compiler, TilesFitLocalMemoryAcrossSlicesAndCapacities) {
       for (const char* kib : {"512", "1024", "4096", "24576"}) {
         SCOPED_TRACE(g->name + std::string(" slices=") + slices + " lram_kib=" + kib);
         const HwConfig config = parse_hw_config(
-            "{}", "c.json", {std::string("slices.count=") + slices, std::string("lram_kib=") + kib});
+            "{}", "c.json",
+            {std::string("slices.count=") + slices, std::string("lram_kib=") + kib});
         const Schedule s = compile_schedule(*g, config);
         const profiler::Workload w = make_workload(s, config);
         const profiler::RunStats stats = profiler::compute_stats(w, estimate(s, config));
@@ -190,8 +196,12 @@ TEST(Compiler, ALayerThatCannotFitIsNamed) {
   } catch (const InputError& e) {
     // A tile gets 16384 / (4 * 8) = 512 bytes; one output pixel of a 3x3 conv over 64 channels
     // reads 3 * 3 * 64 = 576 bytes and writes 1.
-    EXPECT_THAT(e.what(), HasSubstr("resnet50.json: layer 'fused(layer1.0.conv2+layer1.0.conv2.bn+layer1.0.conv2.relu)'"));
-    EXPECT_THAT(e.what(), HasSubstr("one output pixel of one channel needs 577 bytes of local memory, more than its share of the config's 16384 bytes"));
+    EXPECT_THAT(
+        e.what(),
+        HasSubstr(
+            "resnet50.json: layer 'fused(layer1.0.conv2+layer1.0.conv2.bn+layer1.0.conv2.relu)'"));
+    EXPECT_THAT(e.what(), HasSubstr("one output pixel of one channel needs 577 bytes of local "
+                                    "memory, more than its share of the config's 16384 bytes"));
   }
 }
 
@@ -346,7 +356,8 @@ TEST(CompilerParts, LayerViewsAreTheUntiledGemmsAsScaleSimMapsThem) {
   // row "G, 128, 64, 256," is M = 128, N = 64, K = 256.
   const Graph conv = parse_scalesim_topology(
       "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, "
-      "Strides,\nConv1, 416, 416, 3, 3, 3, 4, 1,\n", "t.csv");
+      "Strides,\nConv1, 416, 416, 3, 3, 3, 4, 1,\n",
+      "t.csv");
   const Schedule s = compile_schedule(conv, parse_hw_config("{}", "cfg"));
   ASSERT_EQ(s.layers.size(), 1u);
   EXPECT_EQ(s.layers[0].name, "Conv1");

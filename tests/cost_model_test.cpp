@@ -168,7 +168,8 @@ TEST(DramState, FractionalServiceTimesDoNotDrift) {
   const HwConfig c = parse_hw_config(
       R"({"clock_mhz": 600, "dram": {"bandwidth_gbps": 12.8, "latency_ns": 0}})", "test");
   DramState dram{DramTiming(c)};
-  // Four 16-byte bursts arriving at cycle 0 end at 0.75, 1.5, 2.25, 3 cycles: rounded up 1, 2, 3, 3.
+  // Four 16-byte bursts arriving at cycle 0 end at 0.75, 1.5, 2.25, 3 cycles: rounded up 1, 2,
+  // 3, 3.
   EXPECT_EQ(dram.serve(0, 0, 16), 1u);
   EXPECT_EQ(dram.serve(0, 0, 16), 2u);
   EXPECT_EQ(dram.serve(0, 0, 16), 3u);

@@ -11,15 +11,21 @@ namespace {
 using ::testing::HasSubstr;
 
 Json schedule_with(Json commands) {
-  return Json{{"format", "npusim-schedule"}, {"version", 1}, {"model", {{"name", "t"}}},
+  return Json{{"format", "npusim-schedule"},
+              {"version", 1},
+              {"model", {{"name", "t"}}},
               {"commands", std::move(commands)}};
 }
 
 // A 16x16x16 GEMM: 61 cycles on the default 16x16 ws array (1 fold of 32 + 16 + 16 - 2 = 62,
 // minus 1 as SCALE-Sim counts; see cost_model_test).
 Json gemm(const std::string& id, std::uint32_t slice, Json deps = Json::array()) {
-  return {{"id", id}, {"engine", "SLICE"}, {"slice", slice}, {"op", "Gemm"},
-          {"shape", {{"m", 16}, {"n", 16}, {"k", 16}}}, {"deps", std::move(deps)}};
+  return {{"id", id},
+          {"engine", "SLICE"},
+          {"slice", slice},
+          {"op", "Gemm"},
+          {"shape", {{"m", 16}, {"n", 16}, {"k", 16}}},
+          {"deps", std::move(deps)}};
 }
 
 // 1024 bytes: 256 cycles on the default config with DRAM to itself (see cost_model_test).
@@ -58,7 +64,10 @@ TEST(Estimator, QueuesAreInOrder) {
 }
 
 TEST(Estimator, VectorAndArrayOfOneSliceOverlap) {
-  Json add = {{"id", "S1"}, {"engine", "SLICE"}, {"slice", 0}, {"op", "Add"},
+  Json add = {{"id", "S1"},
+              {"engine", "SLICE"},
+              {"slice", 0},
+              {"op", "Add"},
               {"shape", {{"elements", 160}}}};
   const auto t = run({gemm("S0", 0), add});
   EXPECT_EQ(t.commands[1].start, 4u);
@@ -85,8 +94,14 @@ TEST(Estimator, DeadlockIsExplained) {
     FAIL() << "expected a deadlock";
   } catch (const SimulationError& e) {
     EXPECT_THAT(e.what(), HasSubstr("deadlock"));
-    EXPECT_THAT(e.what(), HasSubstr("SLICE0.ARRAY holds S0, waiting for S3 (queued on SLICE1.ARRAY behind 1 command(s))"));
-    EXPECT_THAT(e.what(), HasSubstr("SLICE1.ARRAY holds S2, waiting for S1 (queued on SLICE0.ARRAY behind 1 command(s))"));
+    EXPECT_THAT(
+        e.what(),
+        HasSubstr(
+            "SLICE0.ARRAY holds S0, waiting for S3 (queued on SLICE1.ARRAY behind 1 command(s))"));
+    EXPECT_THAT(
+        e.what(),
+        HasSubstr(
+            "SLICE1.ARRAY holds S2, waiting for S1 (queued on SLICE0.ARRAY behind 1 command(s))"));
   }
 }
 
@@ -98,13 +113,12 @@ TEST(Estimator, RunsPastTheCycleLimitAreRejected) {
     run(Json::array({huge}));
     FAIL() << "expected an error";
   } catch (const InputError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("s.json: /commands/0: the schedule runs past 1125899906842624 cycles"));
+    EXPECT_THAT(e.what(),
+                HasSubstr("s.json: /commands/0: the schedule runs past 1125899906842624 cycles"));
   }
 }
 
-TEST(Estimator, EmptyScheduleTakesNoTime) {
-  EXPECT_EQ(run(Json::array()).total_cycles(), 0u);
-}
+TEST(Estimator, EmptyScheduleTakesNoTime) { EXPECT_EQ(run(Json::array()).total_cycles(), 0u); }
 
 }  // namespace
 }  // namespace npusim

@@ -5,9 +5,9 @@
 #include <filesystem>
 
 #include "sim/compiler/compiler.h"
-#include "sim/util/error.h"
 #include "sim/frontend/graph_json.h"
 #include "sim/frontend/scalesim.h"
+#include "sim/util/error.h"
 
 namespace npusim {
 namespace {
@@ -25,7 +25,8 @@ std::string error_of(const std::function<void()>& f) {
 
 TEST(ScaleSim, ConvRowsFollowScaleSimsOutputSize) {
   const Graph g = parse_scalesim_topology(
-      "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,\n"
+      "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, "
+      "Strides,\n"
       "Conv1,  230, 230,    7, 7,      3,      64,     2,\n"
       "\n"
       "CB2a_1,56,56,1,1,64,64,1,,,,,\n",
@@ -52,20 +53,26 @@ TEST(ScaleSim, GemmRowsAreMatMuls) {
 
 TEST(ScaleSim, DepthwiseLayersAreNamedDP) {
   const Graph g = parse_scalesim_topology(
-      "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,\n"
-      "Conv_DP1, 114, 114, 3, 3, 32, 1, 1,\n", "m.csv");
+      "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, "
+      "Strides,\n"
+      "Conv_DP1, 114, 114, 3, 3, 32, 1, 1,\n",
+      "m.csv");
   EXPECT_EQ(g.layers[0].attrs.get_int("group", 1), 32);
   EXPECT_EQ(g.tensors[g.layers[0].outputs[0]].shape, (std::vector<std::uint64_t>{1, 32, 112, 112}));
 }
 
 TEST(ScaleSim, BadRowsAreNamed) {
-  const std::string header = "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,\n";
-  EXPECT_THAT(error_of([&] { parse_scalesim_topology(header + "C1, 8, 8, 3, 3, x, 4, 1,\n", "n.csv"); }),
-              HasSubstr("n.csv: row 2: expected a positive integer for Channels, found 'x'"));
+  const std::string header =
+      "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, "
+      "Strides,\n";
+  EXPECT_THAT(
+      error_of([&] { parse_scalesim_topology(header + "C1, 8, 8, 3, 3, x, 4, 1,\n", "n.csv"); }),
+      HasSubstr("n.csv: row 2: expected a positive integer for Channels, found 'x'"));
   EXPECT_THAT(error_of([&] { parse_scalesim_topology(header + "C1, 8, 8, 3\n", "n.csv"); }),
               HasSubstr("n.csv: row 2: expected 8 fields"));
-  EXPECT_THAT(error_of([&] { parse_scalesim_topology(header + "C1, 2, 2, 3, 3, 1, 1, 1,\n", "n.csv"); }),
-              HasSubstr("n.csv: row 2: filter 3x3 larger than the IFMAP 2x2"));
+  EXPECT_THAT(
+      error_of([&] { parse_scalesim_topology(header + "C1, 2, 2, 3, 3, 1, 1, 1,\n", "n.csv"); }),
+      HasSubstr("n.csv: row 2: filter 3x3 larger than the IFMAP 2x2"));
   EXPECT_THAT(error_of([&] { parse_scalesim_topology("a,b,c\n", "n.csv"); }),
               HasSubstr("n.csv: row 1: expected a SCALE-Sim header"));
   EXPECT_THAT(error_of([&] { parse_scalesim_topology("", "n.csv"); }), HasSubstr("empty topology"));
@@ -100,7 +107,8 @@ TEST(GraphJson, ProblemsAreNamedWithPointers) {
     "layers": [{"name": "l0", "op": "Frobnicate", "inputs": ["x"], "outputs": ["y"], "colour": 1}]
   })");
   const std::string e = error_of([&] { parse_graph_json(doc, "g.json"); });
-  EXPECT_THAT(e, HasSubstr("g.json: /tensors/1/shape/0: expected a dimension in [1, 2^32], found 0"));
+  EXPECT_THAT(e,
+              HasSubstr("g.json: /tensors/1/shape/0: expected a dimension in [1, 2^32], found 0"));
   EXPECT_THAT(e, HasSubstr("g.json: /tensors/1/name: duplicate tensor 'x'"));
   EXPECT_THAT(e, HasSubstr("g.json: /tensors/2/dtype: unknown dtype 'int3'"));
   EXPECT_THAT(e, HasSubstr("g.json: /outputs/0: unknown tensor 'z'"));
@@ -117,7 +125,8 @@ TEST(GraphJson, ShapeMismatchNamesTheLayer) {
     "layers": [{"name": "mm", "op": "MatMul", "inputs": ["a", "b"], "outputs": ["y"]}]
   })");
   EXPECT_THAT(error_of([&] { parse_graph_json(doc, "g.json"); }),
-              HasSubstr("g.json: layer 'mm' (loc(\"g.json\":/layers/0)): output 'y' has shape [4,4], expected [4,3]"));
+              HasSubstr("g.json: layer 'mm' (loc(\"g.json\":/layers/0)): output 'y' has shape "
+                        "[4,4], expected [4,3]"));
 }
 
 }  // namespace

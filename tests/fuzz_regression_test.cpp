@@ -27,7 +27,8 @@ std::vector<fs::path> files_in(const fs::path& dir) {
   if (!fs::is_directory(dir)) return files;
   for (const auto& entry : fs::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
-    if (entry.is_regular_file() && name != "README.md" && name.front() != '.') files.push_back(entry.path());
+    if (entry.is_regular_file() && name != "README.md" && name.front() != '.')
+      files.push_back(entry.path());
   }
   std::sort(files.begin(), files.end());
   return files;
@@ -71,7 +72,9 @@ TEST_P(FuzzReplay, Corpus) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Targets, FuzzReplay, ::testing::ValuesIn(target_names()),
-                         [](const ::testing::TestParamInfo<std::string>& target) { return target.param; });
+                         [](const ::testing::TestParamInfo<std::string>& target) {
+                           return target.param;
+                         });
 
 // Findings whose inputs are too large to keep as files, generated here.
 std::string nested(std::size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }
@@ -88,7 +91,8 @@ TEST(FuzzRegressions, DeeplyNestedJson) {
   run_text(fuzz_hw_config, std::string("{}") + '\0' + "clock_mhz=" + deep);
   run_text(fuzz_schedule,
            R"({"format": "npusim-schedule", "version": 1, "model": {"name": "m"}, "commands": [)"
-           R"({"id": "DI0", "engine": "DMA_IN", "bytes": 1, "deps": [)" + deep + "]}]}");
+           R"({"id": "DI0", "engine": "DMA_IN", "bytes": 1, "deps": [)" +
+               deep + "]}]}");
   run_text(fuzz_graph_json, R"({"format": "npusim-graph", "version": 1, "name": )" + deep + "}");
 }
 

@@ -64,7 +64,8 @@ TEST(HwConfig, AnUnnamedConfigIsKnownByItsFileStem) {
 
 TEST(HwConfig, DecimalUnitsConvertExactly) {
   const HwConfig c = parse_hw_config(
-      R"({"clock_mhz": 933.333, "dram": {"bandwidth_gbps": 25.6, "latency_ns": 87.5}})", "cfg.json");
+      R"({"clock_mhz": 933.333, "dram": {"bandwidth_gbps": 25.6, "latency_ns": 87.5}})",
+      "cfg.json");
   EXPECT_EQ(c.clock_khz, 933333u);
   EXPECT_EQ(c.dram.bandwidth_mbps, 25600u);
   EXPECT_EQ(c.dram.latency_ps, 87500u);
@@ -81,13 +82,18 @@ TEST(HwConfig, UnknownKeysAreErrorsNamingThePointer) {
 TEST(HwConfig, OutOfRangeAndWrongTypesAreErrors) {
   EXPECT_THAT(error_of(R"({"dram": {"bandwidth_gbps": 0}})"),
               HasSubstr("/dram/bandwidth_gbps: value 0 out of range"));
-  EXPECT_THAT(error_of(R"({"slices": {"count": 0}})"), HasSubstr("/slices/count: value 0 out of range"));
-  EXPECT_THAT(error_of(R"({"slices": {"rows": 2.5}})"), HasSubstr("/slices/rows: expected a non-negative integer"));
-  EXPECT_THAT(error_of(R"({"slices": {"rows": -1}})"), HasSubstr("/slices/rows: expected a non-negative integer"));
-  EXPECT_THAT(error_of(R"({"slices": {"dataflow": "rs"}})"), HasSubstr("/slices/dataflow: unknown dataflow 'rs'"));
+  EXPECT_THAT(error_of(R"({"slices": {"count": 0}})"),
+              HasSubstr("/slices/count: value 0 out of range"));
+  EXPECT_THAT(error_of(R"({"slices": {"rows": 2.5}})"),
+              HasSubstr("/slices/rows: expected a non-negative integer"));
+  EXPECT_THAT(error_of(R"({"slices": {"rows": -1}})"),
+              HasSubstr("/slices/rows: expected a non-negative integer"));
+  EXPECT_THAT(error_of(R"({"slices": {"dataflow": "rs"}})"),
+              HasSubstr("/slices/dataflow: unknown dataflow 'rs'"));
   EXPECT_THAT(error_of(R"({"clock_mhz": "fast"})"), HasSubstr("/clock_mhz: expected a number"));
   EXPECT_THAT(error_of(R"({"clock_mhz": 800.0001})"), HasSubstr("more than three decimals"));
-  EXPECT_THAT(error_of(R"({"lram_kib": 18446744073709551615})"), HasSubstr("/lram_kib: value 18446744073709551615 out of range"));
+  EXPECT_THAT(error_of(R"({"lram_kib": 18446744073709551615})"),
+              HasSubstr("/lram_kib: value 18446744073709551615 out of range"));
   EXPECT_THAT(error_of(R"({"slices": {"vector_op_cycles": {"Gemm": 2}}})"),
               HasSubstr("/slices/vector_op_cycles/Gemm: unknown key"));
 }
@@ -106,7 +112,8 @@ TEST(HwConfig, MalformedJsonNamesTheFile) {
 
 TEST(HwConfig, SetOverridesAnyField) {
   const HwConfig c = parse_hw_config(
-      "{}", "cfg.json", {"dram.bandwidth_gbps=25.6", "slices.count=4", "slices.dataflow=os", "name=\"x\""});
+      "{}", "cfg.json",
+      {"dram.bandwidth_gbps=25.6", "slices.count=4", "slices.dataflow=os", "name=\"x\""});
   EXPECT_EQ(c.dram.bandwidth_mbps, 25600u);
   EXPECT_EQ(c.slices.count, 4u);
   EXPECT_EQ(c.slices.dataflow, Dataflow::kOutputStationary);
@@ -114,12 +121,14 @@ TEST(HwConfig, SetOverridesAnyField) {
 }
 
 TEST(HwConfig, SetOfAnUnknownKeyIsAnError) {
-  EXPECT_THAT(error_of("{}", {"slices.cnt=4"}), HasSubstr("cfg.json (with --set): /slices/cnt: unknown key"));
+  EXPECT_THAT(error_of("{}", {"slices.cnt=4"}),
+              HasSubstr("cfg.json (with --set): /slices/cnt: unknown key"));
   EXPECT_THAT(error_of(R"({"clock_mhz": 800})", {"clock_mhz.x=4"}),
               HasSubstr("--set clock_mhz.x=4: /clock_mhz is not an object"));
   EXPECT_THAT(error_of("{}", {"clock_mhz.x=4"}), HasSubstr("/clock_mhz: expected a number"));
   EXPECT_THAT(error_of("{}", {"novalue"}), HasSubstr("expected key.path=value"));
-  EXPECT_THAT(error_of("{}", {"dram.bandwidth_gbps=0"}), HasSubstr("/dram/bandwidth_gbps: value 0 out of range"));
+  EXPECT_THAT(error_of("{}", {"dram.bandwidth_gbps=0"}),
+              HasSubstr("/dram/bandwidth_gbps: value 0 out of range"));
 }
 
 TEST(HwConfig, UnknownConfigNameListsTheBuiltIns) {
@@ -382,9 +391,9 @@ TEST(ScaleSimCfg, ShippedScaleCfgMapsOntoOneArray) {
   // (2^40 bytes) so that each layer is one array command, as SCALE-Sim computes it.
   EXPECT_EQ(c.lram_bytes, std::uint64_t{1} << 40);
   EXPECT_EQ(parse_hw_config("{\"lram_kib\": 192}", "x").lram_bytes, (64u + 64u + 64u) * 1024u);
-  EXPECT_TRUE(c.ideal_memory);                         // InterfaceBandwidth: CALC
-  EXPECT_EQ(c.dma.bytes_per_cycle, 8u);                // npusim's default: CALC ignores Bandwidth
-  EXPECT_EQ(c.clock_khz, 800000u);                     // SCALE-Sim has no clock: npusim's default
+  EXPECT_TRUE(c.ideal_memory);           // InterfaceBandwidth: CALC
+  EXPECT_EQ(c.dma.bytes_per_cycle, 8u);  // npusim's default: CALC ignores Bandwidth
+  EXPECT_EQ(c.clock_khz, 800000u);       // SCALE-Sim has no clock: npusim's default
   EXPECT_EQ(c.slices.vector_lanes, 16u);
   EXPECT_THAT(c.warnings,
               ElementsAre("configs/scale.cfg: SCALE-Sim keys that npusim does not model, ignored: "

@@ -5,9 +5,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "sim/util/error.h"
 #include "sim/api/simulate_child.h"
 #include "sim/estimator/estimator.h"
+#include "sim/util/error.h"
 
 namespace npusim {
 namespace {
@@ -23,7 +23,9 @@ class SystemcProcess : public ::testing::Environment {
     ::testing::AddGlobalTestEnvironment(new SystemcProcess);
 
 Json schedule_with(Json commands) {
-  return Json{{"format", "npusim-schedule"}, {"version", 1}, {"model", {{"name", "t"}}},
+  return Json{{"format", "npusim-schedule"},
+              {"version", 1},
+              {"model", {{"name", "t"}}},
               {"commands", std::move(commands)}};
 }
 
@@ -36,8 +38,12 @@ Json store(const std::string& id, std::uint64_t bytes, Json deps = Json::array()
 }
 
 Json gemm(const std::string& id, std::uint32_t slice, Json deps = Json::array()) {
-  return {{"id", id}, {"engine", "SLICE"}, {"slice", slice}, {"op", "Gemm"},
-          {"shape", {{"m", 16}, {"n", 16}, {"k", 16}}}, {"deps", std::move(deps)}};
+  return {{"id", id},
+          {"engine", "SLICE"},
+          {"slice", slice},
+          {"op", "Gemm"},
+          {"shape", {{"m", 16}, {"n", 16}, {"k", 16}}},
+          {"deps", std::move(deps)}};
 }
 
 struct Both {
@@ -135,8 +141,14 @@ TEST(Platform, DeadlockEndsTheRunAndNamesTheCommands) {
     simulate(s, config);
     FAIL() << "expected a deadlock";
   } catch (const SimulationError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("SLICE0.ARRAY holds S0, waiting for S3 (queued on SLICE1.ARRAY behind 1 command(s))"));
-    EXPECT_THAT(e.what(), HasSubstr("SLICE1.ARRAY holds S2, waiting for S1 (queued on SLICE0.ARRAY behind 1 command(s))"));
+    EXPECT_THAT(
+        e.what(),
+        HasSubstr(
+            "SLICE0.ARRAY holds S0, waiting for S3 (queued on SLICE1.ARRAY behind 1 command(s))"));
+    EXPECT_THAT(
+        e.what(),
+        HasSubstr(
+            "SLICE1.ARRAY holds S2, waiting for S1 (queued on SLICE0.ARRAY behind 1 command(s))"));
   }
 }
 

@@ -62,7 +62,8 @@ TEST(Csv, RuntimeCsvRoundsMicrosecondsToNearest) {
   std::ostringstream out;
   write_runtime_csv(out, w, two_engine_timeline());
   // p0: [0, 150): ends at 150 cycles = 0.1875 us -> 0; lasts 0.1875 -> 0.
-  // p1: [150, 550): ends at 550 cycles = 0.6875 us -> 1; lasts 400 cycles = 0.5 us -> 1 (halves up).
+  // p1: [150, 550): ends at 550 cycles = 0.6875 us -> 1; lasts 400 cycles = 0.5 us -> 1 (halves
+  // up).
   EXPECT_EQ(out.str(),
             "id;time_since_open;time_since_start;location\n"
             "0;0;0;\"loc(a;b)\"\n"

@@ -36,9 +36,9 @@ class ProfilerCli : public ::testing::Test {
  protected:
   void SetUp() override {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           ("npusim_report_cli_" + std::string(info->test_suite_name()) + "_" + info->name() + "_" +
-            std::to_string(::getpid()));
+    dir_ =
+        fs::temp_directory_path() / ("npusim_report_cli_" + std::string(info->test_suite_name()) +
+                                     "_" + info->name() + "_" + std::to_string(::getpid()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -74,7 +74,11 @@ class ProfilerCli : public ::testing::Test {
       std::string text = "ID,Start,End,Location,Op Type\n";
       for (const Row& r : rows) {
         text += std::string(r.id) + "," + std::to_string(r.start) + "," + std::to_string(r.end) +
-                ",\"loc(\"\"" + r.id + "\"\")\"," + (r.id[0] == 'S' ? "Conv" : r.id[1] == 'I' ? "DMA_IN" : "DMA_OUT") + "\n";
+                ",\"loc(\"\"" + r.id + "\"\")\"," +
+                (r.id[0] == 'S'   ? "Conv"
+                 : r.id[1] == 'I' ? "DMA_IN"
+                                  : "DMA_OUT") +
+                "\n";
       }
       return text;
     };
@@ -82,7 +86,8 @@ class ProfilerCli : public ::testing::Test {
     if (!runtime.empty()) write(name + "/runtime_timeline.csv", csv(runtime));
     Json ops = Json::array();
     for (const Row& r : estimate) ops.push_back({{"id", r.id}, {"layer", r.layer}});
-    Json stats = {{"format", "npusim-stats"}, {"stats_level", stats_level}, {"estimate", Json::object()}};
+    Json stats = {
+        {"format", "npusim-stats"}, {"stats_level", stats_level}, {"estimate", Json::object()}};
     if (stats_level >= 70) stats["estimate"]["ops"] = ops;
     write(name + "/stats.json", stats.dump(2));
   }
@@ -118,19 +123,24 @@ TEST_F(ProfilerCli, ConvertNpusimAndVendorFilesIntoOneTrace) {
   write("npusim.csv", kNpusimTimeline);
   write("vendor.csv", kVendorTimeline);
   write("runtime.csv", kRuntime);
-  const Result r = npusim({"convert", "--compile", "npusim.csv", "vendor.csv", "--runtime", "runtime.csv",
-                           "--out", "out/T.pftrace"});
+  const Result r = npusim({"convert", "--compile", "npusim.csv", "vendor.csv", "--runtime",
+                           "runtime.csv", "--out", "out/T.pftrace"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err, "");
   // At 800 MHz, ns = floor(cycles x 1.25). npusim.csv: DMA [0,1000) u [2000,2500) u [3000,4000),
   // slice [1000,3000). vendor.csv: DMA [125,1125) u [2000,2625), slice [1125,2125) u [1250,1750)
   // u [3125,3625). runtime.csv: programs [0,3) and [4,5) us.
   EXPECT_EQ(r.out,
-            "overview (us; busy = union of all rows, idle = overall - busy, overall = last end - first start):\n"
-            "   pid  kind         rows           DMA         slice      DMA only    slice only     DMA+slice          busy          idle       overall  file\n"
-            "     1  timeline        4         2.500         2.000         2.000         1.500         0.500         4.000         0.000         4.000  npusim.csv\n"
-            "     2  timeline        5         1.625         1.500         1.500         1.375         0.125         3.000         0.500         3.500  vendor.csv\n"
-            "     3  runtime         2             -             -             -             -             -         4.000         1.000         5.000  runtime.csv\n"
+            "overview (us; busy = union of all rows, idle = overall - busy, overall = last end - "
+            "first start):\n"
+            "   pid  kind         rows           DMA         slice      DMA only    slice only     "
+            "DMA+slice          busy          idle       overall  file\n"
+            "     1  timeline        4         2.500         2.000         2.000         1.500     "
+            "    0.500         4.000         0.000         4.000  npusim.csv\n"
+            "     2  timeline        5         1.625         1.500         1.500         1.375     "
+            "    0.125         3.000         0.500         3.500  vendor.csv\n"
+            "     3  runtime         2             -             -             -             -     "
+            "        -         4.000         1.000         5.000  runtime.csv\n"
             "\n"
             "trace written to out/T.pftrace, overview to out/T.overview.json\n");
   const Json overview = Json::parse(read_file(dir_ / "out/T.overview.json"));
@@ -138,11 +148,13 @@ TEST_F(ProfilerCli, ConvertNpusimAndVendorFilesIntoOneTrace) {
   EXPECT_EQ(overview["trace"], "out/T.pftrace");
   EXPECT_EQ(overview["clock_mhz"], 800.0);
   ASSERT_EQ(overview["files"].size(), 3u);
-  EXPECT_EQ(overview["files"][1]["ns"],
-            Json::parse(R"({"first_start":125,"last_end":3625,"dma":1625,"slice":1500,"dma_only":1500,
+  EXPECT_EQ(
+      overview["files"][1]["ns"],
+      Json::parse(R"({"first_start":125,"last_end":3625,"dma":1625,"slice":1500,"dma_only":1500,
                             "slice_only":1375,"dma_slice_overlap":125,"busy":3000,"idle":500,"overall":3500})"));
-  EXPECT_EQ(overview["files"][1]["cycles"],
-            Json::parse(R"({"first_start":100,"last_end":2900,"dma":1300,"slice":1200,"dma_only":1200,
+  EXPECT_EQ(
+      overview["files"][1]["cycles"],
+      Json::parse(R"({"first_start":100,"last_end":2900,"dma":1300,"slice":1200,"dma_only":1200,
                             "slice_only":1100,"dma_slice_overlap":100,"busy":2400,"idle":400,"overall":2800})"));
   EXPECT_EQ(overview["files"][2],
             Json::parse(R"({"pid":3,"file":"runtime.csv","kind":"runtime","rows":2,
@@ -156,30 +168,33 @@ TEST_F(ProfilerCli, ConvertNpusimAndVendorFilesIntoOneTrace) {
   for (const pb::TracePacket& p : trace.packet()) {
     if (p.has_track_descriptor()) {
       const pb::TrackDescriptor& d = p.track_descriptor();
-      if (d.has_process()) processes.push_back(std::to_string(d.process().pid()) + " " + d.process().process_name());
+      if (d.has_process())
+        processes.push_back(std::to_string(d.process().pid()) + " " + d.process().process_name());
       if (d.has_thread()) {
         tracks.push_back(std::to_string(d.thread().pid()) + " " + d.name());
         track_of[d.uuid()] = std::to_string(d.thread().pid()) + " " + d.name();
       }
     } else if (p.track_event().type() == pb::TrackEvent::TYPE_SLICE_BEGIN &&
                track_of[p.track_event().track_uuid()][0] == '2') {
-      vendor_slices.push_back(track_of[p.track_event().track_uuid()] + ": " + p.track_event().name() + " @" +
-                              std::to_string(p.timestamp()));
+      vendor_slices.push_back(track_of[p.track_event().track_uuid()] + ": " +
+                              p.track_event().name() + " @" + std::to_string(p.timestamp()));
     }
   }
   EXPECT_EQ(processes, (std::vector<std::string>{"1 timeline: npusim.csv", "2 timeline: vendor.csv",
                                                  "3 runtime: runtime.csv"}));
-  EXPECT_EQ(tracks, (std::vector<std::string>{"1 compute", "1 DMA_IN", "1 DMA_OUT", "2 compute",
-                                              "2 compute lane 1", "2 DMA_IN", "2 DMA_OUT", "3 programs"}));
+  EXPECT_EQ(tracks,
+            (std::vector<std::string>{"1 compute", "1 DMA_IN", "1 DMA_OUT", "2 compute",
+                                      "2 compute lane 1", "2 DMA_IN", "2 DMA_OUT", "3 programs"}));
   EXPECT_EQ(vendor_slices, (std::vector<std::string>{
                                "2 DMA_IN: 0_DMA_IN_DI0 @125", "2 compute: 1_CONV_2D_S0 @1125",
-                               "2 compute lane 1: 2_DEPTHWISE_CONV_2D_S1 @1250", "2 DMA_OUT: 3_DMA_OUT_DO0 @2000",
-                               "2 compute: 4_MEAN_S2 @3125"}));
+                               "2 compute lane 1: 2_DEPTHWISE_CONV_2D_S1 @1250",
+                               "2 DMA_OUT: 3_DMA_OUT_DO0 @2000", "2 compute: 4_MEAN_S2 @3125"}));
 }
 
 TEST_F(ProfilerCli, ConvertClockAndQuiet) {
   write("npusim.csv", kNpusimTimeline);
-  const Result r = npusim({"convert", "--compile", "npusim.csv", "-o", "t.trace", "--clock-mhz", "1000", "-q"});
+  const Result r =
+      npusim({"convert", "--compile", "npusim.csv", "-o", "t.trace", "--clock-mhz", "1000", "-q"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "");
   // Not ending in .pftrace: the overview's name is the whole name plus .overview.json.
@@ -191,7 +206,8 @@ TEST_F(ProfilerCli, ConvertClockAndQuiet) {
 
 TEST_F(ProfilerCli, ConvertRejectsBadInputWithExit2AndWritesNothing) {
   write("npusim.csv", kNpusimTimeline);
-  write("bad.csv", "ID,Start,End,Location,Op Type\r\nS0,0,10,\"a\",Conv\r\nS1,10,5,\"b, c\",Conv\r\n");
+  write("bad.csv",
+        "ID,Start,End,Location,Op Type\r\nS0,0,10,\"a\",Conv\r\nS1,10,5,\"b, c\",Conv\r\n");
   write("runtime.csv", kRuntime);
   Result r = npusim({"convert", "--compile", "npusim.csv", "bad.csv", "--out", "T.pftrace"});
   EXPECT_EQ(r.exit_code, 2);
@@ -201,22 +217,27 @@ TEST_F(ProfilerCli, ConvertRejectsBadInputWithExit2AndWritesNothing) {
 
   r = npusim({"convert", "--compile", "runtime.csv", "--out", "T.pftrace"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err,
-            "npusim: error: runtime.csv: row 1: expected the timeline.csv header 'ID,Start,End,Location,Op Type', "
-            "found 'id;time_since_open;time_since_start;location' (that is a runtime.csv header)\n");
+  EXPECT_EQ(
+      r.err,
+      "npusim: error: runtime.csv: row 1: expected the timeline.csv header "
+      "'ID,Start,End,Location,Op Type', "
+      "found 'id;time_since_open;time_since_start;location' (that is a runtime.csv header)\n");
   r = npusim({"convert", "--compile", "missing.csv", "--out", "T.pftrace"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "npusim: error: missing.csv: cannot be read: No such file or directory\n");
   r = npusim({"convert", "--compile", "npusim.csv", "--out", "T.pftrace", "--clock-mhz", "0.0001"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err,
-            "npusim: error: --clock-mhz: expected a clock above 0 MHz with at most 3 decimals, found '0.0001'\n");
+            "npusim: error: --clock-mhz: expected a clock above 0 MHz with at most 3 decimals, "
+            "found '0.0001'\n");
   r = npusim({"convert", "--compile", "npusim.csv"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "npusim: error: --out is required (see npusim convert --help)\n");
   r = npusim({"convert", "--out", "T.pftrace"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err, "npusim: error: no input: give --compile and/or --runtime files (see npusim convert --help)\n");
+  EXPECT_EQ(r.err,
+            "npusim: error: no input: give --compile and/or --runtime files (see npusim convert "
+            "--help)\n");
   write("file", "");
   r = npusim({"convert", "--compile", "npusim.csv", "--out", "file/T.pftrace"});
   EXPECT_EQ(r.exit_code, 2);
@@ -232,38 +253,42 @@ TEST_F(ProfilerCli, DiffEstimateVsRuntimeExactReport) {
              {{"DI0", 0, 205, "L1"}, {"S0", 205, 805, "L1"}, {"DO0", 805, 1005, "L2"}});
   const Result r = npusim({"diff", "run"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out,
-            "npusim diff (tolerance 1 %)\n"
-            "  A: run/timeline.csv (3 commands)\n"
-            "  B: run/runtime_timeline.csv (3 commands)\n"
-            "\n"
-            "total cycles (last End): A 1000, B 1005, delta +5 (+0.50 %)\n"
-            "commands: 3 matched, 0 only in A, 0 only in B\n"
-            "\n"
-            "layers by |delta| (cycles = union of the layer's commands; ! = past the tolerance), all 2:\n"
-            "        A cycles      B cycles         delta   delta %  layer\n"
-            "             800           805            +5     +0.63  L1\n"
-            "             200           200             0      0.00  L2\n"
-            "\n"
-            "commands by |delta| (cycles = End - Start; ! = past the tolerance), all 3:\n"
-            "  id                A cycles      B cycles         delta   delta %\n"
-            "! DI0                    200           205            +5     +2.50\n"
-            "  S0                     600           600             0      0.00\n"
-            "  DO0                    200           200             0      0.00\n"
-            "\n"
-            "result: OK (total +0.50 %, tolerance 1 %)\n");
+  EXPECT_EQ(
+      r.out,
+      "npusim diff (tolerance 1 %)\n"
+      "  A: run/timeline.csv (3 commands)\n"
+      "  B: run/runtime_timeline.csv (3 commands)\n"
+      "\n"
+      "total cycles (last End): A 1000, B 1005, delta +5 (+0.50 %)\n"
+      "commands: 3 matched, 0 only in A, 0 only in B\n"
+      "\n"
+      "layers by |delta| (cycles = union of the layer's commands; ! = past the tolerance), all 2:\n"
+      "        A cycles      B cycles         delta   delta %  layer\n"
+      "             800           805            +5     +0.63  L1\n"
+      "             200           200             0      0.00  L2\n"
+      "\n"
+      "commands by |delta| (cycles = End - Start; ! = past the tolerance), all 3:\n"
+      "  id                A cycles      B cycles         delta   delta %\n"
+      "! DI0                    200           205            +5     +2.50\n"
+      "  S0                     600           600             0      0.00\n"
+      "  DO0                    200           200             0      0.00\n"
+      "\n"
+      "result: OK (total +0.50 %, tolerance 1 %)\n");
   EXPECT_EQ(npusim({"diff", "run", "--estimate-vs-runtime"}).out, r.out);
   // L1 is +0.63 %: past a 0.5 % tolerance, which the total (+0.50 %) is not.
   EXPECT_EQ(npusim({"diff", "run", "--tolerance", "0.5"}).exit_code, 0);
   const Result strict = npusim({"diff", "run", "--tolerance", "0.5", "--fail-on-layer"});
   EXPECT_EQ(strict.exit_code, 1);
-  EXPECT_NE(strict.out.find("result: FAIL (total +0.50 %, 1 layer(s) past, tolerance 0.5 %)\n"), std::string::npos);
+  EXPECT_NE(strict.out.find("result: FAIL (total +0.50 %, 1 layer(s) past, tolerance 0.5 %)\n"),
+            std::string::npos);
   EXPECT_EQ(npusim({"diff", "run", "--tolerance", "0.499999"}).exit_code, 1);
 }
 
 TEST_F(ProfilerCli, DiffTwoRunsExitCodes) {
-  run_folder("a", {{"DI0", 0, 100, "L1"}, {"S0", 100, 1000, "L1"}}, {{"DI0", 0, 100, "L1"}, {"S0", 100, 1000, "L1"}});
-  run_folder("b", {{"DI0", 0, 100, "L1"}, {"S0", 100, 1020, "L1"}}, {{"DI0", 0, 100, "L1"}, {"S0", 100, 1010, "L1"}});
+  run_folder("a", {{"DI0", 0, 100, "L1"}, {"S0", 100, 1000, "L1"}},
+             {{"DI0", 0, 100, "L1"}, {"S0", 100, 1000, "L1"}});
+  run_folder("b", {{"DI0", 0, 100, "L1"}, {"S0", 100, 1020, "L1"}},
+             {{"DI0", 0, 100, "L1"}, {"S0", 100, 1010, "L1"}});
   // Both hold a simulation: runtime_timeline.csv, 1000 -> 1010 (+1.00 %, exactly the tolerance).
   Result r = npusim({"diff", "a", "b"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -282,7 +307,8 @@ TEST_F(ProfilerCli, DiffTwoRunsExitCodes) {
   // Timeline files stand for runs; no layers then.
   r = npusim({"diff", "a/timeline.csv", "b/timeline.csv", "--tolerance", "5"});
   EXPECT_EQ(r.exit_code, 0);
-  EXPECT_NE(r.out.find("layers: not compared: a/timeline.csv is a timeline file, not a run folder with a stats.json\n"),
+  EXPECT_NE(r.out.find("layers: not compared: a/timeline.csv is a timeline file, not a run folder "
+                       "with a stats.json\n"),
             std::string::npos);
 }
 
@@ -296,24 +322,29 @@ TEST_F(ProfilerCli, DiffBadInputExit2) {
   EXPECT_EQ(r.err, "npusim: error: nope: no such folder or file\n");
   r = npusim({"diff", "a"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err, "npusim: error: a/runtime_timeline.csv: not found (npusim estimate writes no simulation; use npusim run)\n");
+  EXPECT_EQ(r.err,
+            "npusim: error: a/runtime_timeline.csv: not found (npusim estimate writes no "
+            "simulation; use npusim run)\n");
   r = npusim({"diff", "bad"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err,
-            "npusim: error: bad/timeline.csv: row 2, field 'End': expected a non-negative integer (cycles), found '1x'\n");
+            "npusim: error: bad/timeline.csv: row 2, field 'End': expected a non-negative integer "
+            "(cycles), found '1x'\n");
   r = npusim({"diff", "a", "a", "--tolerance", "-1"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err,
-            "npusim: error: --tolerance: expected a percentage of at least 0 with at most 6 decimals, found '-1'\n");
+            "npusim: error: --tolerance: expected a percentage of at least 0 with at most 6 "
+            "decimals, found '-1'\n");
   EXPECT_EQ(npusim({"diff", "a", "a", "a"}).exit_code, 2);
   EXPECT_EQ(npusim({"diff", "a", "a", "--estimate-vs-runtime"}).exit_code, 2);
   EXPECT_EQ(npusim({"diff"}).exit_code, 2);
   // Below stats level 70 the layers are left out, with the reason; the diff itself works.
   r = npusim({"diff", "low"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("layers: not compared: low/stats.json: written at stats level 40, without per-op "
-                       "figures; they need stats level 70 or more (npusim run --stats-level 70)\n"),
-            std::string::npos)
+  EXPECT_NE(
+      r.out.find("layers: not compared: low/stats.json: written at stats level 40, without per-op "
+                 "figures; they need stats level 70 or more (npusim run --stats-level 70)\n"),
+      std::string::npos)
       << r.out;
 }
 
@@ -325,7 +356,8 @@ TEST_F(ProfilerCli, ReportFiguresOfARun) {
   ASSERT_EQ(npusim({"run", model, "-o", "run", "-q"}).exit_code, 0);
   const Json stats = Json::parse(read_file(dir_ / "run/stats.json"));
   const Json& rt = stats["runtime"];
-  const std::uint64_t khz = static_cast<std::uint64_t>(stats["device"]["clock_mhz"].get<double>() * 1000 + 0.5);
+  const std::uint64_t khz =
+      static_cast<std::uint64_t>(stats["device"]["clock_mhz"].get<double>() * 1000 + 0.5);
   std::vector<npusim::profiler::Interval> npu, dma;
   for (const Json& op : rt["ops"]) {
     const std::string engine = op["engine"];
@@ -348,29 +380,44 @@ TEST_F(ProfilerCli, ReportFiguresOfARun) {
   };
   const std::uint64_t total = rt["total_cycles"];
   const std::uint64_t npu_cycles = covered(npu), dma_cycles = covered(dma);
-  auto pad = [](std::string s, std::size_t w) { return std::string(w > s.size() ? w - s.size() : 0, ' ') + s; };
+  auto pad = [](std::string s, std::size_t w) {
+    return std::string(w > s.size() ? w - s.size() : 0, ' ') + s;
+  };
   const std::string expected =
       "totals:\n"
-      "  invoke time           " + pad(npusim::profiler::us_text(total, khz), 16) + " us" +
-      pad(std::to_string(total), 16) + " cycles\n"
-      "  NPU time              " + pad(npusim::profiler::us_text(npu_cycles, khz), 16) + " us" +
-      pad(std::to_string(npu_cycles), 16) + " cycles  " + npusim::profiler::percent_text(npu_cycles, total) +
+      "  invoke time           " +
+      pad(npusim::profiler::us_text(total, khz), 16) + " us" + pad(std::to_string(total), 16) +
+      " cycles\n"
+      "  NPU time              " +
+      pad(npusim::profiler::us_text(npu_cycles, khz), 16) + " us" +
+      pad(std::to_string(npu_cycles), 16) + " cycles  " +
+      npusim::profiler::percent_text(npu_cycles, total) +
       " % of invoke time\n"
-      "  DMA time              " + pad(npusim::profiler::us_text(dma_cycles, khz), 16) + " us" +
-      pad(std::to_string(dma_cycles), 16) + " cycles  " + npusim::profiler::percent_text(dma_cycles, total) +
+      "  DMA time              " +
+      pad(npusim::profiler::us_text(dma_cycles, khz), 16) + " us" +
+      pad(std::to_string(dma_cycles), 16) + " cycles  " +
+      npusim::profiler::percent_text(dma_cycles, total) +
       " % of invoke time\n"
-      "  DRAM bytes moved      " + pad(std::to_string(stats["dram_read_bytes"].get<std::uint64_t>() +
-                                                    stats["dram_write_bytes"].get<std::uint64_t>()), 16) +
-      " B   (read " + std::to_string(stats["dram_read_bytes"].get<std::uint64_t>()) + " B, written " +
-      std::to_string(stats["dram_write_bytes"].get<std::uint64_t>()) + " B)\n"
-      "  variable buffer size  " + pad(std::to_string(rt["lram_peak_bytes"].get<std::uint64_t>()), 16) +
+      "  DRAM bytes moved      " +
+      pad(std::to_string(stats["dram_read_bytes"].get<std::uint64_t>() +
+                         stats["dram_write_bytes"].get<std::uint64_t>()),
+          16) +
+      " B   (read " + std::to_string(stats["dram_read_bytes"].get<std::uint64_t>()) +
+      " B, written " + std::to_string(stats["dram_write_bytes"].get<std::uint64_t>()) +
+      " B)\n"
+      "  variable buffer size  " +
+      pad(std::to_string(rt["lram_peak_bytes"].get<std::uint64_t>()), 16) +
       " B   (peak local memory)\n";
   const Result r = npusim({"report", "run"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out.rfind("npusim report: run/stats.json (runtime simulation)\nmodel:   fc (fc.json), ", 0), 0u) << r.out;
+  EXPECT_EQ(
+      r.out.rfind("npusim report: run/stats.json (runtime simulation)\nmodel:   fc (fc.json), ", 0),
+      0u)
+      << r.out;
   EXPECT_NE(r.out.find(expected), std::string::npos) << r.out << "\nexpected:\n" << expected;
   EXPECT_GT(npu_cycles, 0u);
-  EXPECT_NE(npusim({"report", "run", "--estimate"}).out.find("(compile-time estimate)"), std::string::npos);
+  EXPECT_NE(npusim({"report", "run", "--estimate"}).out.find("(compile-time estimate)"),
+            std::string::npos);
   const Result quiet = npusim({"report", "run", "-q"});
   EXPECT_EQ(quiet.exit_code, 0);
   EXPECT_EQ(quiet.out, "");
@@ -381,8 +428,11 @@ TEST_F(ProfilerCli, ReportFiguresOfARun) {
   // Its estimate against its simulation: exit 0 or 1 as the totals say.
   const std::uint64_t est = stats["estimate"]["total_cycles"];
   const Result d = npusim({"diff", "run"});
-  EXPECT_EQ(d.exit_code, npusim::profiler::past_tolerance(est, total, npusim::profiler::Tolerance{}) ? 1 : 0) << d.out;
-  EXPECT_NE(d.out.find("total cycles (last End): A " + std::to_string(est) + ", B " + std::to_string(total)),
+  EXPECT_EQ(d.exit_code,
+            npusim::profiler::past_tolerance(est, total, npusim::profiler::Tolerance{}) ? 1 : 0)
+      << d.out;
+  EXPECT_NE(d.out.find("total cycles (last End): A " + std::to_string(est) + ", B " +
+                       std::to_string(total)),
             std::string::npos);
 }
 
@@ -391,16 +441,19 @@ TEST_F(ProfilerCli, ReportRejectsLowStatsLevelAndBadUsage) {
   ASSERT_EQ(npusim({"estimate", model, "-o", "low", "-q", "--stats-level", "40"}).exit_code, 0);
   Result r = npusim({"report", "low"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err,
-            "npusim: error: low/stats.json: written at stats level 40, without per-op figures; they need "
-            "stats level 70 or more (npusim run --stats-level 70)\n");
+  EXPECT_EQ(
+      r.err,
+      "npusim: error: low/stats.json: written at stats level 40, without per-op figures; they need "
+      "stats level 70 or more (npusim run --stats-level 70)\n");
   r = npusim({"report", "nope"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "npusim: error: nope: no such folder\n");
   fs::create_directories(dir_ / "empty");
   r = npusim({"report", "empty"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err, "npusim: error: empty/stats.json: not found (written by npusim run and npusim estimate)\n");
+  EXPECT_EQ(
+      r.err,
+      "npusim: error: empty/stats.json: not found (written by npusim run and npusim estimate)\n");
   r = npusim({"report", "low", "--mode", "some"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "npusim: error: --mode: expected total or each, found 'some'\n");

@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <map>
 #include <set>
-#include <tuple>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -84,21 +84,31 @@ struct Op {
 
 // A run of 1000 cycles at 800 MHz whose figures are worked out by hand in the tests below.
 const std::vector<Op> kOps = {
-    {"DI0", "DMA_IN", "L1", "DMA_IN", 0, 100},           {"DI1", "DMA_IN", "L1", "DMA_IN", 50, 200},
-    {"S0", "Conv", "L1", "SLICE0.ARRAY", 100, 400},      {"S1", "Conv", "L1", "SLICE1.ARRAY", 150, 350},
-    {"DO0", "DMA_OUT", "L1", "DMA_OUT", 400, 450},       {"S2", "Relu", "L2", "SLICE0.VECTOR", 450, 600},
-    {"DI2", "DMA_IN", "L2", "DMA_IN", 500, 550},         {"H0", "Host", "L2", "HOST", 600, 700},
-    {"DO1", "DMA_OUT", "L2", "DMA_OUT", 700, 1000},      {"S3", "Relu", "", "SLICE1.VECTOR", 800, 800},
+    {"DI0", "DMA_IN", "L1", "DMA_IN", 0, 100},      {"DI1", "DMA_IN", "L1", "DMA_IN", 50, 200},
+    {"S0", "Conv", "L1", "SLICE0.ARRAY", 100, 400}, {"S1", "Conv", "L1", "SLICE1.ARRAY", 150, 350},
+    {"DO0", "DMA_OUT", "L1", "DMA_OUT", 400, 450},  {"S2", "Relu", "L2", "SLICE0.VECTOR", 450, 600},
+    {"DI2", "DMA_IN", "L2", "DMA_IN", 500, 550},    {"H0", "Host", "L2", "HOST", 600, 700},
+    {"DO1", "DMA_OUT", "L2", "DMA_OUT", 700, 1000}, {"S3", "Relu", "", "SLICE1.VECTOR", 800, 800},
 };
 
 Json section(const std::vector<Op>& ops, Cycles total) {
   Json list = Json::array();
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const Op& o = ops[i];
-    list.push_back({{"index", i}, {"id", o.id}, {"name", "x"}, {"op", o.op}, {"layer", o.layer},
-                    {"engine", o.engine}, {"program", 0}, {"start_cycle", o.start},
-                    {"end_cycle", o.end}, {"cycles", o.end - o.start}, {"bytes", 0}, {"macs", 0},
-                    {"wait_deps_cycles", 0}, {"wait_dram_cycles", 0}});
+    list.push_back({{"index", i},
+                    {"id", o.id},
+                    {"name", "x"},
+                    {"op", o.op},
+                    {"layer", o.layer},
+                    {"engine", o.engine},
+                    {"program", 0},
+                    {"start_cycle", o.start},
+                    {"end_cycle", o.end},
+                    {"cycles", o.end - o.start},
+                    {"bytes", 0},
+                    {"macs", 0},
+                    {"wait_deps_cycles", 0},
+                    {"wait_dram_cycles", 0}});
   }
   return {{"total_cycles", total}, {"lram_peak_bytes", 4096}, {"ops", list}};
 }
@@ -108,7 +118,11 @@ Json stats_json(bool with_runtime = true) {
             {"version", 1},
             {"model", {{"name", "hand"}, {"file", "hand.json"}}},
             {"device",
-             {{"config", "default"}, {"clock_mhz", 800.0}, {"slices", 2}, {"array_rows", 16}, {"array_cols", 16}}},
+             {{"config", "default"},
+              {"clock_mhz", 800.0},
+              {"slices", 2},
+              {"array_rows", 16},
+              {"array_cols", 16}}},
             {"dram_read_bytes", 3000},
             {"dram_write_bytes", 1000},
             {"stats_level", 70},
@@ -136,8 +150,11 @@ TEST(Report, OpTypesByHand) {
   const Report r = compute_report(read_report_input(stats_json(), "s.json"));
   ASSERT_EQ(r.op_types.size(), 5u);
   const std::vector<std::tuple<std::string, std::uint64_t, Cycles, Cycles>> expected = {
-      {"Conv", 2, 500, 300}, {"DMA_OUT", 2, 350, 350}, {"DMA_IN", 3, 300, 250},
-      {"Relu", 2, 150, 150}, {"Host", 1, 100, 100}};
+      {"Conv", 2, 500, 300},
+      {"DMA_OUT", 2, 350, 350},
+      {"DMA_IN", 3, 300, 250},
+      {"Relu", 2, 150, 150},
+      {"Host", 1, 100, 100}};
   for (std::size_t i = 0; i < expected.size(); ++i) {
     EXPECT_EQ(r.op_types[i].op, std::get<0>(expected[i]));
     EXPECT_EQ(r.op_types[i].count, std::get<1>(expected[i]));
@@ -187,46 +204,67 @@ const char* kReportHead =
 const char* kReportLayers =
     "\n"
     "layers (cycles = union of the layer's commands; shares of those cycles, overlapping):\n"
-    "  commands        cycles            us   array %  vector %  DMA load %  DMA store %   other %  layer\n"
-    "         5           450         0.563     66.67      0.00       44.44        11.11      0.00  L1\n"
-    "         4           550         0.688      0.00     27.27        9.09        54.55     18.18  L2\n"
-    "         1             0         0.000      0.00      0.00        0.00         0.00      0.00  (none)\n";
+    "  commands        cycles            us   array %  vector %  DMA load %  DMA store %   other % "
+    " layer\n"
+    "         5           450         0.563     66.67      0.00       44.44        11.11      0.00 "
+    " L1\n"
+    "         4           550         0.688      0.00     27.27        9.09        54.55     18.18 "
+    " L2\n"
+    "         1             0         0.000      0.00      0.00        0.00         0.00      0.00 "
+    " (none)\n";
 
 TEST(Report, TotalModeText) {
   const ReportInput in = read_report_input(stats_json(), "s.json");
   std::ostringstream out;
   write_report(out, in, compute_report(in), ReportMode::kTotal);
-  EXPECT_EQ(out.str(),
-            std::string(kReportHead) +
-                "op types by cycles (share = cycles / all ops' cycles; wall = union / invoke time):\n"
-                "  op type                  count          cycles  share %    cdf %     wall cycles   wall %\n"
-                "  Conv                         2             500    35.71    35.71             300    30.00\n"
-                "  DMA_OUT                      2             350    25.00    60.71             350    35.00\n"
-                "  DMA_IN                       3             300    21.43    82.14             250    25.00\n"
-                "  Relu                         2             150    10.71    92.86             150    15.00\n"
-                "  Host                         1             100     7.14   100.00             100    10.00\n" +
-                kReportLayers);
+  EXPECT_EQ(
+      out.str(),
+      std::string(kReportHead) +
+          "op types by cycles (share = cycles / all ops' cycles; wall = union / invoke time):\n"
+          "  op type                  count          cycles  share %    cdf %     wall cycles   "
+          "wall %\n"
+          "  Conv                         2             500    35.71    35.71             300    "
+          "30.00\n"
+          "  DMA_OUT                      2             350    25.00    60.71             350    "
+          "35.00\n"
+          "  DMA_IN                       3             300    21.43    82.14             250    "
+          "25.00\n"
+          "  Relu                         2             150    10.71    92.86             150    "
+          "15.00\n"
+          "  Host                         1             100     7.14   100.00             100    "
+          "10.00\n" +
+          kReportLayers);
 }
 
 TEST(Report, EachModeText) {
   const ReportInput in = read_report_input(stats_json(), "s.json");
   std::ostringstream out;
   write_report(out, in, compute_report(in), ReportMode::kEach);
-  EXPECT_EQ(out.str(),
-            std::string(kReportHead) +
-                "ops by index (share = cycles / all ops' cycles):\n"
-                "    index  id        op                  engine                  start           end      cycles  share %  layer\n"
-                "        0  DI0       DMA_IN              DMA_IN                      0           100         100     7.14  L1\n"
-                "        1  DI1       DMA_IN              DMA_IN                     50           200         150    10.71  L1\n"
-                "        2  S0        Conv                SLICE0.ARRAY              100           400         300    21.43  L1\n"
-                "        3  S1        Conv                SLICE1.ARRAY              150           350         200    14.29  L1\n"
-                "        4  DO0       DMA_OUT             DMA_OUT                   400           450          50     3.57  L1\n"
-                "        5  S2        Relu                SLICE0.VECTOR             450           600         150    10.71  L2\n"
-                "        6  DI2       DMA_IN              DMA_IN                    500           550          50     3.57  L2\n"
-                "        7  H0        Host                HOST                      600           700         100     7.14  L2\n"
-                "        8  DO1       DMA_OUT             DMA_OUT                   700          1000         300    21.43  L2\n"
-                "        9  S3        Relu                SLICE1.VECTOR             800           800           0     0.00  (none)\n" +
-                kReportLayers);
+  EXPECT_EQ(out.str(), std::string(kReportHead) +
+                           "ops by index (share = cycles / all ops' cycles):\n"
+                           "    index  id        op                  engine                  start "
+                           "          end      cycles  share %  layer\n"
+                           "        0  DI0       DMA_IN              DMA_IN                      0 "
+                           "          100         100     7.14  L1\n"
+                           "        1  DI1       DMA_IN              DMA_IN                     50 "
+                           "          200         150    10.71  L1\n"
+                           "        2  S0        Conv                SLICE0.ARRAY              100 "
+                           "          400         300    21.43  L1\n"
+                           "        3  S1        Conv                SLICE1.ARRAY              150 "
+                           "          350         200    14.29  L1\n"
+                           "        4  DO0       DMA_OUT             DMA_OUT                   400 "
+                           "          450          50     3.57  L1\n"
+                           "        5  S2        Relu                SLICE0.VECTOR             450 "
+                           "          600         150    10.71  L2\n"
+                           "        6  DI2       DMA_IN              DMA_IN                    500 "
+                           "          550          50     3.57  L2\n"
+                           "        7  H0        Host                HOST                      600 "
+                           "          700         100     7.14  L2\n"
+                           "        8  DO1       DMA_OUT             DMA_OUT                   700 "
+                           "         1000         300    21.43  L2\n"
+                           "        9  S3        Relu                SLICE1.VECTOR             800 "
+                           "          800           0     0.00  (none)\n" +
+                           kReportLayers);
 }
 
 TEST(Report, EstimateWhenNoRuntimeOrWhenAskedFor) {
@@ -250,15 +288,17 @@ TEST(Report, RejectsLowStatsLevelAndBadFieldsExactly) {
   Json low = stats_json();
   low["stats_level"] = 40;
   low["runtime"].erase("ops");
-  EXPECT_EQ(report_error(low),
-            "s.json: written at stats level 40, without per-op figures; they need stats level 70 or "
-            "more (npusim run --stats-level 70)");
+  EXPECT_EQ(
+      report_error(low),
+      "s.json: written at stats level 40, without per-op figures; they need stats level 70 or "
+      "more (npusim run --stats-level 70)");
   Json bad = stats_json();
   bad["runtime"]["ops"][3].erase("end_cycle");
   EXPECT_EQ(report_error(bad), "s.json: /runtime/ops/3/end_cycle: missing");
   bad = stats_json();
   bad["runtime"]["ops"][2]["start_cycle"] = -1;
-  EXPECT_EQ(report_error(bad), "s.json: /runtime/ops/2/start_cycle: expected a non-negative integer");
+  EXPECT_EQ(report_error(bad),
+            "s.json: /runtime/ops/2/start_cycle: expected a non-negative integer");
   bad = stats_json();
   bad["runtime"]["ops"][2]["end_cycle"] = 99;
   EXPECT_EQ(report_error(bad), "s.json: /runtime/ops/2/end_cycle: is before start_cycle");
@@ -315,11 +355,15 @@ TimelineRow row(const char* id, Cycles start, Cycles end) {
 std::pair<DiffSide, DiffSide> diff_sides() {
   DiffSide a, b;
   a.label = "a.csv";
-  a.rows = {row("DI0", 0, 100), row("S0", 100, 300), row("S1", 100, 250), row("DO0", 300, 350), row("X", 0, 10)};
-  a.layer_of = std::map<std::string, std::string>{{"DI0", "L1"}, {"S0", "L1"}, {"S1", "L2"}, {"DO0", "L2"}, {"X", "L1"}};
+  a.rows = {row("DI0", 0, 100), row("S0", 100, 300), row("S1", 100, 250), row("DO0", 300, 350),
+            row("X", 0, 10)};
+  a.layer_of = std::map<std::string, std::string>{
+      {"DI0", "L1"}, {"S0", "L1"}, {"S1", "L2"}, {"DO0", "L2"}, {"X", "L1"}};
   b.label = "b.csv";
-  b.rows = {row("DI0", 0, 110), row("S0", 110, 330), row("S1", 110, 240), row("DO0", 330, 390), row("Y", 0, 5)};
-  b.layer_of = std::map<std::string, std::string>{{"DI0", "L1"}, {"S0", "L1"}, {"S1", "L2"}, {"DO0", "L2"}};
+  b.rows = {row("DI0", 0, 110), row("S0", 110, 330), row("S1", 110, 240), row("DO0", 330, 390),
+            row("Y", 0, 5)};
+  b.layer_of =
+      std::map<std::string, std::string>{{"DI0", "L1"}, {"S0", "L1"}, {"S1", "L2"}, {"DO0", "L2"}};
   return {a, b};
 }
 
@@ -356,30 +400,31 @@ TEST(Diff, TextAndVerdict) {
   DiffPrintOptions options;
   options.top = 4;
   EXPECT_FALSE(write_diff(out, a, b, r, twelve, options));
-  EXPECT_EQ(out.str(),
-            "npusim diff (tolerance 12 %)\n"
-            "  A: a.csv (5 commands)\n"
-            "  B: b.csv (5 commands)\n"
-            "\n"
-            "total cycles (last End): A 350, B 390, delta +40 (+11.43 %)\n"
-            "commands: 4 matched, 1 only in A, 1 only in B\n"
-            "  only in A: X\n"
-            "  only in B: Y\n"
-            "\n"
-            "layers by |delta| (cycles = union of the layer's commands; ! = past the tolerance), all 3:\n"
-            "        A cycles      B cycles         delta   delta %  layer\n"
-            "             300           330           +30    +10.00  L1\n"
-            "             200           190           -10     -5.00  L2\n"
-            "!              0             5            +5       n/a  (unknown)\n"
-            "\n"
-            "commands by |delta| (cycles = End - Start; ! = past the tolerance), top 4 of 6:\n"
-            "  id                A cycles      B cycles         delta   delta %\n"
-            "  S0                     200           220           +20    +10.00\n"
-            "! S1                     150           130           -20    -13.33\n"
-            "  DI0                    100           110           +10    +10.00\n"
-            "! DO0                     50            60           +10    +20.00\n"
-            "\n"
-            "result: OK (total +11.43 %, tolerance 12 %)\n");
+  EXPECT_EQ(
+      out.str(),
+      "npusim diff (tolerance 12 %)\n"
+      "  A: a.csv (5 commands)\n"
+      "  B: b.csv (5 commands)\n"
+      "\n"
+      "total cycles (last End): A 350, B 390, delta +40 (+11.43 %)\n"
+      "commands: 4 matched, 1 only in A, 1 only in B\n"
+      "  only in A: X\n"
+      "  only in B: Y\n"
+      "\n"
+      "layers by |delta| (cycles = union of the layer's commands; ! = past the tolerance), all 3:\n"
+      "        A cycles      B cycles         delta   delta %  layer\n"
+      "             300           330           +30    +10.00  L1\n"
+      "             200           190           -10     -5.00  L2\n"
+      "!              0             5            +5       n/a  (unknown)\n"
+      "\n"
+      "commands by |delta| (cycles = End - Start; ! = past the tolerance), top 4 of 6:\n"
+      "  id                A cycles      B cycles         delta   delta %\n"
+      "  S0                     200           220           +20    +10.00\n"
+      "! S1                     150           130           -20    -13.33\n"
+      "  DI0                    100           110           +10    +10.00\n"
+      "! DO0                     50            60           +10    +20.00\n"
+      "\n"
+      "result: OK (total +11.43 %, tolerance 12 %)\n");
   options.fail_on_layer = true;
   std::ostringstream strict;
   EXPECT_TRUE(write_diff(strict, a, b, r, twelve, options));
@@ -425,7 +470,8 @@ TEST(CsvReader, AcceptsNpusimAndVendorForms) {
   // LF, quoted fields with doubled quotes, commas and a line break; an empty location; a UTF-8
   // byte order mark; CRLF; no line break at the end.
   const std::string text =
-      "\xEF\xBB\xBF" "ID,Start,End,Location,Op Type\r\n"
+      "\xEF\xBB\xBF"
+      "ID,Start,End,Location,Op Type\r\n"
       "DI0,4,32900,\"loc(\"\"fc1.weight\"\")\",DMA_IN\r\n"
       "S0,10,20,\"a, b\nc\",Conv\n"
       "DO0,20,20,,\"DMA_OUT\"";
@@ -447,14 +493,18 @@ TEST(CsvReader, AcceptsNpusimAndVendorForms) {
 }
 
 TEST(CsvReader, RejectsTimelineProblemsNamingFileRowAndField) {
-  EXPECT_EQ(timeline_error(""), "t.csv: empty file; a timeline.csv starts with the header 'ID,Start,End,Location,Op Type'");
+  EXPECT_EQ(
+      timeline_error(""),
+      "t.csv: empty file; a timeline.csv starts with the header 'ID,Start,End,Location,Op Type'");
   EXPECT_EQ(timeline_error("ID,Start,End\n"),
-            "t.csv: row 1: expected the timeline.csv header 'ID,Start,End,Location,Op Type', found 'ID,Start,End'");
+            "t.csv: row 1: expected the timeline.csv header 'ID,Start,End,Location,Op Type', found "
+            "'ID,Start,End'");
   EXPECT_EQ(timeline_error("id;time_since_open;time_since_start;location\n0;1;1;\"x\"\n"),
             "t.csv: row 1: expected the timeline.csv header 'ID,Start,End,Location,Op Type', found "
             "'id;time_since_open;time_since_start;location' (that is a runtime.csv header)");
   EXPECT_EQ(timeline_error(kHeader + "S0,1,2,x\n"), "t.csv: row 2: expected 5 fields, found 4");
-  EXPECT_EQ(timeline_error(kHeader + "S0,1,2,x,Conv,\n"), "t.csv: row 2: expected 5 fields, found 6");
+  EXPECT_EQ(timeline_error(kHeader + "S0,1,2,x,Conv,\n"),
+            "t.csv: row 2: expected 5 fields, found 6");
   EXPECT_EQ(timeline_error(kHeader + "S0,1.5,2,x,Conv\n"),
             "t.csv: row 2, field 'Start': expected a non-negative integer (cycles), found '1.5'");
   EXPECT_EQ(timeline_error(kHeader + "S0,-1,2,x,Conv\n"),
@@ -465,25 +515,29 @@ TEST(CsvReader, RejectsTimelineProblemsNamingFileRowAndField) {
             "t.csv: row 2, field 'End': expected a non-negative integer (cycles), found ''");
   EXPECT_EQ(timeline_error(kHeader + "S0,0,9007199254740993,x,Conv\n"),
             "t.csv: row 2, field 'End': '9007199254740993' is larger than 9007199254740992");
-  EXPECT_EQ(timeline_error(kHeader + "S0,10,5,x,Conv\n"), "t.csv: row 2, field 'End': 5 is before Start 10");
+  EXPECT_EQ(timeline_error(kHeader + "S0,10,5,x,Conv\n"),
+            "t.csv: row 2, field 'End': 5 is before Start 10");
   EXPECT_EQ(timeline_error(kHeader + ",1,2,x,Conv\n"), "t.csv: row 2, field 'ID': empty");
   EXPECT_EQ(timeline_error(kHeader + "S0,1,2,x,\n"), "t.csv: row 2, field 'Op Type': empty");
   EXPECT_EQ(timeline_error(kHeader + "S0,1,2,x,Conv\nS0,3,4,y,Conv\n"),
             "t.csv: row 3, field 'ID': duplicate ID 'S0' (also in row 2)");
-  EXPECT_EQ(timeline_error(kHeader + "S0,1,2,lo\"c,Conv\n"),
-            "t.csv: row 2, field 'Location': a quote inside an unquoted field (quote the whole field "
-            "and double the quotes in it)");
+  EXPECT_EQ(
+      timeline_error(kHeader + "S0,1,2,lo\"c,Conv\n"),
+      "t.csv: row 2, field 'Location': a quote inside an unquoted field (quote the whole field "
+      "and double the quotes in it)");
   EXPECT_EQ(timeline_error(kHeader + "S0,1,2,\"loc\"x,Conv\n"),
             "t.csv: row 2, field 'Location': unexpected 'x' after the closing quote");
   EXPECT_EQ(timeline_error(kHeader + "S0,1,2,\"loc,Conv\n"),
             "t.csv: row 2, field 'Location': unterminated quoted field");
   EXPECT_EQ(timeline_error(kHeader + "S0,1,2,x,Conv\rS1,1,2,x,Conv\n"),
             "t.csv: row 2, field 'Op Type': a CR not followed by LF (line breaks are CRLF or LF)");
-  EXPECT_EQ(timeline_error(kHeader + "S0,1,2,x,Conv\n\nS1,1,2,x,Conv\n"), "t.csv: row 3: empty line");
+  EXPECT_EQ(timeline_error(kHeader + "S0,1,2,x,Conv\n\nS1,1,2,x,Conv\n"),
+            "t.csv: row 3: empty line");
   EXPECT_EQ(timeline_error(kHeader + "S0,1,2,x,Conv\n\n"), "t.csv: row 3: empty line");
   // A quoted line break in row 2 puts row 3 on line 4.
-  EXPECT_EQ(timeline_error(kHeader + "S0,1,2,\"a\nb\",Conv\nS1,1,x,y,Conv\n"),
-            "t.csv: row 3 (line 4), field 'End': expected a non-negative integer (cycles), found 'x'");
+  EXPECT_EQ(
+      timeline_error(kHeader + "S0,1,2,\"a\nb\",Conv\nS1,1,x,y,Conv\n"),
+      "t.csv: row 3 (line 4), field 'End': expected a non-negative integer (cycles), found 'x'");
 }
 
 TEST(CsvReader, RuntimeAcceptsAndRejects) {
@@ -511,13 +565,16 @@ TEST(CsvReader, RuntimeAcceptsAndRejects) {
             "(the program's end)");
   EXPECT_EQ(runtime_error_of(header + "0;20;10;x\n0;40;10;y\n"),
             "r.csv: row 3, field 'id': duplicate id 0 (also in row 2)");
-  EXPECT_EQ(runtime_error_of(header + "p0;20;10;x\n"),
-            "r.csv: row 2, field 'id': expected a non-negative integer (program index), found 'p0'");
+  EXPECT_EQ(
+      runtime_error_of(header + "p0;20;10;x\n"),
+      "r.csv: row 2, field 'id': expected a non-negative integer (program index), found 'p0'");
   EXPECT_EQ(runtime_error_of(header + "0;20.5;10;x\n"),
-            "r.csv: row 2, field 'time_since_open': expected a non-negative integer (microseconds), found '20.5'");
+            "r.csv: row 2, field 'time_since_open': expected a non-negative integer "
+            "(microseconds), found '20.5'");
   EXPECT_EQ(runtime_error_of(header + "0;20;10;a;b\n"), "r.csv: row 2: expected 4 fields, found 5");
   EXPECT_EQ(runtime_error_of(kHeader + "S0,1,2,\"x\",Conv\n"),
-            "r.csv: row 1: expected the runtime.csv header 'id;time_since_open;time_since_start;location', "
+            "r.csv: row 1: expected the runtime.csv header "
+            "'id;time_since_open;time_since_start;location', "
             "found 'ID,Start,End,Location,Op Type' (that is a timeline.csv header)");
 }
 
@@ -553,8 +610,9 @@ ImportedTrace import_example() {
   ImportedFile t;
   t.path = "t.csv";
   t.kind = ImportedFile::Kind::kTimeline;
-  t.timeline = {trow("DI0", 0, 100, "DMA_IN"),  trow("DI1", 50, 150, "DMA_IN"), trow("S0", 100, 300, "Conv"),
-                trow("S1", 120, 200, "Gemm"),   trow("DO0", 300, 340, "DMA_OUT"), trow("S2", 400, 500, "Relu")};
+  t.timeline = {trow("DI0", 0, 100, "DMA_IN"),    trow("DI1", 50, 150, "DMA_IN"),
+                trow("S0", 100, 300, "Conv"),     trow("S1", 120, 200, "Gemm"),
+                trow("DO0", 300, 340, "DMA_OUT"), trow("S2", 400, 500, "Relu")};
   ImportedFile r;
   r.path = "r.csv";
   r.kind = ImportedFile::Kind::kRuntime;
@@ -605,10 +663,14 @@ TEST(ConvertOverview, FiguresByHand) {
   std::ostringstream table;
   write_overview_table(table, trace);
   EXPECT_EQ(table.str(),
-            "overview (us; busy = union of all rows, idle = overall - busy, overall = last end - first start):\n"
-            "   pid  kind         rows           DMA         slice      DMA only    slice only     DMA+slice          busy          idle       overall  file\n"
-            "     1  timeline        6         0.237         0.375         0.175         0.313         0.062         0.550         0.075         0.625  t.csv\n"
-            "     2  runtime         2             -             -             -             -             -        20.000         5.000        25.000  r.csv\n");
+            "overview (us; busy = union of all rows, idle = overall - busy, overall = last end - "
+            "first start):\n"
+            "   pid  kind         rows           DMA         slice      DMA only    slice only     "
+            "DMA+slice          busy          idle       overall  file\n"
+            "     1  timeline        6         0.237         0.375         0.175         0.313     "
+            "    0.062         0.550         0.075         0.625  t.csv\n"
+            "     2  runtime         2             -             -             -             -     "
+            "        -        20.000         5.000        25.000  r.csv\n");
 }
 
 TEST(ConvertTrace, OneProcessPerFileLanesForOverlapsUniqueIds) {
@@ -635,12 +697,14 @@ TEST(ConvertTrace, OneProcessPerFileLanesForOverlapsUniqueIds) {
         track_name[d.uuid()] = d.thread().thread_name();
       }
     } else if (p.has_track_event() && p.track_event().type() == pb::TrackEvent::TYPE_SLICE_BEGIN) {
-      begins.emplace_back(track_name[p.track_event().track_uuid()], p.track_event().name(), p.timestamp());
+      begins.emplace_back(track_name[p.track_event().track_uuid()], p.track_event().name(),
+                          p.timestamp());
     }
   }
-  EXPECT_EQ(processes, (std::vector<std::pair<int, std::string>>{{1, "timeline: t.csv"}, {2, "runtime: r.csv"}}));
-  EXPECT_EQ(threads, (std::vector<std::string>{"1 compute", "1 compute lane 1", "1 DMA_IN", "1 DMA_IN lane 1",
-                                               "1 DMA_OUT", "2 programs"}));
+  EXPECT_EQ(processes, (std::vector<std::pair<int, std::string>>{{1, "timeline: t.csv"},
+                                                                 {2, "runtime: r.csv"}}));
+  EXPECT_EQ(threads, (std::vector<std::string>{"1 compute", "1 compute lane 1", "1 DMA_IN",
+                                               "1 DMA_IN lane 1", "1 DMA_OUT", "2 programs"}));
   std::sort(begins.begin(), begins.end());
   EXPECT_EQ(begins, (std::vector<std::tuple<std::string, std::string, std::uint64_t>>{
                         {"DMA_IN", "0_DMA_IN_DI0", 0},
@@ -665,9 +729,10 @@ TEST(ConvertTrace, RejectsTimesPastTheTraceRange) {
     ImportedTrace trace(std::move(files), 1);  // 1 kHz: 1 cycle = 1 ms
     FAIL() << "accepted";
   } catch (const ParseError& e) {
-    EXPECT_STREQ(e.what(),
-                 "t.csv: row 2, field 'End': 9007199254740992 cycles is past the latest time a trace "
-                 "can hold (2^63-1 ns) at this clock");
+    EXPECT_STREQ(
+        e.what(),
+        "t.csv: row 2, field 'End': 9007199254740992 cycles is past the latest time a trace "
+        "can hold (2^63-1 ns) at this clock");
   }
 }
 

@@ -103,7 +103,9 @@ std::string scale_cfg(std::uint64_t r, std::uint64_t c, const std::string& dataf
          std::to_string(r) + "\nArrayWidth:     " + std::to_string(c) +
          "\nIfmapSramSzkB:    6144\nFilterSramSzkB:   6144\nOfmapSramSzkB:    2048\n"
          "IfmapOffset:    0\nFilterOffset:   10000000\nOfmapOffset:    20000000\n"
-         "Dataflow : " + dataflow + "\nBandwidth : 10\nMemoryBanks: 1\n\n"
+         "Dataflow : " +
+         dataflow +
+         "\nBandwidth : 10\nMemoryBanks: 1\n\n"
          "[run_presets]\nInterfaceBandwidth: CALC\n";
 }
 
@@ -117,20 +119,20 @@ class ScaleSimReference : public ::testing::TestWithParam<Case> {};
 
 TEST_P(ScaleSimReference, EveryLayerEqualsScaleSimsComputeReport) {
   const Case& k = GetParam();
-  const fs::path topology = fs::path(NPUSIM_SOURCE_DIR) / ".." / "shared" / "models" / "scalesim" / k.topology;
+  const fs::path topology =
+      fs::path(NPUSIM_SOURCE_DIR) / ".." / "shared" / "models" / "scalesim" / k.topology;
   ASSERT_TRUE(fs::exists(topology)) << topology << " is missing: ../shared/models must be present";
   const bool gemm = k.topology.rfind("gemm/", 0) == 0;
   const std::vector<OracleLayer> expected = oracle(topology, gemm, k.array, k.array, k.dataflow);
 
-  const fs::path dir = fs::temp_directory_path() /
-                       ("npusim_scalesim_" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("npusim_scalesim_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   std::ofstream(dir / "scale.cfg") << scale_cfg(k.array, k.array, k.dataflow);
-  const std::string run = quote(NPUSIM_BINARY) + " run " + quote(topology.string()) +
-                          " --config " + quote((dir / "scale.cfg").string()) +
-                          " --ideal-memory -q -o " + quote((dir / "out").string()) + " 2>" +
-                          quote((dir / "err").string());
+  const std::string run = quote(NPUSIM_BINARY) + " run " + quote(topology.string()) + " --config " +
+                          quote((dir / "scale.cfg").string()) + " --ideal-memory -q -o " +
+                          quote((dir / "out").string()) + " 2>" + quote((dir / "err").string());
   ASSERT_EQ(std::system(run.c_str()), 0) << read_file(dir / "err");
   const std::string report = quote(NPUSIM_BINARY) + " report " + quote((dir / "out").string()) +
                              " --layers --format csv >" + quote((dir / "layers.csv").string());
@@ -140,19 +142,23 @@ TEST_P(ScaleSimReference, EveryLayerEqualsScaleSimsComputeReport) {
   std::string line;
   std::getline(csv, line);
   EXPECT_EQ(line.rfind("LayerID, Total Cycles, Stall Cycles, Overall Util %, Mapping Efficiency %, "
-                       "Compute Util %,", 0), 0u) << line;
+                       "Compute Util %,",
+                       0),
+            0u)
+      << line;
   std::size_t row = 0;
   while (std::getline(csv, line)) {
     ASSERT_LT(row, expected.size()) << "more layers than the topology has: " << line;
     std::vector<std::string> f;
     std::stringstream s(line);
     std::string field;
-    while (std::getline(s, field, ',')) f.push_back(field.empty() || field[0] != ' ' ? field : field.substr(1));
+    while (std::getline(s, field, ','))
+      f.push_back(field.empty() || field[0] != ' ' ? field : field.substr(1));
     const OracleLayer& e = expected[row];
     EXPECT_EQ(f[0], std::to_string(row));
     EXPECT_EQ(f[6], e.name) << "row " << row;
     EXPECT_EQ(std::stoull(f[1]), e.total) << e.name;  // Total Cycles: zero error
-    EXPECT_EQ(std::stoull(f[2]), 0u) << e.name;         // Stall Cycles, as in CALC mode
+    EXPECT_EQ(std::stoull(f[2]), 0u) << e.name;       // Stall Cycles, as in CALC mode
     EXPECT_NEAR(std::stod(f[3]), e.overall_pct, 1e-9 * e.overall_pct) << e.name;
     EXPECT_NEAR(std::stod(f[4]), e.mapping_pct, 1e-9 * e.mapping_pct) << e.name;
     EXPECT_NEAR(std::stod(f[5]), e.compute_pct, 1e-9 * e.compute_pct) << e.name;
@@ -169,7 +175,8 @@ std::vector<Case> all_cases() {
   for (const char* sub : {"conv_nets", "gemm"}) {
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(root / sub, ec)) {
-      if (e.path().extension() == ".csv") files.push_back(std::string(sub) + "/" + e.path().filename().string());
+      if (e.path().extension() == ".csv")
+        files.push_back(std::string(sub) + "/" + e.path().filename().string());
     }
   }
   std::sort(files.begin(), files.end());
@@ -184,14 +191,16 @@ std::vector<Case> all_cases() {
 }
 
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
-  std::string n = info.param.topology + "_" + std::to_string(info.param.array) + "_" + info.param.dataflow;
+  std::string n =
+      info.param.topology + "_" + std::to_string(info.param.array) + "_" + info.param.dataflow;
   for (char& ch : n) {
     if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
   }
   return n;
 }
 
-INSTANTIATE_TEST_SUITE_P(Topologies, ScaleSimReference, ::testing::ValuesIn(all_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(Topologies, ScaleSimReference, ::testing::ValuesIn(all_cases()),
+                         case_name);
 
 }  // namespace
 }  // namespace npusim::test

@@ -26,8 +26,12 @@ Json dma_in(const std::string& id, std::uint64_t bytes) {
 }
 
 Json gemm(const std::string& id, std::uint32_t slice, Json deps = Json::array()) {
-  return {{"id", id}, {"engine", "SLICE"}, {"slice", slice}, {"op", "Gemm"},
-          {"shape", {{"m", 16}, {"n", 16}, {"k", 16}}}, {"deps", std::move(deps)}};
+  return {{"id", id},
+          {"engine", "SLICE"},
+          {"slice", slice},
+          {"op", "Gemm"},
+          {"shape", {{"m", 16}, {"n", 16}, {"k", 16}}},
+          {"deps", std::move(deps)}};
 }
 
 std::string error_of(const Json& root) {
@@ -41,8 +45,9 @@ std::string error_of(const Json& root) {
 
 TEST(Schedule, LayersRoundTripThroughTheJsonForm) {
   Json root = schedule_with({gemm("S0", 0)});
-  root["layers"] = Json::array({Json{{"name", "conv1"}, {"gemm", {{"batch", 2}, {"m", 64}, {"n", 8}, {"k", 27}}}},
-                                Json{{"name", "relu1"}}});
+  root["layers"] = Json::array(
+      {Json{{"name", "conv1"}, {"gemm", {{"batch", 2}, {"m", 64}, {"n", 8}, {"k", 27}}}},
+       Json{{"name", "relu1"}}});
   const Schedule s = parse_schedule(root, "s.json", parse_hw_config("{}", "cfg"));
   ASSERT_EQ(s.layers.size(), 2u);
   EXPECT_TRUE(s.layers[0].on_array);
@@ -52,7 +57,8 @@ TEST(Schedule, LayersRoundTripThroughTheJsonForm) {
   EXPECT_FALSE(s.layers[1].on_array);
   std::ostringstream text;
   write_schedule_json(text, s);
-  const Schedule again = parse_schedule(Json::parse(text.str()), "s2.json", parse_hw_config("{}", "cfg"));
+  const Schedule again =
+      parse_schedule(Json::parse(text.str()), "s2.json", parse_hw_config("{}", "cfg"));
   ASSERT_EQ(again.layers.size(), 2u);
   EXPECT_EQ(again.layers[0].gemm.n, 8u);
   EXPECT_EQ(again.layers[1].name, "relu1");
@@ -93,17 +99,22 @@ TEST(Schedule, FormatAndVersionAreChecked) {
 }
 
 TEST(Schedule, DependencyCycleIsNamed) {
-  const Json root = schedule_with({gemm("S0", 0, {"S2"}), gemm("S1", 0, {"S0"}), gemm("S2", 1, {"S1"})});
-  EXPECT_THAT(error_of(root), HasSubstr("s.json: /commands: dependency cycle: S0 -> S2 -> S1 -> S0"));
+  const Json root =
+      schedule_with({gemm("S0", 0, {"S2"}), gemm("S1", 0, {"S0"}), gemm("S2", 1, {"S1"})});
+  EXPECT_THAT(error_of(root),
+              HasSubstr("s.json: /commands: dependency cycle: S0 -> S2 -> S1 -> S0"));
 }
 
 TEST(Schedule, SliceOutOfRange) {
-  EXPECT_THAT(error_of(schedule_with({gemm("S0", 2)})),
-              HasSubstr("s.json: /commands/0/slice: slice 2 out of range: the config 'cfg' has 2 slice(s)"));
+  EXPECT_THAT(
+      error_of(schedule_with({gemm("S0", 2)})),
+      HasSubstr(
+          "s.json: /commands/0/slice: slice 2 out of range: the config 'cfg' has 2 slice(s)"));
 }
 
 TEST(Schedule, ReferencesAreChecked) {
-  const Json root = schedule_with({gemm("S0", 0, {"DI9", "S0"}), gemm("S0", 1), gemm("S2", 1, {"S0", "S0"})});
+  const Json root =
+      schedule_with({gemm("S0", 0, {"DI9", "S0"}), gemm("S0", 1), gemm("S2", 1, {"S0", "S0"})});
   const std::string e = error_of(root);
   EXPECT_THAT(e, HasSubstr("/commands/0/deps/0: unknown command id 'DI9'"));
   EXPECT_THAT(e, HasSubstr("/commands/0/deps/1: command 'S0' depends on itself"));
@@ -137,9 +148,18 @@ TEST(Schedule, CommandFieldsAreChecked) {
 }
 
 TEST(Schedule, ConvShapesAreChecked) {
-  Json conv = {{"id", "S0"}, {"engine", "SLICE"}, {"slice", 0}, {"op", "Conv"},
-               {"shape", {{"in_h", 2}, {"in_w", 2}, {"in_c", 6}, {"out_c", 8}, {"kernel_h", 3},
-                          {"kernel_w", 3}, {"groups", 4}}}};
+  Json conv = {{"id", "S0"},
+               {"engine", "SLICE"},
+               {"slice", 0},
+               {"op", "Conv"},
+               {"shape",
+                {{"in_h", 2},
+                 {"in_w", 2},
+                 {"in_c", 6},
+                 {"out_c", 8},
+                 {"kernel_h", 3},
+                 {"kernel_w", 3},
+                 {"groups", 4}}}};
   const std::string e = error_of(schedule_with({conv}));
   EXPECT_THAT(e, HasSubstr("/commands/0/shape/groups: groups 4 must divide in_c and out_c"));
   EXPECT_THAT(e, HasSubstr("/commands/0/shape/kernel_h: kernel taller than the padded input"));
@@ -152,7 +172,8 @@ TEST(Schedule, HugeShapesAreRejectedNotWrapped) {
   EXPECT_THAT(error_of(schedule_with({big})), HasSubstr("/commands/0/shape: shape too large"));
   Json too_big = gemm("S1", 0);
   too_big["shape"]["m"] = 4294967297;
-  EXPECT_THAT(error_of(schedule_with({too_big})), HasSubstr("/commands/0/shape/m: value 4294967297 out of range"));
+  EXPECT_THAT(error_of(schedule_with({too_big})),
+              HasSubstr("/commands/0/shape/m: value 4294967297 out of range"));
 }
 
 TEST(Schedule, BuffersAreChecked) {
@@ -171,7 +192,8 @@ TEST(Schedule, BuffersAreChecked) {
   EXPECT_THAT(e, HasSubstr("/commands/4/alloc/0/buffer: a buffer needs a name"));
   EXPECT_THAT(e, HasSubstr("/commands/4/free/0: expected a buffer name"));
   EXPECT_THAT(e, HasSubstr("/commands/1/alloc/0/buffer: buffer 'x' is allocated twice"));
-  EXPECT_THAT(e, HasSubstr("/commands/1/alloc/1/bytes: buffer of 524289 bytes can never fit the local memory of 524288 bytes"));
+  EXPECT_THAT(e, HasSubstr("/commands/1/alloc/1/bytes: buffer of 524289 bytes can never fit the "
+                           "local memory of 524288 bytes"));
   EXPECT_THAT(e, HasSubstr("/commands/2/free/1: buffer 'y' is never allocated"));
   EXPECT_THAT(e, HasSubstr("/commands/3/free/0: buffer 'x' is freed twice"));
 }
@@ -187,15 +209,18 @@ TEST(Schedule, FreeMustDependOnTheAllocation) {
   Json s0 = gemm("S0", 1, {"S1"});
   s0["free"] = {"y"};
   const std::string e = error_of(schedule_with({a, b, s1, s0}));
-  EXPECT_THAT(e, HasSubstr("s.json: /commands/1/free/0: buffer 'x' is freed by DI1, which does not depend on DI0 that allocates it"));
+  EXPECT_THAT(e, HasSubstr("s.json: /commands/1/free/0: buffer 'x' is freed by DI1, which does not "
+                           "depend on DI0 that allocates it"));
   EXPECT_THAT(e, ::testing::Not(HasSubstr("'y'")));
 }
 
 TEST(Schedule, TransfersHaveABurstLimit) {
   // 2^22 bursts of 256 bytes is the most one transfer may have.
-  EXPECT_EQ(error_of(schedule_with(Json::array({dma_in("DI0", (std::uint64_t{1} << 22) * 256)}))), "no error");
-  EXPECT_THAT(error_of(schedule_with(Json::array({dma_in("DI0", (std::uint64_t{1} << 22) * 256 + 1)}))),
-              HasSubstr("/commands/0/bytes: 1073741825 bytes make 4194305 bursts"));
+  EXPECT_EQ(error_of(schedule_with(Json::array({dma_in("DI0", (std::uint64_t{1} << 22) * 256)}))),
+            "no error");
+  EXPECT_THAT(
+      error_of(schedule_with(Json::array({dma_in("DI0", (std::uint64_t{1} << 22) * 256 + 1)}))),
+      HasSubstr("/commands/0/bytes: 1073741825 bytes make 4194305 bursts"));
 }
 
 TEST(Schedule, ErrorsDoNotCascade) {
@@ -204,8 +229,10 @@ TEST(Schedule, ErrorsDoNotCascade) {
   dma_with_shape["shape"] = {{"m", 1}};
   const std::string e = error_of(schedule_with({unknown_engine, dma_with_shape}));
   // One problem each: no "missing op" for the unknown engine, no "unknown key" for the shape.
-  EXPECT_EQ(e, "s.json: /commands/0/engine: unknown engine 'GPU' (expected DMA_IN, DMA_OUT, SLICE or HOST)\n"
-               "s.json: /commands/1/shape: shape applies to SLICE commands only");
+  EXPECT_EQ(
+      e,
+      "s.json: /commands/0/engine: unknown engine 'GPU' (expected DMA_IN, DMA_OUT, SLICE or HOST)\n"
+      "s.json: /commands/1/shape: shape applies to SLICE commands only");
   Json no_model = schedule_with(Json::array());
   no_model.erase("model");
   EXPECT_EQ(error_of(no_model), "s.json: /model: missing required field");

@@ -30,8 +30,12 @@ using npusim::test::quote;
 using npusim::test::read_file;
 using npusim::test::Result;
 
-std::string model(const std::string& name) { return (kSource / "models" / (name + ".json")).string(); }
-std::string zoo(const std::string& name) { return (kSource / "models" / "zoo" / (name + ".json")).string(); }
+std::string model(const std::string& name) {
+  return (kSource / "models" / (name + ".json")).string();
+}
+std::string zoo(const std::string& name) {
+  return (kSource / "models" / "zoo" / (name + ".json")).string();
+}
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;
@@ -55,8 +59,8 @@ class Sweep : public ::testing::Test {
  protected:
   void SetUp() override {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() / ("npusim_sweep_" + std::string(info->test_suite_name()) + "_" +
-                                        info->name() + "_" + std::to_string(::getpid()));
+    dir_ = fs::temp_directory_path() / ("npusim_sweep_" + std::string(info->test_suite_name()) +
+                                        "_" + info->name() + "_" + std::to_string(::getpid()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -96,17 +100,19 @@ class Sweep : public ::testing::Test {
 // stats.json (which the sweep runs at --stats-level 40, the run here at the default 70).
 TEST_F(Sweep, PointFiguresEqualSingleRuns) {
   const fs::path out = dir_ / "sw";
-  const Result r = npusim({"sweep", "--model", zoo("resnet50"), "--config", "server", "--clock-mhz",
-                           "500,1000", "--slices", "4,8", "--jobs", "2", "--out", out.string(), "-q"});
+  const Result r =
+      npusim({"sweep", "--model", zoo("resnet50"), "--config", "server", "--clock-mhz", "500,1000",
+              "--slices", "4,8", "--jobs", "2", "--out", out.string(), "-q"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const Json sweep = Json::parse(read_file(out / "sweep.json"));
   const auto csv = lines_of(read_file(out / "sweep.csv"));
   ASSERT_EQ(csv.size(), 5u);
-  EXPECT_EQ(csv[0],
-            "index,clock_mhz,slices.count,status,exit_code,total_cycles,latency_us,mac_utilization,"
-            "dram_gbps,bound,compute_busy_cycles,dma_busy_cycles,lower_bound_array_cycles,"
-            "lower_bound_vector_cycles,lower_bound_mac_peak_cycles,lower_bound_dma_in_port_cycles,"
-            "lower_bound_dma_out_port_cycles,lower_bound_dram_cycles,lower_bound_host_cycles,error");
+  EXPECT_EQ(
+      csv[0],
+      "index,clock_mhz,slices.count,status,exit_code,total_cycles,latency_us,mac_utilization,"
+      "dram_gbps,bound,compute_busy_cycles,dma_busy_cycles,lower_bound_array_cycles,"
+      "lower_bound_vector_cycles,lower_bound_mac_peak_cycles,lower_bound_dma_in_port_cycles,"
+      "lower_bound_dma_out_port_cycles,lower_bound_dram_cycles,lower_bound_host_cycles,error");
   ASSERT_EQ(sweep["points"].size(), 4u);
   const std::vector<std::pair<std::string, std::string>> grid = {
       {"500", "4"}, {"500", "8"}, {"1000", "4"}, {"1000", "8"}};
@@ -114,8 +120,8 @@ TEST_F(Sweep, PointFiguresEqualSingleRuns) {
     SCOPED_TRACE("point " + std::to_string(i));
     const fs::path single = dir_ / ("single" + std::to_string(i));
     const Result run = npusim({"run", "--model", zoo("resnet50"), "--config", "server", "--set",
-                               "clock_mhz=" + grid[i].first, "--set", "slices.count=" + grid[i].second,
-                               "--out", single.string(), "-q"});
+                               "clock_mhz=" + grid[i].first, "--set",
+                               "slices.count=" + grid[i].second, "--out", single.string(), "-q"});
     ASSERT_EQ(run.exit_code, 0) << run.err;
     const Json stats = Json::parse(read_file(single / "stats.json"));
     const Json& rt = stats["runtime"];
@@ -137,8 +143,8 @@ TEST_F(Sweep, PointFiguresEqualSingleRuns) {
     EXPECT_EQ(p["dram_gbps"], rt["dram_achieved_gbps"]);
     EXPECT_EQ(p["compute_busy_cycles"], compute);
     EXPECT_EQ(p["dma_busy_cycles"], dma);
-    const std::vector<std::string> bounds = {"array", "vector", "mac_peak", "dma_in_port",
-                                             "dma_out_port", "dram", "host"};
+    const std::vector<std::string> bounds = {"array",        "vector", "mac_peak", "dma_in_port",
+                                             "dma_out_port", "dram",   "host"};
     for (const std::string& b : bounds) {
       EXPECT_EQ(p["lower_bound_" + b + "_cycles"], stats["bounds"][b + "_cycles"]) << b;
     }
@@ -174,8 +180,9 @@ TEST_F(Sweep, JobsDoNotChangeTheOutputs) {
   std::map<std::string, std::string> csv, json;
   for (const std::string jobs : {"1", "2"}) {
     const fs::path out = dir_ / ("jobs" + jobs);
-    const Result r = npusim({"sweep", "-m", model("convnet"), "--sweep", "clock_mhz=400,800,1200",
-                             "--sweep", "dram.bandwidth_gbps=6.4,12.8", "--jobs", jobs, "-o", out.string()});
+    const Result r =
+        npusim({"sweep", "-m", model("convnet"), "--sweep", "clock_mhz=400,800,1200", "--sweep",
+                "dram.bandwidth_gbps=6.4,12.8", "--jobs", jobs, "-o", out.string()});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     csv[jobs] = read_file(out / "sweep.csv");
     json[jobs] = read_file(out / "sweep.json");
@@ -185,7 +192,7 @@ TEST_F(Sweep, JobsDoNotChangeTheOutputs) {
   // Grid order: keys in command-line order, the last one fastest.
   const auto rows = lines_of(csv["1"]);
   ASSERT_EQ(rows.size(), 7u);
-  const std::vector<std::string> expected = {"0,400,6.4", "1,400,12.8", "2,800,6.4",
+  const std::vector<std::string> expected = {"0,400,6.4",  "1,400,12.8", "2,800,6.4",
                                              "3,800,12.8", "4,1200,6.4", "5,1200,12.8"};
   for (std::size_t i = 0; i < expected.size(); ++i) {
     EXPECT_EQ(rows[i + 1].substr(0, expected[i].size() + 3), expected[i] + ",ok") << rows[i + 1];
@@ -207,7 +214,8 @@ TEST_F(Sweep, FailingPointIsReportedAndTheOthersComplete) {
   EXPECT_FALSE(fs::exists(out / "points/0/stats.json"));
 
   // The good point is exactly a plain run of the model (12.8 GB/s is the default).
-  const Result run = npusim({"run", "-m", model("convnet"), "-o", (dir_ / "single").string(), "-q"});
+  const Result run =
+      npusim({"run", "-m", model("convnet"), "-o", (dir_ / "single").string(), "-q"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const Json stats = Json::parse(read_file(dir_ / "single/stats.json"));
   const Json sweep = Json::parse(read_file(out / "sweep.json"));
@@ -256,23 +264,26 @@ TEST_F(Sweep, OneProgressLinePerPointWithoutATerminal) {
   ASSERT_EQ(lines.size(), 3u) << r.err;
   std::set<std::string> points;
   for (std::size_t i = 0; i < lines.size(); ++i) {
-    EXPECT_EQ(lines[i].rfind("npusim: sweep: [" + std::to_string(i + 1) + "/3] point ", 0), 0u) << lines[i];
+    EXPECT_EQ(lines[i].rfind("npusim: sweep: [" + std::to_string(i + 1) + "/3] point ", 0), 0u)
+        << lines[i];
     EXPECT_THAT(lines[i], HasSubstr("): ok, "));
     points.insert(lines[i].substr(lines[i].find("point "), 7));
   }
   EXPECT_EQ(points, (std::set<std::string>{"point 0", "point 1", "point 2"}));
-  EXPECT_EQ(r.out, "sweep: 3 point(s), 3 ok, 0 failed; written to " + (dir_ / "sw/sweep.csv").string() +
-                       " and " + (dir_ / "sw/sweep.json").string() + "\n");
+  EXPECT_EQ(r.out, "sweep: 3 point(s), 3 ok, 0 failed; written to " +
+                       (dir_ / "sw/sweep.csv").string() + " and " +
+                       (dir_ / "sw/sweep.json").string() + "\n");
   // --quiet: nothing at all when every point succeeds.
-  const Result q = npusim({"sweep", "-m", model("fc"), "--clock-mhz", "400,800", "-o", (dir_ / "q").string(), "-q"});
+  const Result q = npusim(
+      {"sweep", "-m", model("fc"), "--clock-mhz", "400,800", "-o", (dir_ / "q").string(), "-q"});
   ASSERT_EQ(q.exit_code, 0) << q.err;
   EXPECT_EQ(q.out, "");
   EXPECT_EQ(q.err, "");
 }
 
 TEST_F(Sweep, MergeOfEmittedJobsEqualsTheDirectSweep) {
-  const std::vector<std::string> grid = {"-m", model("convnet"), "--clock-mhz", "400,800", "--sweep",
-                                         "dram.bandwidth_gbps=0,12.8"};
+  const std::vector<std::string> grid = {"-m",      model("convnet"), "--clock-mhz",
+                                         "400,800", "--sweep",        "dram.bandwidth_gbps=0,12.8"};
   auto with = [&](std::vector<std::string> extra) {
     std::vector<std::string> args = {"sweep"};
     args.insert(args.end(), grid.begin(), grid.end());
@@ -306,7 +317,8 @@ TEST_F(Sweep, MergeOfEmittedJobsEqualsTheDirectSweep) {
   }
   const Result m = npusim({"sweep", "--merge", emitted.string()});
   EXPECT_EQ(m.exit_code, 3) << m.err;
-  EXPECT_THAT(m.err, HasSubstr("point 0 (clock_mhz=400 dram.bandwidth_gbps=0) failed: npusim: error: "));
+  EXPECT_THAT(m.err,
+              HasSubstr("point 0 (clock_mhz=400 dram.bandwidth_gbps=0) failed: npusim: error: "));
   EXPECT_EQ(read_file(emitted / "sweep.csv"), read_file(direct / "sweep.csv"));
   EXPECT_EQ(read_file(emitted / "sweep.json"), read_file(direct / "sweep.json"));
 
@@ -324,13 +336,17 @@ TEST_F(Sweep, MergeOfEmittedJobsEqualsTheDirectSweep) {
 TEST_F(Sweep, MergeReportsPointsThatNeverRan) {
   const fs::path out = dir_ / "sw";
   ASSERT_EQ(npusim({"sweep", "-m", model("fc"), "--clock-mhz", "400,800", "-o", out.string(),
-                    "--emit-jobs", (dir_ / "jobs.txt").string(), "-q"}).exit_code, 0);
+                    "--emit-jobs", (dir_ / "jobs.txt").string(), "-q"})
+                .exit_code,
+            0);
   const auto lines = lines_of(read_file(dir_ / "jobs.txt"));
   ASSERT_EQ(lines.size(), 2u);
   ASSERT_EQ(shell("bash -c " + quote(lines[1])).exit_code, 0);
   const Result m = npusim({"sweep", "--merge", out.string(), "-q"});
   EXPECT_EQ(m.exit_code, 3);
-  EXPECT_THAT(m.err, HasSubstr("point 0 (clock_mhz=400) failed: not run: no exit code in points/0/exit_code.txt"));
+  EXPECT_THAT(
+      m.err,
+      HasSubstr("point 0 (clock_mhz=400) failed: not run: no exit code in points/0/exit_code.txt"));
   const Json sweep = Json::parse(read_file(out / "sweep.json"));
   EXPECT_TRUE(sweep["points"][0]["exit_code"].is_null());
   EXPECT_EQ(sweep["points"][1]["status"], "ok");
@@ -340,21 +356,30 @@ TEST_F(Sweep, BadInputOfTheSweepExits2AndRunsNothing) {
   const std::string out = (dir_ / "sw").string();
   const std::string fc = model("fc");
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
-      {{"sweep", "-m", fc, "--sweep", "foo.bar=1,2", "-o", out}, "--sweep foo.bar: built-in:default (with --set): /foo: unknown key"},
+      {{"sweep", "-m", fc, "--sweep", "foo.bar=1,2", "-o", out},
+       "--sweep foo.bar: built-in:default (with --set): /foo: unknown key"},
       {{"sweep", "-m", fc, "--sweep", "slices.bogus=1", "-o", out}, "/slices/bogus: unknown key"},
-      {{"sweep", "-m", fc, "--clock-mhz", "400,,800", "-o", out}, "--clock-mhz: empty value in '400,,800'"},
+      {{"sweep", "-m", fc, "--clock-mhz", "400,,800", "-o", out},
+       "--clock-mhz: empty value in '400,,800'"},
       {{"sweep", "-m", fc, "--clock-mhz", "400,400", "-o", out}, "value '400' is given twice"},
-      {{"sweep", "-m", fc, "--clock-mhz", "400", "--sweep", "clock_mhz=800", "-o", out}, "clock_mhz is swept twice"},
+      {{"sweep", "-m", fc, "--clock-mhz", "400", "--sweep", "clock_mhz=800", "-o", out},
+       "clock_mhz is swept twice"},
       {{"sweep", "-m", fc, "--sweep", "clock_mhz", "-o", out}, "expected KEY=V1,V2,..."},
       {{"sweep", "-m", fc, "--clock-mhz", "400"}, "--out is required"},
       {{"sweep", "-m", fc, "-o", out}, "nothing to sweep"},
       {{"sweep", "--clock-mhz", "400", "-o", out}, "--model is required"},
-      {{"sweep", "-m", (dir_ / "none.json").string(), "--clock-mhz", "400", "-o", out}, "none.json: no such file"},
-      {{"sweep", "-m", fc, "--clock-mhz", "400", "-o", out, "--jobs", "0"}, "--jobs: expected at least 1"},
-      {{"sweep", "-m", fc, "--clock-mhz", "400", "-o", out, "--set", "dram.bandwidth_gbps=0"}, "/dram/bandwidth_gbps: value 0 out of range"},
-      {{"sweep", "-m", fc, "--clock-mhz", "400", "-o", out, "-c", "nosuchconfig"}, "nosuchconfig: no such config file"},
-      {{"sweep", "-m", fc, "--clock-mhz", "400", "-o", out, "--stats-level", "60"}, "--stats-level: expected 40, 50, 70 or 100"},
-      {{"sweep", "-m", fc, "--clock-mhz", "400", "-o", out, "--bogus"}, "unrecognised option '--bogus'"},
+      {{"sweep", "-m", (dir_ / "none.json").string(), "--clock-mhz", "400", "-o", out},
+       "none.json: no such file"},
+      {{"sweep", "-m", fc, "--clock-mhz", "400", "-o", out, "--jobs", "0"},
+       "--jobs: expected at least 1"},
+      {{"sweep", "-m", fc, "--clock-mhz", "400", "-o", out, "--set", "dram.bandwidth_gbps=0"},
+       "/dram/bandwidth_gbps: value 0 out of range"},
+      {{"sweep", "-m", fc, "--clock-mhz", "400", "-o", out, "-c", "nosuchconfig"},
+       "nosuchconfig: no such config file"},
+      {{"sweep", "-m", fc, "--clock-mhz", "400", "-o", out, "--stats-level", "60"},
+       "--stats-level: expected 40, 50, 70 or 100"},
+      {{"sweep", "-m", fc, "--clock-mhz", "400", "-o", out, "--bogus"},
+       "unrecognised option '--bogus'"},
       {{"sweep", "--merge", out}, "sweep-plan.json: cannot read it"},
       {{"sweep", "--merge", out, "--clock-mhz", "400"}, "--merge takes no --clock-mhz"},
   };
@@ -371,29 +396,38 @@ TEST_F(Sweep, BadInputOfTheSweepExits2AndRunsNothing) {
 TEST_F(Sweep, HelpListsTheOptions) {
   const Result r = npusim({"sweep", "--help"});
   ASSERT_EQ(r.exit_code, 0);
-  for (const char* option : {"--clock-mhz", "--slices", "--sweep", "--set", "--jobs", "--emit-jobs", "--merge", "--out"}) {
+  for (const char* option : {"--clock-mhz", "--slices", "--sweep", "--set", "--jobs", "--emit-jobs",
+                             "--merge", "--out"}) {
     EXPECT_THAT(r.out, HasSubstr(option));
   }
   const Result c = npusim({"check", "--help"});
   ASSERT_EQ(c.exit_code, 0);
-  for (const char* option : {"--jobs", "--junit", "--update", "--out"}) EXPECT_THAT(c.out, HasSubstr(option));
+  for (const char* option : {"--jobs", "--junit", "--update", "--out"})
+    EXPECT_THAT(c.out, HasSubstr(option));
   const Result usage = npusim({"--help"});
   EXPECT_THAT(usage.out, HasSubstr("  sweep "));
   EXPECT_THAT(usage.out, HasSubstr("  check "));
 }
 
-bool have_matplotlib() { return std::system("/usr/bin/python3 -c 'import matplotlib' >/dev/null 2>&1") == 0; }
+bool have_matplotlib() {
+  return std::system("/usr/bin/python3 -c 'import matplotlib' >/dev/null 2>&1") == 0;
+}
 
 TEST_F(Sweep, PlotScriptWritesPngs) {
-  if (!have_matplotlib()) GTEST_SKIP() << "/usr/bin/python3 has no matplotlib (Debian: python3-matplotlib)";
+  if (!have_matplotlib())
+    GTEST_SKIP() << "/usr/bin/python3 has no matplotlib (Debian: python3-matplotlib)";
   const std::string script = (kSource / "scripts" / "plot_sweep.py").string();
   EXPECT_EQ(shell(quote(script) + " --help").exit_code, 0);
   const fs::path out = dir_ / "sw";
-  ASSERT_EQ(npusim({"sweep", "-m", zoo("resnet50"), "-c", "server", "--clock-mhz", "500,1000", "--slices",
-                    "4,8", "-o", out.string(), "-q"}).exit_code, 0);
-  const Result r = shell(quote(script) + " " + quote(out.string()) + " --out " + quote((dir_ / "png").string()));
+  ASSERT_EQ(npusim({"sweep", "-m", zoo("resnet50"), "-c", "server", "--clock-mhz", "500,1000",
+                    "--slices", "4,8", "-o", out.string(), "-q"})
+                .exit_code,
+            0);
+  const Result r =
+      shell(quote(script) + " " + quote(out.string()) + " --out " + quote((dir_ / "png").string()));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, (dir_ / "png/latency.png").string() + "\n" + (dir_ / "png/heatmap_latency_us.png").string() + "\n");
+  EXPECT_EQ(r.out, (dir_ / "png/latency.png").string() + "\n" +
+                       (dir_ / "png/heatmap_latency_us.png").string() + "\n");
   for (const char* name : {"latency.png", "heatmap_latency_us.png"}) {
     EXPECT_EQ(read_file(dir_ / "png" / name).substr(0, 8), "\x89PNG\r\n\x1a\n") << name;
   }
@@ -407,7 +441,8 @@ class Check : public Sweep {
   std::uint64_t fc_cycles() const {
     const Result r = npusim({"run", "-m", model("fc"), "-o", (dir_ / "fc_run").string(), "-q"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
-    return Json::parse(read_file(dir_ / "fc_run/stats.json"))["runtime"]["total_cycles"].get<std::uint64_t>();
+    return Json::parse(read_file(dir_ / "fc_run/stats.json"))["runtime"]["total_cycles"]
+        .get<std::uint64_t>();
   }
 };
 
@@ -417,9 +452,9 @@ std::string without_times(const std::string& xml) {
 
 TEST_F(Check, FailsPassesImprovesAndUpdates) {
   const std::uint64_t a = fc_cycles();
-  const std::uint64_t below = a - a / 100;          // 1 % below the actual: a regression
-  const std::uint64_t within = a + a * 3 / 1000;    // 0.3 % above: within 0.5 %
-  const std::uint64_t above = a + a / 50;           // 2 % above: an improvement
+  const std::uint64_t below = a - a / 100;        // 1 % below the actual: a regression
+  const std::uint64_t within = a + a * 3 / 1000;  // 0.3 % above: within 0.5 %
+  const std::uint64_t above = a + a / 50;         // 2 % above: an improvement
   // The model is found relative to the budget file's folder.
   fs::create_directories(dir_ / "models");
   fs::copy_file(model("fc"), dir_ / "models/fc.json");
@@ -429,10 +464,17 @@ TEST_F(Check, FailsPassesImprovesAndUpdates) {
       "  \"version\": 1,\n"
       "  \"defaults\": {\"tolerance_percent\": 0.5},\n"
       "  \"budgets\": [\n"
-      "    {\"name\": \"regressed\", \"model\": \"../models/fc.json\", \"expected\": " + std::to_string(below) + "},\n"
-      "    {\"name\": \"within\", \"model\": \"../models/fc.json\", \"expected\": " + std::to_string(within) + ", \"description\": \"kept\"},\n"
-      "    {\"name\": \"improved\", \"model\": \"../models/fc.json\", \"expected\": " + std::to_string(above) + "},\n"
-      "    {\"name\": \"dma-max\", \"model\": \"../models/fc.json\", \"metric\": \"runtime/engines/DMA_IN/busy_cycles\", \"max\": 1000000}\n"
+      "    {\"name\": \"regressed\", \"model\": \"../models/fc.json\", \"expected\": " +
+      std::to_string(below) +
+      "},\n"
+      "    {\"name\": \"within\", \"model\": \"../models/fc.json\", \"expected\": " +
+      std::to_string(within) +
+      ", \"description\": \"kept\"},\n"
+      "    {\"name\": \"improved\", \"model\": \"../models/fc.json\", \"expected\": " +
+      std::to_string(above) +
+      "},\n"
+      "    {\"name\": \"dma-max\", \"model\": \"../models/fc.json\", \"metric\": "
+      "\"runtime/engines/DMA_IN/busy_cycles\", \"max\": 1000000}\n"
       "  ]\n"
       "}\n";
   const fs::path file = write("budgets/b.json", text);
@@ -456,29 +498,39 @@ TEST_F(Check, FailsPassesImprovesAndUpdates) {
   const std::string expected_xml =
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
       "<testsuites name=\"npusim check\" tests=\"4\" failures=\"1\" errors=\"0\" time=\"T\">\n"
-      "  <testsuite name=\"" + file.string() + "\" tests=\"4\" failures=\"1\" errors=\"0\" skipped=\"0\" time=\"T\">\n"
+      "  <testsuite name=\"" +
+      file.string() +
+      "\" tests=\"4\" failures=\"1\" errors=\"0\" skipped=\"0\" time=\"T\">\n"
       "    <testcase classname=\"npusim.check\" name=\"regressed\" time=\"T\">\n"
-      "      <failure type=\"FAIL\" message=\"/runtime/total_cycles = " + A + ", expected " + std::to_string(below) +
-      " +-0.5% (lower is better)\">FAIL: /runtime/total_cycles = " + A + ", expected " + std::to_string(below) +
+      "      <failure type=\"FAIL\" message=\"/runtime/total_cycles = " +
+      A + ", expected " + std::to_string(below) +
+      " +-0.5% (lower is better)\">FAIL: /runtime/total_cycles = " + A + ", expected " +
+      std::to_string(below) +
       " +-0.5% (lower is better)</failure>\n"
       "    </testcase>\n"
       "    <testcase classname=\"npusim.check\" name=\"within\" time=\"T\">\n"
-      "      <system-out>PASS: /runtime/total_cycles = " + A + ", expected " + std::to_string(within) +
+      "      <system-out>PASS: /runtime/total_cycles = " +
+      A + ", expected " + std::to_string(within) +
       " +-0.5% (lower is better)</system-out>\n"
       "    </testcase>\n"
       "    <testcase classname=\"npusim.check\" name=\"improved\" time=\"T\">\n"
-      "      <system-out>IMPROVED: /runtime/total_cycles = " + A + ", expected " + std::to_string(above) +
+      "      <system-out>IMPROVED: /runtime/total_cycles = " +
+      A + ", expected " + std::to_string(above) +
       " +-0.5% (lower is better); tighten the budget (npusim check --update)</system-out>\n"
       "    </testcase>\n"
       "    <testcase classname=\"npusim.check\" name=\"dma-max\" time=\"T\">\n"
       "      <system-out>PASS: /runtime/engines/DMA_IN/busy_cycles = ";
   const std::string xml = without_times(read_file(junit));
   EXPECT_EQ(xml.substr(0, expected_xml.size()), expected_xml);
-  EXPECT_THAT(xml, ::testing::EndsWith(", maximum 1000000</system-out>\n    </testcase>\n  </testsuite>\n</testsuites>\n"));
+  EXPECT_THAT(
+      xml, ::testing::EndsWith(
+               ", maximum 1000000</system-out>\n    </testcase>\n  </testsuite>\n</testsuites>\n"));
 
   // Only a regression fails: IMPROVED alone exits 0.
-  const fs::path improved_only = write("budgets/improved.json",
-      "{\"budgets\": [{\"name\": \"improved\", \"model\": \"../models/fc.json\", \"expected\": " + std::to_string(above) + "}]}");
+  const fs::path improved_only = write(
+      "budgets/improved.json",
+      "{\"budgets\": [{\"name\": \"improved\", \"model\": \"../models/fc.json\", \"expected\": " +
+          std::to_string(above) + "}]}");
   EXPECT_EQ(npusim({"check", improved_only.string()}).exit_code, 0);
 
   // --update rewrites the expected values in place, keeping order and every other key.
@@ -503,13 +555,15 @@ TEST_F(Check, ToleranceBoundsAndDirections) {
   auto entry = [&](const std::string& name, const std::string& rest) {
     return "{\"name\": \"" + name + "\", \"model\": \"" + m + "\", " + rest + "}";
   };
-  const std::string text = "{\"budgets\": [" +
+  const std::string text =
+      "{\"budgets\": [" +
       entry("exact", "\"expected\": " + std::to_string(a) + ", \"tolerance_percent\": 0") + ", " +
       entry("max-equal", "\"max\": " + std::to_string(a)) + ", " +
       entry("max-below", "\"max\": " + std::to_string(a - 1)) + ", " +
       entry("min-above", "\"min\": " + std::to_string(a + 1)) + ", " +
-      entry("higher-better", "\"expected\": " + std::to_string(a * 2) + ", \"better\": \"higher\"") + ", " +
-      entry("new", "\"expected\": null") + "]}";
+      entry("higher-better",
+            "\"expected\": " + std::to_string(a * 2) + ", \"better\": \"higher\"") +
+      ", " + entry("new", "\"expected\": null") + "]}";
   const fs::path file = write("b.json", text);
   const Result r = npusim({"check", file.string(), "-j", "3"});
   EXPECT_EQ(r.exit_code, 1);
@@ -532,44 +586,61 @@ TEST_F(Check, ToleranceBoundsAndDirections) {
 }
 
 TEST_F(Check, RunThatCannotCompleteIsAnError) {
-  const std::string text = std::string("{\"budgets\": [") +
-      "{\"name\": \"ok\", \"model\": \"" + model("fc") + "\", \"max\": 1e12}, " +
-      "{\"name\": \"tiny-lram\", \"model\": \"" + model("convnet") + "\", \"overrides\": {\"lram_kib\": 48}, \"max\": 1e12}]}";
+  const std::string text = std::string("{\"budgets\": [") + "{\"name\": \"ok\", \"model\": \"" +
+                           model("fc") + "\", \"max\": 1e12}, " +
+                           "{\"name\": \"tiny-lram\", \"model\": \"" + model("convnet") +
+                           "\", \"overrides\": {\"lram_kib\": 48}, \"max\": 1e12}]}";
   const fs::path file = write("b.json", text);
   const fs::path junit = dir_ / "j.xml";
   const Result r = npusim({"check", file.string(), "--junit", junit.string()});
   EXPECT_EQ(r.exit_code, 3) << r.err;
   EXPECT_THAT(r.out, HasSubstr("1 PASS, 0 IMPROVED, 0 FAIL, 0 NEW, 1 ERROR"));
-  EXPECT_THAT(r.err, HasSubstr("tiny-lram: ERROR, npusim run failed (exit 3): npusim: simulation failed: local memory capacity exceeded"));
+  EXPECT_THAT(r.err, HasSubstr("tiny-lram: ERROR, npusim run failed (exit 3): npusim: simulation "
+                               "failed: local memory capacity exceeded"));
   const std::string xml = without_times(read_file(junit));
   EXPECT_THAT(xml, HasSubstr("tests=\"2\" failures=\"0\" errors=\"1\""));
-  EXPECT_THAT(xml, HasSubstr("<testcase classname=\"npusim.check\" name=\"tiny-lram\" time=\"T\">\n      <error type=\"ERROR\" message=\"npusim run failed (exit 3): npusim: simulation failed: local memory capacity exceeded"));
+  EXPECT_THAT(xml,
+              HasSubstr("<testcase classname=\"npusim.check\" name=\"tiny-lram\" time=\"T\">\n     "
+                        " <error type=\"ERROR\" message=\"npusim run failed (exit 3): npusim: "
+                        "simulation failed: local memory capacity exceeded"));
 }
 
 TEST_F(Check, BadBudgetFilesExit2NamingFileAndPointer) {
   const std::string fc = model("fc");
   const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
-      {"{\"budgets\": [{\"name\": \"a\", \"model\": \"" + fc + "\", \"expected\": 1, \"bogus\": 2}]}",
+      {"{\"budgets\": [{\"name\": \"a\", \"model\": \"" + fc +
+           "\", \"expected\": 1, \"bogus\": 2}]}",
        {": /budgets/0/bogus: unknown key"}},
-      {"{\"budgets\": [], \"extra\": 1}", {": /extra: unknown key", ": /budgets: expected a non-empty array"}},
-      {"{\"budgets\": [{\"name\": \"a\", \"model\": \"" + fc + "\", \"expected\": 1", {": byte ", "malformed JSON: "}},
+      {"{\"budgets\": [], \"extra\": 1}",
+       {": /extra: unknown key", ": /budgets: expected a non-empty array"}},
+      {"{\"budgets\": [{\"name\": \"a\", \"model\": \"" + fc + "\", \"expected\": 1",
+       {": byte ", "malformed JSON: "}},
       {"{\"budgets\": [{\"name\": \"a\", \"model\": \"missing.json\", \"expected\": 1}]}",
-       {": /budgets/0/model: no such file 'missing.json' (looked for " + (dir_ / "missing.json").string() + ")"}},
-      {"{\"budgets\": [{\"name\": \"a\", \"model\": \"" + fc + "\"}]}", {": /budgets/0: give exactly one of"}},
-      {"{\"budgets\": [{\"name\": \"a\", \"model\": \"" + fc + "\", \"max\": 1, \"tolerance_percent\": 2}]}",
+       {": /budgets/0/model: no such file 'missing.json' (looked for " +
+        (dir_ / "missing.json").string() + ")"}},
+      {"{\"budgets\": [{\"name\": \"a\", \"model\": \"" + fc + "\"}]}",
+       {": /budgets/0: give exactly one of"}},
+      {"{\"budgets\": [{\"name\": \"a\", \"model\": \"" + fc +
+           "\", \"max\": 1, \"tolerance_percent\": 2}]}",
        {": /budgets/0/tolerance_percent: applies to \"expected\" budgets only"}},
-      {"{\"budgets\": [{\"name\": \"a\", \"model\": \"" + fc + "\", \"max\": 1}, {\"name\": \"a\", \"model\": \"" + fc + "\", \"max\": 1}]}",
+      {"{\"budgets\": [{\"name\": \"a\", \"model\": \"" + fc +
+           "\", \"max\": 1}, {\"name\": \"a\", \"model\": \"" + fc + "\", \"max\": 1}]}",
        {": /budgets/1/name: duplicate name 'a'"}},
-      {"{\"budgets\": [{\"name\": \"a\", \"model\": \"" + fc + "\", \"max\": 1, \"config\": \"nope\"}]}",
+      {"{\"budgets\": [{\"name\": \"a\", \"model\": \"" + fc +
+           "\", \"max\": 1, \"config\": \"nope\"}]}",
        {": /budgets/0/config: no such config file 'nope'"}},
-      {"{\"budgets\": [{\"name\": \"a\", \"model\": \"" + fc + "\", \"max\": 1, \"overrides\": {\"dram.bogus\": 1}}]}",
+      {"{\"budgets\": [{\"name\": \"a\", \"model\": \"" + fc +
+           "\", \"max\": 1, \"overrides\": {\"dram.bogus\": 1}}]}",
        {": /budgets/0/overrides: built-in:default (with --set): /dram/bogus: unknown key"}},
-      {"{\"budgets\": [{\"name\": \"a\", \"model\": \"" + fc + "\", \"max\": 1, \"metric\": \"/x~9\"}]}",
+      {"{\"budgets\": [{\"name\": \"a\", \"model\": \"" + fc +
+           "\", \"max\": 1, \"metric\": \"/x~9\"}]}",
        {": /budgets/0/metric: '/x~9' is not a JSON pointer"}},
       {"{\"budgets\": [{\"name\": \"a\", \"model\": \"" + fc + "\", \"max\": \"1\"}]}",
        {": /budgets/0/max: expected a number"}},
-      {"{\"format\": \"other\", \"budgets\": [{\"name\": \"a\", \"model\": \"" + fc + "\", \"max\": 1, \"stats_level\": 60}]}",
-       {": /format: expected \"npusim-budgets\"", ": /budgets/0/stats_level: expected 40, 50, 70 or 100"}},
+      {"{\"format\": \"other\", \"budgets\": [{\"name\": \"a\", \"model\": \"" + fc +
+           "\", \"max\": 1, \"stats_level\": 60}]}",
+       {": /format: expected \"npusim-budgets\"",
+        ": /budgets/0/stats_level: expected 40, 50, 70 or 100"}},
   };
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const fs::path file = write("bad" + std::to_string(i) + ".json", cases[i].first);
@@ -577,7 +648,8 @@ TEST_F(Check, BadBudgetFilesExit2NamingFileAndPointer) {
     EXPECT_EQ(r.exit_code, 2) << cases[i].first << "\n" << r.err;
     for (const std::string& message : cases[i].second) {
       EXPECT_THAT(r.err, HasSubstr("npusim: error: ")) << cases[i].first;
-      EXPECT_THAT(r.err, HasSubstr(message[0] == ':' ? file.string() + message : message)) << cases[i].first;
+      EXPECT_THAT(r.err, HasSubstr(message[0] == ':' ? file.string() + message : message))
+          << cases[i].first;
     }
     EXPECT_FALSE(fs::exists(dir_ / "j.xml"));  // nothing ran, nothing written
   }
@@ -586,7 +658,8 @@ TEST_F(Check, BadBudgetFilesExit2NamingFileAndPointer) {
                                                  "\", \"max\": 1, \"metric\": \"runtime/nope\"}]}");
   const Result r = npusim({"check", file.string()});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_THAT(r.err, HasSubstr(file.string() + ": /budgets/0/metric: metric /runtime/nope is not in stats.json"));
+  EXPECT_THAT(r.err, HasSubstr(file.string() +
+                               ": /budgets/0/metric: metric /runtime/nope is not in stats.json"));
   // No budget file, or one that does not exist.
   EXPECT_EQ(npusim({"check"}).exit_code, 2);
   const Result missing = npusim({"check", (dir_ / "none.json").string()});
@@ -595,8 +668,9 @@ TEST_F(Check, BadBudgetFilesExit2NamingFileAndPointer) {
 }
 
 TEST_F(Check, KeepsOutputsWithOut) {
-  const fs::path file = write("b.json", "{\"budgets\": [{\"name\": \"fc/default\", \"model\": \"" + model("fc") +
-                                            "\", \"max\": 1e12, \"stats_level\": 70}]}");
+  const fs::path file =
+      write("b.json", "{\"budgets\": [{\"name\": \"fc/default\", \"model\": \"" + model("fc") +
+                          "\", \"max\": 1e12, \"stats_level\": 70}]}");
   const Result r = npusim({"check", file.string(), "--out", (dir_ / "runs").string(), "-q"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "");

@@ -51,7 +51,8 @@ Schedule repeat_schedule(const Schedule& schedule, std::uint32_t count) {
       c.program += static_cast<std::uint32_t>(k * schedule.programs.size());
       for (std::uint32_t& d : c.deps) d += base;
       if (c.deps.empty() && k > 0) {
-        for (std::uint32_t sink : sinks) c.deps.push_back(base - static_cast<std::uint32_t>(n) + sink);
+        for (std::uint32_t sink : sinks)
+          c.deps.push_back(base - static_cast<std::uint32_t>(n) + sink);
       }
       for (BufferAlloc& a : c.alloc) a.buffer += suffix;
       for (std::string& f : c.free) f += suffix;

@@ -5,10 +5,10 @@
 #include <spdlog/spdlog.h>
 
 #include "sim/compiler/compiler.h"
-#include "sim/util/error.h"
 #include "sim/frontend/graph_json.h"
 #include "sim/frontend/onnx_import.h"
 #include "sim/frontend/scalesim.h"
+#include "sim/util/error.h"
 #include "sim/util/json_reader.h"
 
 namespace npusim::api {
@@ -36,15 +36,17 @@ void add_input_shape(ModelOptions& options, const std::string& text) {
   bool ok = !name.empty() && !rest.empty();
   while (ok && from <= rest.size()) {
     const auto x = rest.find('x', from);
-    const std::string part = rest.substr(from, x == std::string::npos ? std::string::npos : x - from);
-    ok = !part.empty() && part.size() <= 10 && part.find_first_not_of("0123456789") == std::string::npos &&
-         std::stoull(part) > 0;
+    const std::string part =
+        rest.substr(from, x == std::string::npos ? std::string::npos : x - from);
+    ok = !part.empty() && part.size() <= 10 &&
+         part.find_first_not_of("0123456789") == std::string::npos && std::stoull(part) > 0;
     if (ok) dims.push_back(std::stoull(part));
     if (x == std::string::npos) break;
     from = x + 1;
   }
   if (!ok) {
-    throw InputError("--input-shape " + text, "", "expected NAME=DxDx... with positive dimensions, e.g. input=1x3x224x224");
+    throw InputError("--input-shape " + text, "",
+                     "expected NAME=DxDx... with positive dimensions, e.g. input=1x3x224x224");
   }
   options.input_shapes[name] = dims;
 }
@@ -54,17 +56,20 @@ ModelKind detect_model_kind(const std::string& path) {
   if (ext == ".onnx") return ModelKind::kOnnx;
   if (ext == ".csv") return ModelKind::kTopology;
   const Json root = read_json_file(path);
-  const std::string format = root.is_object() && root.contains("format") && root["format"].is_string()
-                                 ? root["format"].get<std::string>()
-                                 : "";
+  const std::string format =
+      root.is_object() && root.contains("format") && root["format"].is_string()
+          ? root["format"].get<std::string>()
+          : "";
   if (format == "npusim-schedule") return ModelKind::kSchedule;
   if (format == "npusim-graph") return ModelKind::kGraphJson;
-  throw InputError(path, "/format",
-                   "not a model npusim reads: expected \"npusim-schedule\" or \"npusim-graph\" JSON, "
-                   "a SCALE-Sim topology (.csv) or an ONNX model (.onnx)");
+  throw InputError(
+      path, "/format",
+      "not a model npusim reads: expected \"npusim-schedule\" or \"npusim-graph\" JSON, "
+      "a SCALE-Sim topology (.csv) or an ONNX model (.onnx)");
 }
 
-std::optional<Graph> load_graph(const std::string& path, ModelKind kind, const ModelOptions& options) {
+std::optional<Graph> load_graph(const std::string& path, ModelKind kind,
+                                const ModelOptions& options) {
   switch (kind) {
     case ModelKind::kSchedule:
       return std::nullopt;
@@ -85,7 +90,8 @@ std::optional<Graph> load_graph(const std::string& path, ModelKind kind, const M
   return std::nullopt;
 }
 
-Schedule load_or_compile(const std::string& path, const HwConfig& config, const ModelOptions& options) {
+Schedule load_or_compile(const std::string& path, const HwConfig& config,
+                         const ModelOptions& options) {
   const ModelKind kind = detect_model_kind(path);
   if (kind == ModelKind::kSchedule) return load_schedule(path, config);
   const Graph graph = *load_graph(path, kind, options);

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/ir/graph.h"
 #include "sim/config/hw_config.h"
+#include "sim/ir/graph.h"
 #include "sim/ir/schedule.h"
 
 namespace npusim::api {
@@ -29,9 +29,11 @@ void add_input_shape(ModelOptions& options, const std::string& text);
 ModelKind detect_model_kind(const std::string& path);
 
 // The model as a graph; nullopt for a schedule, which has none.
-std::optional<Graph> load_graph(const std::string& path, ModelKind kind, const ModelOptions& options);
+std::optional<Graph> load_graph(const std::string& path, ModelKind kind,
+                                const ModelOptions& options);
 
 // The model as a schedule for `config`: loaded, or compiled from its graph.
-Schedule load_or_compile(const std::string& path, const HwConfig& config, const ModelOptions& options);
+Schedule load_or_compile(const std::string& path, const HwConfig& config,
+                         const ModelOptions& options);
 
 }  // namespace npusim::api

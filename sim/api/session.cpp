@@ -23,10 +23,12 @@ namespace {
 // Logs how long a phase took at info level (`--log-level info`), for people sizing runs.
 class PhaseTimer {
  public:
-  explicit PhaseTimer(const char* phase) : phase_(phase), start_(std::chrono::steady_clock::now()) {}
+  explicit PhaseTimer(const char* phase)
+      : phase_(phase), start_(std::chrono::steady_clock::now()) {}
   ~PhaseTimer() {
     const auto ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_)
+            .count();
     spdlog::info("{}: {:.1f} ms", phase_, ms);
   }
   PhaseTimer(const PhaseTimer&) = delete;
@@ -149,8 +151,8 @@ Session Session::open(const RunRequest& request) {
     return load_or_compile(request.model, config, request.model_options);
   }();
   warn_on_target_mismatch(schedule, config);
-  spdlog::info("{}: {} commands, config '{}' ({} slices)", request.model,
-               schedule.commands.size(), config.name, config.slices.count);
+  spdlog::info("{}: {} commands, config '{}' ({} slices)", request.model, schedule.commands.size(),
+               config.name, config.slices.count);
   return Session(request, std::move(config), std::move(schedule));
 }
 
@@ -167,19 +169,23 @@ Measured Session::measure(bool simulate_too) const {
   const profiler::Workload full = n == 1 ? workload_ : make_workload(schedule, config_);
   std::string failure;
   std::vector<bool> finished(schedule.commands.size(), true);
-  profiler::Timeline est = run_or_partial([&] {
-    PhaseTimer t("estimate");
-    return estimate(schedule, config_);
-  }, failure, finished);
+  profiler::Timeline est = run_or_partial(
+      [&] {
+        PhaseTimer t("estimate");
+        return estimate(schedule, config_);
+      },
+      failure, finished);
   if (failure.empty()) failure = lram_failure(full, est, "estimate");
   std::optional<profiler::Timeline> sim;
   // A run the estimate cannot complete, the simulation cannot either: it is not started.
   if (simulate_too && failure.empty()) {
-    sim = run_or_partial([&] {
-      PhaseTimer t("simulate");
-      return request_.simulate_in_this_process ? simulate(schedule, config_)
-                                               : simulate_in_child(schedule, config_);
-    }, failure, finished);
+    sim = run_or_partial(
+        [&] {
+          PhaseTimer t("simulate");
+          return request_.simulate_in_this_process ? simulate(schedule, config_)
+                                                   : simulate_in_child(schedule, config_);
+        },
+        failure, finished);
     if (failure.empty()) failure = lram_failure(full, *sim, "simulation");
   }
   if (!failure.empty()) {
@@ -187,8 +193,8 @@ Measured Session::measure(bool simulate_too) const {
     std::vector<const profiler::Timeline*> timelines = {&est};
     if (sim) timelines.push_back(&*sim);
     profiler::Selection part = profiler::select_commands(full, timelines, finished, 0);
-    Measured m{std::move(part.workload), std::move(part.timelines[0]), std::nullopt,
-               std::nullopt, failure};
+    Measured m{std::move(part.workload), std::move(part.timelines[0]), std::nullopt, std::nullopt,
+               failure};
     if (sim) m.runtime = std::move(part.timelines[1]);
     return m;
   }
@@ -212,8 +218,8 @@ Measured Session::measure(bool simulate_too) const {
   profiler::Selection e = profiler::select_commands(full, {&est}, keep, origin(it.estimate));
   Measured m{std::move(e.workload), std::move(e.timelines[0]), std::nullopt, it, ""};
   if (sim) {
-    m.runtime = std::move(
-        profiler::select_commands(full, {&*sim}, keep, origin(it.runtime)).timelines[0]);
+    m.runtime =
+        std::move(profiler::select_commands(full, {&*sim}, keep, origin(it.runtime)).timelines[0]);
   }
   return m;
 }
@@ -243,7 +249,8 @@ void Session::write(const Measured& m, const std::filesystem::path& out,
   const profiler::ReportOptions report = report_options(m, level);
   dir.write("timeline.csv", [&](std::ostream& s) { profiler::write_timeline_csv(s, w, est); });
   if (sim) {
-    dir.write("runtime_timeline.csv", [&](std::ostream& s) { profiler::write_timeline_csv(s, w, *sim); });
+    dir.write("runtime_timeline.csv",
+              [&](std::ostream& s) { profiler::write_timeline_csv(s, w, *sim); });
     dir.write("runtime.csv", [&](std::ostream& s) { profiler::write_runtime_csv(s, w, *sim); });
     dir.write("annotated.csv", [&](std::ostream& s) { profiler::write_annotated_csv(s, w, *sim); });
   }
@@ -253,8 +260,10 @@ void Session::write(const Measured& m, const std::filesystem::path& out,
       profiler::build_trace_model(w, runs, profiler::trace_options_for(level));
   dir.write("trace.json", [&](std::ostream& s) { profiler::write_chrome_trace(s, trace); });
   dir.write("trace.pftrace", [&](std::ostream& s) { profiler::write_perfetto_trace(s, trace); });
-  dir.write("summary.txt", [&](std::ostream& s) { profiler::write_summary(s, w, est, sim, report); });
-  dir.write("stats.json", [&](std::ostream& s) { profiler::write_stats_json(s, w, est, sim, report); });
+  dir.write("summary.txt",
+            [&](std::ostream& s) { profiler::write_summary(s, w, est, sim, report); });
+  dir.write("stats.json",
+            [&](std::ostream& s) { profiler::write_stats_json(s, w, est, sim, report); });
   dir.commit();
 }
 

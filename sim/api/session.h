@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "profiler/report_writers.h"
 #include "profiler/stats.h"
 #include "profiler/timeline.h"
-#include "profiler/report_writers.h"
 #include "sim/api/models.h"
 #include "sim/config/hw_config.h"
 #include "sim/ir/schedule.h"

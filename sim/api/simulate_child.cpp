@@ -138,8 +138,8 @@ profiler::Timeline simulate_in_child(const Schedule& schedule, const HwConfig& c
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    throw std::runtime_error("the simulation child process died (status " +
-                             std::to_string(status) + ")");
+    throw std::runtime_error("the simulation child process died (status " + std::to_string(status) +
+                             ")");
   }
   switch (static_cast<Outcome>(in.get())) {
     case Outcome::kDone:
@@ -149,7 +149,8 @@ profiler::Timeline simulate_in_child(const Schedule& schedule, const HwConfig& c
       auto partial = std::make_shared<PartialRun>();
       partial->timeline = in.get_timeline();
       partial->finished.resize(in.get());
-      for (std::size_t i = 0; i < partial->finished.size(); ++i) partial->finished[i] = in.get() != 0;
+      for (std::size_t i = 0; i < partial->finished.size(); ++i)
+        partial->finished[i] = in.get() != 0;
       throw SimulationError(message, std::move(partial));
     }
     case Outcome::kFailed:

@@ -17,11 +17,11 @@
 #include <nlohmann/json.hpp>
 
 #include "profiler/output_dir.h"
-#include "sim/app/process_runner.h"
 #include "sim/app/cli_options.h"
+#include "sim/app/process_runner.h"
 #include "sim/app/sweep.h"
-#include "sim/util/error.h"
 #include "sim/config/hw_config.h"
+#include "sim/util/error.h"
 #include "sim/util/json_reader.h"
 
 namespace po = boost::program_options;
@@ -46,8 +46,8 @@ struct Entry {
   std::vector<std::string> overrides;
   std::string metric;  // a JSON pointer into stats.json
   Kind kind = Kind::kExpected;
-  std::optional<double> expected;  // nullopt: "expected": null, not measured yet
-  double limit = 0;                // max or min
+  std::optional<double> expected;        // nullopt: "expected": null, not measured yet
+  double limit = 0;                      // max or min
   double tolerance = kDefaultTolerance;  // percent, for expected
   bool higher_better = false;
   unsigned stats_level = 40;  // passed to npusim run
@@ -79,7 +79,9 @@ std::optional<double> get_number(JsonObject& obj, const std::string& key, double
 
 std::string normalize_metric(JsonObject& obj, const std::string& key, const std::string& text) {
   if (text.empty()) {
-    obj.diagnostics().error(obj.pointer(key), "empty metric (expected a JSON pointer into stats.json, e.g. /runtime/total_cycles)");
+    obj.diagnostics().error(
+        obj.pointer(key),
+        "empty metric (expected a JSON pointer into stats.json, e.g. /runtime/total_cycles)");
     return kDefaultMetric;
   }
   const std::string pointer = text.front() == '/' ? text : "/" + text;
@@ -106,7 +108,8 @@ struct Defaults {
 unsigned get_stats_level(JsonObject& obj, unsigned fallback) {
   const std::uint64_t level = obj.get_uint("stats_level", fallback, 40, 100);
   if (level != 40 && level != 50 && level != 70 && level != 100) {
-    obj.diagnostics().error(obj.pointer("stats_level"), "expected 40, 50, 70 or 100, found " + std::to_string(level));
+    obj.diagnostics().error(obj.pointer("stats_level"),
+                            "expected 40, 50, 70 or 100, found " + std::to_string(level));
     return fallback;
   }
   return static_cast<unsigned>(level);
@@ -119,7 +122,8 @@ Budgets load_budgets(const std::string& file) {
   Budgets budgets{file, {}};
   JsonObject top(root, "", diag);
   const std::string format = top.get_string("format", "npusim-budgets");
-  if (format != "npusim-budgets") diag.error(top.pointer("format"), "expected \"npusim-budgets\", found \"" + format + "\"");
+  if (format != "npusim-budgets")
+    diag.error(top.pointer("format"), "expected \"npusim-budgets\", found \"" + format + "\"");
   top.get_uint("version", 1, 1, 1);
   top.get_string("description", "");
 
@@ -158,7 +162,8 @@ Budgets load_budgets(const std::string& file) {
         const fs::path p = fs::path(*model).is_absolute() ? fs::path(*model) : folder / *model;
         std::error_code ec;
         if (!fs::is_regular_file(p, ec)) {
-          diag.error(e.pointer("model"), "no such file '" + *model + "' (looked for " + p.lexically_normal().string() + ")");
+          diag.error(e.pointer("model"), "no such file '" + *model + "' (looked for " +
+                                             p.lexically_normal().string() + ")");
           usable = false;
         }
         entry.model = p.lexically_normal().string();
@@ -175,22 +180,27 @@ Budgets load_budgets(const std::string& file) {
           entry.config = config;
         } else {
           diag.error(e.pointer("config"), "no such config file '" + config + "' (looked for " +
-                                              p.lexically_normal().string() + ") and no built-in config of that name");
+                                              p.lexically_normal().string() +
+                                              ") and no built-in config of that name");
           usable = false;
         }
       }
       if (const Json* o = e.get("overrides")) {
         if (!o->is_object()) {
-          diag.error(e.pointer("overrides"), std::string("expected an object of \"key.path\": value, found ") + o->type_name());
+          diag.error(
+              e.pointer("overrides"),
+              std::string("expected an object of \"key.path\": value, found ") + o->type_name());
           usable = false;
         } else {
           for (auto it = o->begin(); it != o->end(); ++it) {
             if (it->is_object() || it->is_array() || it->is_null()) {
-              diag.error(e.pointer("overrides") + "/" + pointer_token(it.key()), "expected a number, string or boolean");
+              diag.error(e.pointer("overrides") + "/" + pointer_token(it.key()),
+                         "expected a number, string or boolean");
               usable = false;
               continue;
             }
-            entry.overrides.push_back(it.key() + "=" + (it->is_string() ? it->get<std::string>() : it->dump()));
+            entry.overrides.push_back(it.key() + "=" +
+                                      (it->is_string() ? it->get<std::string>() : it->dump()));
           }
         }
       }
@@ -198,9 +208,12 @@ Budgets load_budgets(const std::string& file) {
       entry.stats_level = get_stats_level(e, defaults.stats_level);
 
       const bool has_expected = e.has("expected"), has_max = e.has("max"), has_min = e.has("min");
-      for (const char* key : {"expected", "max", "min"}) e.get(key);  // known keys, even when misused
+      for (const char* key : {"expected", "max", "min"})
+        e.get(key);  // known keys, even when misused
       if (int(has_expected) + int(has_max) + int(has_min) != 1) {
-        diag.error(e.pointer(), "give exactly one of \"expected\" (with \"tolerance_percent\"), \"max\" or \"min\"");
+        diag.error(
+            e.pointer(),
+            "give exactly one of \"expected\" (with \"tolerance_percent\"), \"max\" or \"min\"");
       }
       if (has_expected) {
         entry.kind = Kind::kExpected;
@@ -211,7 +224,8 @@ Budgets load_budgets(const std::string& file) {
         entry.tolerance = get_number(e, "tolerance_percent", 0, 1e6).value_or(defaults.tolerance);
         const std::string better = e.get_string("better", "lower");
         if (better != "lower" && better != "higher") {
-          diag.error(e.pointer("better"), "expected \"lower\" or \"higher\", found \"" + better + "\"");
+          diag.error(e.pointer("better"),
+                     "expected \"lower\" or \"higher\", found \"" + better + "\"");
         }
         entry.higher_better = better == "higher";
       } else {
@@ -248,19 +262,25 @@ enum class Verdict { kPass, kImproved, kFail, kNew, kError, kBadMetric };
 
 const char* verdict_name(Verdict v) {
   switch (v) {
-    case Verdict::kPass: return "PASS";
-    case Verdict::kImproved: return "IMPROVED";
-    case Verdict::kFail: return "FAIL";
-    case Verdict::kNew: return "NEW";
-    case Verdict::kError: return "ERROR";
-    case Verdict::kBadMetric: return "ERROR";
+    case Verdict::kPass:
+      return "PASS";
+    case Verdict::kImproved:
+      return "IMPROVED";
+    case Verdict::kFail:
+      return "FAIL";
+    case Verdict::kNew:
+      return "NEW";
+    case Verdict::kError:
+      return "ERROR";
+    case Verdict::kBadMetric:
+      return "ERROR";
   }
   return "?";
 }
 
 struct Result {
   Verdict verdict = Verdict::kError;
-  OJson actual;  // the metric's value, as stats.json has it
+  OJson actual;         // the metric's value, as stats.json has it
   std::string message;  // one line for people
   std::string detail;   // a failed run's stderr
   double seconds = 0;
@@ -283,8 +303,10 @@ std::string ref_text(const Entry& e) {
       if (!e.expected) return "(none)";
       s << num(*e.expected) << " +-" << num(e.tolerance) << "%";
       return s.str();
-    case Kind::kMax: return "<= " + num(e.limit);
-    case Kind::kMin: return ">= " + num(e.limit);
+    case Kind::kMax:
+      return "<= " + num(e.limit);
+    case Kind::kMin:
+      return ">= " + num(e.limit);
   }
   return "";
 }
@@ -321,8 +343,8 @@ Result evaluate(const Entry& e, const OJson& actual_json) {
       const bool worse = e.higher_better ? actual < lo : actual > hi;
       const bool better = e.higher_better ? actual > hi : actual < lo;
       r.verdict = worse ? Verdict::kFail : better ? Verdict::kImproved : Verdict::kPass;
-      r.message = what + ", expected " + ref_text(e) + " (" + (e.higher_better ? "higher" : "lower") +
-                  " is better)";
+      r.message = what + ", expected " + ref_text(e) + " (" +
+                  (e.higher_better ? "higher" : "lower") + " is better)";
       if (better) r.message += "; tighten the budget (npusim check --update)";
       return r;
     }
@@ -360,7 +382,8 @@ Result read_result(const Entry& e, const fs::path& dir, const ChildOutcome& outc
   const OJson::json_pointer p(e.metric);
   if (!stats.contains(p) || !stats.at(p).is_number()) {
     r.verdict = Verdict::kBadMetric;
-    r.message = "metric " + e.metric + (stats.contains(p) ? " is not a number" : " is not in stats.json") +
+    r.message = "metric " + e.metric +
+                (stats.contains(p) ? " is not a number" : " is not in stats.json") +
                 " (written with stats_level " + std::to_string(e.stats_level) + ")";
     return r;
   }
@@ -372,7 +395,8 @@ Result read_result(const Entry& e, const fs::path& dir, const ChildOutcome& outc
 // ---- reports ------------------------------------------------------------------------------------
 
 void print_table(std::ostream& out, const Budgets& b, const std::vector<Result>& results) {
-  std::vector<std::vector<std::string>> rows = {{"name", "metric", "budget", "actual", "delta %", "result"}};
+  std::vector<std::vector<std::string>> rows = {
+      {"name", "metric", "budget", "actual", "delta %", "result"}};
   for (std::size_t i = 0; i < results.size(); ++i) {
     const Entry& e = b.entries[i];
     const Result& r = results[i];
@@ -399,11 +423,21 @@ std::string xml_escape(const std::string& s) {
   std::string out;
   for (unsigned char ch : s) {
     switch (ch) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
       default:
         if (ch < 0x20 && ch != '\t' && ch != '\n' && ch != '\r') {
           out += '?';  // not allowed in XML 1.0
@@ -430,10 +464,12 @@ std::string junit_xml(const Budgets& b, const std::vector<Result>& results, doub
     if (r.verdict == Verdict::kError || r.verdict == Verdict::kBadMetric) ++errors;
   }
   const std::string counts = " tests=\"" + std::to_string(results.size()) + "\" failures=\"" +
-                             std::to_string(failures) + "\" errors=\"" + std::to_string(errors) + "\"";
+                             std::to_string(failures) + "\" errors=\"" + std::to_string(errors) +
+                             "\"";
   std::ostringstream x;
   x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  x << "<testsuites name=\"npusim check\"" << counts << " time=\"" << seconds_text(total_seconds) << "\">\n";
+  x << "<testsuites name=\"npusim check\"" << counts << " time=\"" << seconds_text(total_seconds)
+    << "\">\n";
   x << "  <testsuite name=\"" << xml_escape(b.file) << "\"" << counts << " skipped=\"0\" time=\""
     << seconds_text(total_seconds) << "\">\n";
   for (std::size_t i = 0; i < results.size(); ++i) {
@@ -449,8 +485,8 @@ std::string junit_xml(const Budgets& b, const std::vector<Result>& results, doub
         break;
       case Verdict::kFail:
       case Verdict::kNew:
-        x << ">\n      <failure type=\"" << verdict_name(r.verdict) << "\" message=\"" << xml_escape(r.message)
-          << "\">" << xml_escape(text) << "</failure>\n    </testcase>\n";
+        x << ">\n      <failure type=\"" << verdict_name(r.verdict) << "\" message=\""
+          << xml_escape(r.message) << "\">" << xml_escape(text) << "</failure>\n    </testcase>\n";
         break;
       case Verdict::kError:
       case Verdict::kBadMetric:
@@ -489,8 +525,8 @@ std::size_t update_file(const Budgets& b, const std::vector<Result>& results) {
 std::string safe_name(const std::string& name) {
   std::string s;
   for (char ch : name) {
-    const bool keep = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-                      ch == '.' || ch == '-' || ch == '_';
+    const bool keep = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                      (ch >= '0' && ch <= '9') || ch == '.' || ch == '-' || ch == '_';
     s += keep ? ch : '_';
   }
   return s.substr(0, 80);
@@ -508,7 +544,9 @@ class WorkDir {
       return;
     }
     std::string tmpl = (fs::temp_directory_path() / "npusim-check-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr) throw profiler::OutputError("cannot create a temporary folder in " + fs::temp_directory_path().string());
+    if (::mkdtemp(tmpl.data()) == nullptr)
+      throw profiler::OutputError("cannot create a temporary folder in " +
+                                  fs::temp_directory_path().string());
     path_ = tmpl;
     temporary_ = true;
   }
@@ -538,28 +576,33 @@ int check_command(const std::vector<std::string>& args) {
   unsigned jobs = 0;
   bool help = false, update = false;
   po::options_description desc("Options for npusim check");
-  desc.add_options()
-      ("help,h", po::bool_switch(&help), "show this help")
-      ("budgets", po::value(&file)->value_name("FILE"), "the budget file (docs/budgets.md); also the positional argument")
-      ("jobs,j", po::value(&jobs)->value_name("N"), "budgets run at a time (default: the number of cores)")
-      ("junit", po::value(&junit)->value_name("FILE"), "also write the results as JUnit XML")
-      ("update", po::bool_switch(&update),
-       "rewrite every \"expected\" value with the measured one (maxima and minima are left alone)")
-      ("out,o", po::value(&out)->value_name("DIR"),
-       "keep each run's outputs in DIR/<index>-<name>/ (default: a temporary folder, removed)")
-      ("log-level", po::value<std::string>()->value_name("LEVEL"), "trace|debug|info|warn|error|off")
-      ("quiet,q", po::bool_switch(), "no progress and no table; failures are still reported");
+  desc.add_options()("help,h", po::bool_switch(&help), "show this help")(
+      "budgets", po::value(&file)->value_name("FILE"),
+      "the budget file (docs/budgets.md); also the positional argument")(
+      "jobs,j", po::value(&jobs)->value_name("N"),
+      "budgets run at a time (default: the number of cores)")(
+      "junit", po::value(&junit)->value_name("FILE"), "also write the results as JUnit XML")(
+      "update", po::bool_switch(&update),
+      "rewrite every \"expected\" value with the measured one (maxima and minima are left alone)")(
+      "out,o", po::value(&out)->value_name("DIR"),
+      "keep each run's outputs in DIR/<index>-<name>/ (default: a temporary folder, removed)")(
+      "log-level", po::value<std::string>()->value_name("LEVEL"),
+      "trace|debug|info|warn|error|off")("quiet,q", po::bool_switch(),
+                                         "no progress and no table; failures are still reported");
   const po::variables_map vm = parse_options(args, desc, "check", "budgets", 1);
   if (help) {
-    std::cout << "usage: npusim check BUDGETS.json [--jobs N] [--junit FILE] [--update] [--out DIR]\n\n"
-                 "Runs every budget entry (model, config, overrides) with `npusim run` in a process of\n"
-                 "its own, reads the entry's metric from the run's stats.json and compares it with the\n"
-                 "budget: PASS, IMPROVED (better than expected by more than the tolerance: tighten the\n"
-                 "budget), FAIL (a regression, or above a maximum), NEW (no expected value yet) or ERROR\n"
-                 "(the run did not complete). See docs/budgets.md.\n\n"
-                 "exit codes: 0 no regression; 1 some budget FAIL or NEW; 2 bad budget file or usage\n"
-                 "(also a metric that is not in stats.json); 3 some run did not complete; 4 internal error.\n\n"
-              << desc << '\n';
+    std::cout
+        << "usage: npusim check BUDGETS.json [--jobs N] [--junit FILE] [--update] [--out DIR]\n\n"
+           "Runs every budget entry (model, config, overrides) with `npusim run` in a process of\n"
+           "its own, reads the entry's metric from the run's stats.json and compares it with the\n"
+           "budget: PASS, IMPROVED (better than expected by more than the tolerance: tighten the\n"
+           "budget), FAIL (a regression, or above a maximum), NEW (no expected value yet) or "
+           "ERROR\n"
+           "(the run did not complete). See docs/budgets.md.\n\n"
+           "exit codes: 0 no regression; 1 some budget FAIL or NEW; 2 bad budget file or usage\n"
+           "(also a metric that is not in stats.json); 3 some run did not complete; 4 internal "
+           "error.\n\n"
+        << desc << '\n';
     return kExitOk;
   }
   const bool quiet = vm["quiet"].as<bool>();
@@ -578,7 +621,8 @@ int check_command(const std::vector<std::string>& args) {
     std::error_code ec;
     fs::remove_all(dirs[i], ec);
     fs::create_directories(dirs[i], ec);
-    if (!fs::is_directory(dirs[i])) throw profiler::OutputError("cannot create the folder " + dirs[i].string());
+    if (!fs::is_directory(dirs[i]))
+      throw profiler::OutputError("cannot create the folder " + dirs[i].string());
     children[i].args = run_child_args(e.model, e.config, e.overrides,
                                       {"--stats-level=" + std::to_string(e.stats_level)}, dirs[i]);
     children[i].stderr_file = dirs[i] / "stderr.txt";
@@ -597,9 +641,10 @@ int check_command(const std::vector<std::string>& args) {
       const bool rewritten = update && budgets.entries[i].kind == Kind::kExpected &&
                              (r.verdict == Verdict::kFail || r.verdict == Verdict::kNew);
       const bool bad = r.verdict != Verdict::kPass && r.verdict != Verdict::kImproved && !rewritten;
-      progress.finished("npusim: check: [" + std::to_string(finished) + "/" + std::to_string(n) + "] " +
-                            budgets.entries[i].name + ": " + verdict_name(r.verdict) +
-                            (bad ? ", " + r.message : std::string()) + " (" + seconds_text(r.seconds) + " s)",
+      progress.finished("npusim: check: [" + std::to_string(finished) + "/" + std::to_string(n) +
+                            "] " + budgets.entries[i].name + ": " + verdict_name(r.verdict) +
+                            (bad ? ", " + r.message : std::string()) + " (" +
+                            seconds_text(r.seconds) + " s)",
                         bad);
     });
   }
@@ -609,18 +654,21 @@ int check_command(const std::vector<std::string>& args) {
   for (const Result& r : results) ++counts[static_cast<int>(r.verdict)];
   if (!quiet) {
     print_table(std::cout, budgets, results);
-    std::cout << n << " budget(s): " << counts[0] << " PASS, " << counts[1] << " IMPROVED, " << counts[2]
-              << " FAIL, " << counts[3] << " NEW, " << counts[4] + counts[5] << " ERROR\n";
+    std::cout << n << " budget(s): " << counts[0] << " PASS, " << counts[1] << " IMPROVED, "
+              << counts[2] << " FAIL, " << counts[3] << " NEW, " << counts[4] + counts[5]
+              << " ERROR\n";
   }
   if (!junit.empty()) write_file_atomically(junit, junit_xml(budgets, results, total));
-  std::size_t failing = counts[static_cast<int>(Verdict::kFail)] + counts[static_cast<int>(Verdict::kNew)];
+  std::size_t failing =
+      counts[static_cast<int>(Verdict::kFail)] + counts[static_cast<int>(Verdict::kNew)];
   if (update) {
     const std::size_t changed = update_file(budgets, results);
     if (!quiet) std::cout << "updated " << changed << " expected value(s) in " << file << '\n';
     // Expected values now match; only maxima and minima can still fail.
     failing = 0;
     for (std::size_t i = 0; i < n; ++i) {
-      if (budgets.entries[i].kind != Kind::kExpected && results[i].verdict == Verdict::kFail) ++failing;
+      if (budgets.entries[i].kind != Kind::kExpected && results[i].verdict == Verdict::kFail)
+        ++failing;
     }
   }
   if (counts[static_cast<int>(Verdict::kBadMetric)] > 0) {

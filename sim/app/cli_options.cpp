@@ -15,13 +15,13 @@ po::variables_map parse_options(const std::vector<std::string>& args,
     po::variables_map vm;
     po::positional_options_description positionals;
     if (positional != nullptr) positionals.add(positional, max_positional);
-    po::store(po::command_line_parser(args)
-                  .options(desc)
-                  .positional(positionals)
-                  .style(po::command_line_style::default_style &
-                         ~po::command_line_style::allow_guessing)
-                  .run(),
-              vm);
+    po::store(
+        po::command_line_parser(args)
+            .options(desc)
+            .positional(positionals)
+            .style(po::command_line_style::default_style & ~po::command_line_style::allow_guessing)
+            .run(),
+        vm);
     po::notify(vm);
     return vm;
   } catch (const po::error& e) {

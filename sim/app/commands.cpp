@@ -5,25 +5,25 @@
 #include <fstream>
 #include <iostream>
 
-#include <boost/program_options.hpp>
 #include <spdlog/spdlog.h>
+#include <boost/program_options.hpp>
 
 #include "profiler/chrome_trace.h"
 #include "profiler/csv_writers.h"
-#include "profiler/perfetto_trace.h"
-#include "profiler/select.h"
-#include "profiler/trace_model.h"
 #include "profiler/output_dir.h"
-#include "sim/app/cli_options.h"
+#include "profiler/perfetto_trace.h"
 #include "profiler/report_writers.h"
+#include "profiler/select.h"
 #include "profiler/stats.h"
-#include "sim/ir/engines.h"
-#include "sim/util/error.h"
-#include "sim/estimator/estimator.h"
-#include "sim/api/session.h"
+#include "profiler/trace_model.h"
 #include "sim/api/models.h"
+#include "sim/api/session.h"
+#include "sim/app/cli_options.h"
 #include "sim/compiler/compiler.h"
+#include "sim/estimator/estimator.h"
+#include "sim/ir/engines.h"
 #include "sim/ir/schedule_writer.h"
+#include "sim/util/error.h"
 
 namespace po = boost::program_options;
 
@@ -54,42 +54,42 @@ struct RunOptions {
 
 // What run and estimate measure and how much they write.
 void add_profile_options(po::options_description& desc, RunOptions& o) {
-  desc.add_options()
-      ("stats-level", po::value(&o.stats_level)->value_name("40|50|70|100")->default_value(70),
-       "how much the outputs hold: 40 totals; 50 + wait cycles; 70 + per-op figures; 100 + DRAM "
-       "latency histogram, per-op MAC utilisation, per-program local-memory peak")
-      ("iterations", po::value(&o.iterations)->value_name("N")->default_value(1),
-       "run N inferences back to back")
-      ("profile-start-iter", po::value(&o.profile_start)->value_name("K")->default_value(0),
-       "first inference profiled (0-based)")
-      ("profile-samples", po::value(&o.profile_samples)->value_name("S"),
-       "inferences profiled from K on (default: all from K)");
+  desc.add_options()(
+      "stats-level", po::value(&o.stats_level)->value_name("40|50|70|100")->default_value(70),
+      "how much the outputs hold: 40 totals; 50 + wait cycles; 70 + per-op figures; 100 + DRAM "
+      "latency histogram, per-op MAC utilisation, per-program local-memory peak")(
+      "iterations", po::value(&o.iterations)->value_name("N")->default_value(1),
+      "run N inferences back to back")(
+      "profile-start-iter", po::value(&o.profile_start)->value_name("K")->default_value(0),
+      "first inference profiled (0-based)")("profile-samples",
+                                            po::value(&o.profile_samples)->value_name("S"),
+                                            "inferences profiled from K on (default: all from K)");
 }
 
 // The options every model-taking command shares.
-po::options_description model_options(RunOptions& o, const std::string& what, const char* out_help) {
+po::options_description model_options(RunOptions& o, const std::string& what,
+                                      const char* out_help) {
   po::options_description desc("Options for npusim " + what);
-  desc.add_options()
-      ("help,h", po::bool_switch(&o.help), "show this help")
-      ("model,m", po::value(&o.model)->value_name("FILE"),
-       "the model: a schedule or graph JSON, a SCALE-Sim topology (.csv) or an ONNX file; may "
-       "also be given as the one positional argument")
-      ("config,c", po::value(&o.config)->value_name("FILE|NAME")->default_value("default"),
-       "hardware config: a JSON file or a built-in name (default, server)")
-      ("set", po::value(&o.overrides)->value_name("KEY=VALUE")->composing(),
-       "override one config field, e.g. --set dram.bandwidth_gbps=25.6 (repeatable)")
-      ("input-shape", po::value(&o.input_shapes)->value_name("NAME=DxD...")->composing(),
-       "fix an ONNX input's shape, e.g. --input-shape input=1x3x224x224 (repeatable)")
-      ("host-fallback", po::bool_switch(&o.host_fallback),
-       "run ONNX ops the NPU cannot on the host (config host.call_cycles and "
-       "host.cycles_per_element) instead of rejecting the model")
-      ("ideal-memory", po::bool_switch(&o.ideal_memory),
-       "DMA, DRAM and dispatch take no cycles and local memory is unbounded: compute alone, as "
-       "SCALE-Sim's compute report (same as --set ideal_memory=true)")
-      ("out,o", po::value(&o.out)->value_name(what == "compile" ? "FILE" : "DIR"), out_help)
+  desc.add_options()("help,h", po::bool_switch(&o.help), "show this help")(
+      "model,m", po::value(&o.model)->value_name("FILE"),
+      "the model: a schedule or graph JSON, a SCALE-Sim topology (.csv) or an ONNX file; may "
+      "also be given as the one positional argument")(
+      "config,c", po::value(&o.config)->value_name("FILE|NAME")->default_value("default"),
+      "hardware config: a JSON file or a built-in name (default, server)")(
+      "set", po::value(&o.overrides)->value_name("KEY=VALUE")->composing(),
+      "override one config field, e.g. --set dram.bandwidth_gbps=25.6 (repeatable)")(
+      "input-shape", po::value(&o.input_shapes)->value_name("NAME=DxD...")->composing(),
+      "fix an ONNX input's shape, e.g. --input-shape input=1x3x224x224 (repeatable)")(
+      "host-fallback", po::bool_switch(&o.host_fallback),
+      "run ONNX ops the NPU cannot on the host (config host.call_cycles and "
+      "host.cycles_per_element) instead of rejecting the model")(
+      "ideal-memory", po::bool_switch(&o.ideal_memory),
+      "DMA, DRAM and dispatch take no cycles and local memory is unbounded: compute alone, as "
+      "SCALE-Sim's compute report (same as --set ideal_memory=true)")(
+      "out,o", po::value(&o.out)->value_name(what == "compile" ? "FILE" : "DIR"), out_help)
       // Accepted here too so that they may follow the command; main() applies them.
-      ("log-level", po::value<std::string>()->value_name("LEVEL"), "trace|debug|info|warn|error|off")
-      ("quiet,q", po::bool_switch(), "print nothing but errors");
+      ("log-level", po::value<std::string>()->value_name("LEVEL"),
+       "trace|debug|info|warn|error|off")("quiet,q", po::bool_switch(), "print nothing but errors");
   return desc;
 }
 
@@ -107,7 +107,6 @@ api::ModelOptions model_options_of(const RunOptions& o) {
   return m;
 }
 
-
 // Checked by checked_level before use: 1 <= iterations <= 10000, the window inside.
 api::Iterations iterations_of(const RunOptions& o) {
   api::Iterations it;
@@ -118,7 +117,8 @@ api::Iterations iterations_of(const RunOptions& o) {
 }
 
 api::RunRequest request_of(const RunOptions& o, const std::string& usage) {
-  if (o.model.empty()) throw InputError("", "", "--model is required (see npusim " + usage + " --help)");
+  if (o.model.empty())
+    throw InputError("", "", "--model is required (see npusim " + usage + " --help)");
   api::RunRequest r;
   r.model = o.model;
   r.config = o.config;
@@ -131,17 +131,20 @@ api::RunRequest request_of(const RunOptions& o, const std::string& usage) {
 
 profiler::StatsLevel checked_level(const RunOptions& o) {
   const auto level = profiler::stats_level_from(o.stats_level);
-  if (!level) throw InputError("--stats-level", "", "expected 40, 50, 70 or 100, found " + std::to_string(o.stats_level));
+  if (!level)
+    throw InputError("--stats-level", "",
+                     "expected 40, 50, 70 or 100, found " + std::to_string(o.stats_level));
   if (o.profile_start < 0 || o.profile_samples < 0) {
-    throw InputError(o.profile_start < 0 ? "--profile-start-iter" : "--profile-samples", "", "expected a non-negative number");
+    throw InputError(o.profile_start < 0 ? "--profile-start-iter" : "--profile-samples", "",
+                     "expected a non-negative number");
   }
   if (o.iterations < 1 || o.iterations > 10000) {
-    throw InputError("--iterations", "", "expected 1 to 10000 inferences, found " + std::to_string(o.iterations));
+    throw InputError("--iterations", "",
+                     "expected 1 to 10000 inferences, found " + std::to_string(o.iterations));
   }
   api::check_iterations(iterations_of(o), 0);
   return *level;
 }
-
 
 // run and estimate: measure, write every output, print the summary.
 int measure_and_write(const RunOptions& o, const std::vector<std::string>& args,
@@ -149,13 +152,16 @@ int measure_and_write(const RunOptions& o, const std::vector<std::string>& args,
   const profiler::StatsLevel level = checked_level(o);
   const api::Session session = api::Session::open(request_of(o, usage));
   const api::Measured m = session.measure(simulate);
-  const std::filesystem::path out = o.out.empty() ? session.default_out() : std::filesystem::path(o.out);
+  const std::filesystem::path out =
+      o.out.empty() ? session.default_out() : std::filesystem::path(o.out);
   session.write(m, out, level);
   if (!is_quiet(args)) {
     api::write_summary(std::cout, m, level);
     std::cout << "\noutputs written to " << out.string() << '\n';
   }
-  if (!m.failure.empty()) throw SimulationError(m.failure + "\n(outputs up to that point written to " + out.string() + ", marked incomplete)");
+  if (!m.failure.empty())
+    throw SimulationError(m.failure + "\n(outputs up to that point written to " + out.string() +
+                          ", marked incomplete)");
   return kExitOk;
 }
 
@@ -210,7 +216,9 @@ int compile_command(const std::vector<std::string>& args) {
   if (o.model.empty()) throw InputError("", "", "a model is required (see npusim compile --help)");
   const HwConfig config = api::load_config(o.config, overrides_of(o));
   const ModelKind kind = detect_model_kind(o.model);
-  if (kind == ModelKind::kSchedule) throw InputError(o.model, "", "is a schedule already; compile takes a graph, topology or ONNX model");
+  if (kind == ModelKind::kSchedule)
+    throw InputError(o.model, "",
+                     "is a schedule already; compile takes a graph, topology or ONNX model");
   const Graph graph = *load_graph(o.model, kind, model_options_of(o));
   const Schedule schedule = compile_schedule(graph, config);
   if (o.out.empty()) {
@@ -218,7 +226,8 @@ int compile_command(const std::vector<std::string>& args) {
     std::cout.flush();
     if (!std::cout) throw profiler::OutputError("cannot write the schedule to standard output");
   } else {
-    profiler::write_file_atomically(o.out, [&](std::ostream& s) { write_schedule_json(s, schedule); });
+    profiler::write_file_atomically(o.out,
+                                    [&](std::ostream& s) { write_schedule_json(s, schedule); });
     spdlog::info("{}: {} commands written to {}", o.model, schedule.commands.size(), o.out);
   }
   return kExitOk;
@@ -229,10 +238,11 @@ int info_command(const std::vector<std::string>& args) {
   auto desc = model_options(o, "info", "unused");
   parse_options(args, desc, "info", "model", 1);
   if (o.help) {
-    print_help("npusim info [--model] MODEL [--config C] [--set K=V ...]",
-               "Describes a model: name, file size, weights, batch, inputs and outputs, MACs; and,\n"
-               "compiled for the config, its commands per engine and peak local memory.",
-               desc);
+    print_help(
+        "npusim info [--model] MODEL [--config C] [--set K=V ...]",
+        "Describes a model: name, file size, weights, batch, inputs and outputs, MACs; and,\n"
+        "compiled for the config, its commands per engine and peak local memory.",
+        desc);
     return kExitOk;
   }
   if (o.model.empty()) throw InputError("", "", "a model is required (see npusim info --help)");
@@ -240,7 +250,8 @@ int info_command(const std::vector<std::string>& args) {
   const ModelKind kind = detect_model_kind(o.model);
   const api::ModelOptions mo = model_options_of(o);
   const std::optional<Graph> graph = load_graph(o.model, kind, mo);
-  const Schedule schedule = graph ? compile_schedule(*graph, config) : load_schedule(o.model, config);
+  const Schedule schedule =
+      graph ? compile_schedule(*graph, config) : load_schedule(o.model, config);
   const profiler::Workload w = make_workload(schedule, config);
   const profiler::Timeline est = estimate(schedule, config);
   const profiler::RunStats stats = profiler::compute_stats(w, est);
@@ -274,8 +285,11 @@ int info_command(const std::vector<std::string>& args) {
   if (graph) {
     std::cout << "compiled for: " << config.name << " (" << config.slices.count << " slices)\n";
   } else {
-    std::cout << "compiled for: " << (schedule.target_config.empty() ? "(not stated)" : schedule.target_config)
-              << (schedule.target_slices ? " (" + std::to_string(schedule.target_slices) + " slices)" : "")
+    std::cout << "compiled for: "
+              << (schedule.target_config.empty() ? "(not stated)" : schedule.target_config)
+              << (schedule.target_slices
+                      ? " (" + std::to_string(schedule.target_slices) + " slices)"
+                      : "")
               << "; measured on " << config.name << '\n';
   }
   std::cout << "commands:     " << schedule.commands.size() << " in " << schedule.programs.size()

@@ -8,8 +8,8 @@
 
 #include "profiler/output_dir.h"
 #include "sim/app/commands.h"
-#include "sim/app/sweep.h"
 #include "sim/app/profiler_commands.h"
+#include "sim/app/sweep.h"
 #include "sim/platform/platform.h"
 #include "sim/util/error.h"
 

@@ -88,7 +88,8 @@ void run_children(const std::vector<ChildSpec>& children, unsigned jobs,
   sigaddset(&watched, SIGCHLD);
   sigaddset(&watched, SIGINT);
   sigaddset(&watched, SIGTERM);
-  struct sigaction dfl {}, old_chld {};
+  struct sigaction dfl {
+  }, old_chld{};
   dfl.sa_handler = SIG_DFL;
   sigemptyset(&dfl.sa_mask);
   sigaction(SIGCHLD, &dfl, &old_chld);  // an inherited SIG_IGN would reap children for us
@@ -124,8 +125,8 @@ void run_children(const std::vector<ChildSpec>& children, unsigned jobs,
           running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
           reaped = true;
           if (interrupted == 0) {
-            done(child.index, ChildOutcome{r < 0 ? 127 : decode_status(status),
-                                           now_seconds() - child.start});
+            done(child.index,
+                 ChildOutcome{r < 0 ? 127 : decode_status(status), now_seconds() - child.start});
           }
         } else {
           ++i;
@@ -184,7 +185,10 @@ std::string shell_quote(const std::string& word) {
 }
 
 Progress::Progress(std::string what, std::size_t total, bool quiet)
-    : what_(std::move(what)), total_(total), quiet_(quiet), tty_(isatty(STDERR_FILENO) == 1),
+    : what_(std::move(what)),
+      total_(total),
+      quiet_(quiet),
+      tty_(isatty(STDERR_FILENO) == 1),
       start_(now_seconds()) {
   if (tty_ && !quiet_) draw();
 }

@@ -9,11 +9,11 @@
 #include <boost/program_options.hpp>
 
 #include "profiler/csv_readers.h"
-#include "profiler/output_dir.h"
 #include "profiler/layer_stats.h"
-#include "sim/app/cli_options.h"
+#include "profiler/output_dir.h"
 #include "profiler/report.h"
 #include "profiler/trace_import.h"
+#include "sim/app/cli_options.h"
 #include "sim/util/error.h"
 
 namespace po = boost::program_options;
@@ -41,7 +41,6 @@ auto translating_parse_errors(F&& body) -> decltype(body()) {
   }
 }
 
-
 // "800", "933.333": a clock in MHz with at most 3 decimals, as kHz.
 std::uint64_t parse_clock_khz(const std::string& text) {
   const std::size_t dot = text.find('.');
@@ -53,7 +52,8 @@ std::uint64_t parse_clock_khz(const std::string& text) {
   const bool ok = digits(whole) && whole.size() <= 9 &&
                   (dot == std::string::npos || (digits(frac) && frac.size() <= 3));
   const std::uint64_t khz =
-      ok ? std::stoull(whole) * 1000 + (frac.empty() ? 0 : std::stoull(frac + std::string(3 - frac.size(), '0')))
+      ok ? std::stoull(whole) * 1000 +
+               (frac.empty() ? 0 : std::stoull(frac + std::string(3 - frac.size(), '0')))
          : 0;
   if (khz == 0) {
     throw InputError("--clock-mhz", "",
@@ -68,29 +68,29 @@ int report_command(const std::vector<std::string>& args) {
   std::string dir, mode = "total", format = "table";
   bool estimate = false, help = false, layers = false;
   po::options_description desc("Options for npusim report");
-  desc.add_options()
-      ("help,h", po::bool_switch(&help), "show this help")
-      ("dir", po::value(&dir)->value_name("DIR"),
-       "a run's output folder (or its stats.json); may be given as the positional argument")
-      ("mode", po::value(&mode)->value_name("total|each")->default_value("total"),
-       "total: op types by cycles; each: every op by index")
-      ("estimate", po::bool_switch(&estimate),
-       "report the compile-time estimate even when the folder holds a simulation")
-      ("layers", po::bool_switch(&layers),
-       "per layer: SCALE-Sim's compute report (total, stall cycles, utilisations) and the tiling "
-       "against the untiled layer")
-      ("format", po::value(&format)->value_name("table|csv")->default_value("table"),
-       "with --layers: a table, or CSV whose first columns are SCALE-Sim's COMPUTE_REPORT.csv");
+  desc.add_options()("help,h", po::bool_switch(&help), "show this help")(
+      "dir", po::value(&dir)->value_name("DIR"),
+      "a run's output folder (or its stats.json); may be given as the positional argument")(
+      "mode", po::value(&mode)->value_name("total|each")->default_value("total"),
+      "total: op types by cycles; each: every op by index")(
+      "estimate", po::bool_switch(&estimate),
+      "report the compile-time estimate even when the folder holds a simulation")(
+      "layers", po::bool_switch(&layers),
+      "per layer: SCALE-Sim's compute report (total, stall cycles, utilisations) and the tiling "
+      "against the untiled layer")(
+      "format", po::value(&format)->value_name("table|csv")->default_value("table"),
+      "with --layers: a table, or CSV whose first columns are SCALE-Sim's COMPUTE_REPORT.csv");
   add_logging(desc, true);
   parse_options(args, desc, "report", "dir", 1);
   if (help) {
-    print_help("npusim report DIR [--mode total|each | --layers [--format table|csv]] [--estimate] [-q]",
-               "Breaks a run down from DIR/stats.json (the simulation if present, else the\n"
-               "estimate; written at --stats-level 70 or more): invoke time, NPU time, DMA time,\n"
-               "DRAM bytes moved, variable buffer size; the op types' share of the ops' cycles\n"
-               "(total) or every op (each); per layer, its cycles and the shares of them spent in\n"
-               "array compute, vector compute, DMA load and DMA store (docs/report.md).",
-               desc);
+    print_help(
+        "npusim report DIR [--mode total|each | --layers [--format table|csv]] [--estimate] [-q]",
+        "Breaks a run down from DIR/stats.json (the simulation if present, else the\n"
+        "estimate; written at --stats-level 70 or more): invoke time, NPU time, DMA time,\n"
+        "DRAM bytes moved, variable buffer size; the op types' share of the ops' cycles\n"
+        "(total) or every op (each); per layer, its cycles and the shares of them spent in\n"
+        "array compute, vector compute, DMA load and DMA store (docs/report.md).",
+        desc);
     return kExitOk;
   }
   if (dir.empty()) throw InputError("", "", "a run folder is required (see npusim report --help)");
@@ -102,7 +102,8 @@ int report_command(const std::vector<std::string>& args) {
   }
   std::error_code ec;
   if (!fs::exists(dir, ec)) throw InputError(dir, "", "no such folder");
-  const std::string stats = fs::is_directory(dir, ec) ? (fs::path(dir) / "stats.json").string() : dir;
+  const std::string stats =
+      fs::is_directory(dir, ec) ? (fs::path(dir) / "stats.json").string() : dir;
   if (!fs::exists(stats, ec)) {
     throw InputError(stats, "", "not found (written by npusim run and npusim estimate)");
   }
@@ -110,9 +111,11 @@ int report_command(const std::vector<std::string>& args) {
     return translating_parse_errors([&] {
       const nlohmann::json j = profiler::read_json_file(stats);
       const char* run = !estimate && j.contains("runtime") ? "runtime" : "estimate";
-      if (!j.is_object() || !j.contains(run)) throw profiler::ParseError(stats, 0, std::string("/") + run, "missing");
+      if (!j.is_object() || !j.contains(run))
+        throw profiler::ParseError(stats, 0, std::string("/") + run, "missing");
       if (!is_quiet(args)) {
-        profiler::write_layer_report(std::cout, j[run], stats, std::string("/") + run, format == "csv");
+        profiler::write_layer_report(std::cout, j[run], stats, std::string("/") + run,
+                                     format == "csv");
       }
       return kExitOk;
     });
@@ -121,8 +124,9 @@ int report_command(const std::vector<std::string>& args) {
     const profiler::ReportInput input = profiler::read_report_input_file(stats, estimate);
     const profiler::Report report = profiler::compute_report(input);
     if (is_quiet(args)) return kExitOk;  // the file was readable: that is all -q asks
-    profiler::write_report(std::cout, input, report,
-                           mode == "each" ? profiler::ReportMode::kEach : profiler::ReportMode::kTotal);
+    profiler::write_report(
+        std::cout, input, report,
+        mode == "each" ? profiler::ReportMode::kEach : profiler::ReportMode::kTotal);
     return kExitOk;
   });
 }
@@ -132,31 +136,32 @@ int convert_command(const std::vector<std::string>& args) {
   std::string out, clock = "800";
   bool help = false;
   po::options_description desc("Options for npusim convert");
-  desc.add_options()
-      ("help,h", po::bool_switch(&help), "show this help")
-      ("compile", po::value(&compile)->value_name("CSV ...")->multitoken()->composing(),
-       "timeline.csv files (ID,Start,End,Location,Op Type; cycles), npusim's or a vendor's")
-      ("runtime", po::value(&runtime)->value_name("CSV ...")->multitoken()->composing(),
-       "runtime.csv files (id;time_since_open;time_since_start;location; microseconds)")
-      ("out,o", po::value(&out)->value_name("T.pftrace"),
-       "the Perfetto trace to write; the overview goes beside it as T.overview.json")
-      ("clock-mhz", po::value(&clock)->value_name("F")->default_value("800"),
-       "clock of the timeline files' cycles, in MHz (at most 3 decimals)");
+  desc.add_options()("help,h", po::bool_switch(&help), "show this help")(
+      "compile", po::value(&compile)->value_name("CSV ...")->multitoken()->composing(),
+      "timeline.csv files (ID,Start,End,Location,Op Type; cycles), npusim's or a vendor's")(
+      "runtime", po::value(&runtime)->value_name("CSV ...")->multitoken()->composing(),
+      "runtime.csv files (id;time_since_open;time_since_start;location; microseconds)")(
+      "out,o", po::value(&out)->value_name("T.pftrace"),
+      "the Perfetto trace to write; the overview goes beside it as T.overview.json")(
+      "clock-mhz", po::value(&clock)->value_name("F")->default_value("800"),
+      "clock of the timeline files' cycles, in MHz (at most 3 decimals)");
   add_logging(desc, true);
   parse_options(args, desc, "convert");
   if (help) {
-    print_help("npusim convert --compile A.csv [B.csv ...] --runtime R.csv [...] --out T.pftrace "
-               "[--clock-mhz F]",
-               "Converts timeline.csv and runtime.csv files into one Perfetto trace, one process\n"
-               "per file (timeline rows on tracks DMA_IN, DMA_OUT and compute, extra lanes where\n"
-               "rows of a class overlap; runtime rows as program slices), and prints an overview\n"
-               "of each file (DMA, slice, DMA only, slice only, DMA+slice overlap, busy, idle,\n"
-               "overall) that it also writes as JSON beside the trace (docs/report.md).",
-               desc);
+    print_help(
+        "npusim convert --compile A.csv [B.csv ...] --runtime R.csv [...] --out T.pftrace "
+        "[--clock-mhz F]",
+        "Converts timeline.csv and runtime.csv files into one Perfetto trace, one process\n"
+        "per file (timeline rows on tracks DMA_IN, DMA_OUT and compute, extra lanes where\n"
+        "rows of a class overlap; runtime rows as program slices), and prints an overview\n"
+        "of each file (DMA, slice, DMA only, slice only, DMA+slice overlap, busy, idle,\n"
+        "overall) that it also writes as JSON beside the trace (docs/report.md).",
+        desc);
     return kExitOk;
   }
   if (compile.empty() && runtime.empty()) {
-    throw InputError("", "", "no input: give --compile and/or --runtime files (see npusim convert --help)");
+    throw InputError("", "",
+                     "no input: give --compile and/or --runtime files (see npusim convert --help)");
   }
   if (out.empty()) throw InputError("", "", "--out is required (see npusim convert --help)");
   const std::uint64_t khz = parse_clock_khz(clock);
@@ -236,46 +241,49 @@ int diff_command(const std::vector<std::string>& args) {
   std::size_t top = 20;
   bool help = false, estimate_vs_runtime = false, estimates = false, fail_on_layer = false;
   po::options_description desc("Options for npusim diff");
-  desc.add_options()
-      ("help,h", po::bool_switch(&help), "show this help")
-      ("runs", po::value(&inputs)->value_name("A [B]"),
-       "two run folders (or timeline CSV files), or one run folder; positional")
-      ("tolerance", po::value(&tolerance_arg)->value_name("PCT")->default_value("1"),
-       "exit 1 when the total cycles differ by more than PCT percent of A's (up to 6 decimals)")
-      ("estimate-vs-runtime", po::bool_switch(&estimate_vs_runtime),
-       "compare one run's estimate (timeline.csv, A) with its simulation (runtime_timeline.csv, "
-       "B); the default with one folder")
-      ("estimate", po::bool_switch(&estimates),
-       "with two runs: compare their estimates (timeline.csv) even when both hold a simulation")
-      ("fail-on-layer", po::bool_switch(&fail_on_layer),
-       "also exit 1 when any layer's cycles differ by more than the tolerance")
-      ("top", po::value(&top)->value_name("N")->default_value(20),
-       "rows shown per table, largest |delta| first; 0 shows all");
+  desc.add_options()("help,h", po::bool_switch(&help), "show this help")(
+      "runs", po::value(&inputs)->value_name("A [B]"),
+      "two run folders (or timeline CSV files), or one run folder; positional")(
+      "tolerance", po::value(&tolerance_arg)->value_name("PCT")->default_value("1"),
+      "exit 1 when the total cycles differ by more than PCT percent of A's (up to 6 decimals)")(
+      "estimate-vs-runtime", po::bool_switch(&estimate_vs_runtime),
+      "compare one run's estimate (timeline.csv, A) with its simulation (runtime_timeline.csv, "
+      "B); the default with one folder")(
+      "estimate", po::bool_switch(&estimates),
+      "with two runs: compare their estimates (timeline.csv) even when both hold a simulation")(
+      "fail-on-layer", po::bool_switch(&fail_on_layer),
+      "also exit 1 when any layer's cycles differ by more than the tolerance")(
+      "top", po::value(&top)->value_name("N")->default_value(20),
+      "rows shown per table, largest |delta| first; 0 shows all");
   add_logging(desc, true);
   parse_options(args, desc, "diff", "runs", 2);
   if (help) {
-    print_help("npusim diff A B [--tolerance PCT] [--estimate] [--fail-on-layer] [--top N]\n"
-               "       npusim diff DIR [--estimate-vs-runtime] [--tolerance PCT] ...",
-               "Compares two runs (their runtime_timeline.csv if both have one, else their\n"
-               "timeline.csv; a timeline CSV file may stand for a run), or one run's estimate with\n"
-               "its simulation: per command (matched by ID) and per layer (from stats.json), the\n"
-               "cycles of A and B and their delta, largest first, and the total (last End).\n"
-               "Exit 0 when the total is within the tolerance, 1 when it is past it (or a layer\n"
-               "is, with --fail-on-layer), 2 on bad input (docs/report.md).",
-               desc);
+    print_help(
+        "npusim diff A B [--tolerance PCT] [--estimate] [--fail-on-layer] [--top N]\n"
+        "       npusim diff DIR [--estimate-vs-runtime] [--tolerance PCT] ...",
+        "Compares two runs (their runtime_timeline.csv if both have one, else their\n"
+        "timeline.csv; a timeline CSV file may stand for a run), or one run's estimate with\n"
+        "its simulation: per command (matched by ID) and per layer (from stats.json), the\n"
+        "cycles of A and B and their delta, largest first, and the total (last End).\n"
+        "Exit 0 when the total is within the tolerance, 1 when it is past it (or a layer\n"
+        "is, with --fail-on-layer), 2 on bad input (docs/report.md).",
+        desc);
     return kExitOk;
   }
   const auto tolerance = profiler::parse_tolerance(tolerance_arg);
   if (!tolerance) {
     throw InputError("--tolerance", "",
-                     "expected a percentage of at least 0 with at most 6 decimals, found '" + tolerance_arg + "'");
+                     "expected a percentage of at least 0 with at most 6 decimals, found '" +
+                         tolerance_arg + "'");
   }
   if (inputs.empty()) throw InputError("", "", "a run folder is required (see npusim diff --help)");
   if (inputs.size() == 2 && estimate_vs_runtime) {
-    throw InputError("", "", "--estimate-vs-runtime compares one run folder with itself; give one folder");
+    throw InputError("", "",
+                     "--estimate-vs-runtime compares one run folder with itself; give one folder");
   }
   if (inputs.size() == 1 && estimates) {
-    throw InputError("", "", "--estimate needs two runs; one folder compares its estimate with its simulation");
+    throw InputError(
+        "", "", "--estimate needs two runs; one folder compares its estimate with its simulation");
   }
   std::error_code ec;
   for (const std::string& in : inputs) {
@@ -286,10 +294,13 @@ int diff_command(const std::vector<std::string>& args) {
     if (inputs.size() == 1) {
       const fs::path dir(inputs[0]);
       if (!fs::is_directory(dir, ec)) {
-        throw InputError(inputs[0], "", "is not a folder; comparing an estimate with its simulation needs a run folder");
+        throw InputError(
+            inputs[0], "",
+            "is not a folder; comparing an estimate with its simulation needs a run folder");
       }
       require(dir / "timeline.csv", " (is this an npusim output folder?)");
-      require(dir / "runtime_timeline.csv", " (npusim estimate writes no simulation; use npusim run)");
+      require(dir / "runtime_timeline.csv",
+              " (npusim estimate writes no simulation; use npusim run)");
       a = load_side(inputs[0], "timeline.csv");
       b = load_side(inputs[0], "runtime_timeline.csv");
     } else {
@@ -300,7 +311,8 @@ int diff_command(const std::vector<std::string>& args) {
                             ? "runtime_timeline.csv"
                             : "timeline.csv";
       for (const std::string& in : inputs) {
-        if (fs::is_directory(in, ec)) require(fs::path(in) / csv, " (is this an npusim output folder?)");
+        if (fs::is_directory(in, ec))
+          require(fs::path(in) / csv, " (is this an npusim output folder?)");
       }
       a = load_side(inputs[0], csv);
       b = load_side(inputs[1], csv);

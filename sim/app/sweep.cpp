@@ -10,16 +10,16 @@
 #include <iostream>
 #include <sstream>
 
+#include <spdlog/spdlog.h>
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
 #include "profiler/output_dir.h"
 #include "profiler/stats.h"
 #include "sim/api/models.h"
 #include "sim/app/process_runner.h"
-#include "sim/util/error.h"
 #include "sim/config/hw_config.h"
+#include "sim/util/error.h"
 
 namespace po = boost::program_options;
 namespace fs = std::filesystem;
@@ -34,7 +34,8 @@ using OJson = nlohmann::ordered_json;
 
 std::vector<std::string> run_child_args(const std::string& model, const std::string& config,
                                         const std::vector<std::string>& overrides,
-                                        const std::vector<std::string>& extra, const fs::path& out) {
+                                        const std::vector<std::string>& extra,
+                                        const fs::path& out) {
   // --opt=value throughout, so that no value is ever taken for an option.
   std::vector<std::string> args = {"run", "--model=" + model, "--config=" + config};
   for (const std::string& o : overrides) args.push_back("--set=" + o);
@@ -48,12 +49,14 @@ std::string child_error_text(const fs::path& stderr_file, int exit_code) {
   std::ifstream in(stderr_file, std::ios::binary);
   std::string text, line;
   while (std::getline(in, line)) {
-    while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.pop_back();
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t'))
+      line.pop_back();
     if (line.empty()) continue;
     text += (text.empty() ? "" : " | ") + line;
   }
   if (exit_code > 128 && exit_code < 128 + 65) {
-    text = "killed by signal " + std::to_string(exit_code - 128) + (text.empty() ? "" : ": " + text);
+    text =
+        "killed by signal " + std::to_string(exit_code - 128) + (text.empty() ? "" : ": " + text);
   }
   if (text.empty()) text = "exited with code " + std::to_string(exit_code) + " and printed nothing";
   return text;
@@ -64,7 +67,6 @@ std::string absolute_config(const std::string& config) {
   if (fs::is_regular_file(config, ec)) return fs::absolute(config).lexically_normal().string();
   return config;
 }
-
 
 namespace {
 
@@ -78,10 +80,10 @@ struct SweepKey {
 };
 
 struct Plan {
-  std::string model;       // as given
-  std::string model_path;  // absolute, for the children
-  std::string config;      // as given
-  std::string config_arg;  // absolute file path or built-in name, for the children
+  std::string model;                      // as given
+  std::string model_path;                 // absolute, for the children
+  std::string config;                     // as given
+  std::string config_arg;                 // absolute file path or built-in name, for the children
   std::vector<std::string> fixed;         // --set, applied to every point first
   std::vector<std::string> input_shapes;  // --input-shape, passed on
   unsigned stats_level = 40;              // --stats-level, passed on
@@ -104,7 +106,8 @@ struct Plan {
   std::vector<std::string> point_overrides(std::size_t index) const {
     std::vector<std::string> o = fixed;
     const auto c = coordinates(index);
-    for (std::size_t k = 0; k < keys.size(); ++k) o.push_back(keys[k].key + "=" + keys[k].values[c[k]]);
+    for (std::size_t k = 0; k < keys.size(); ++k)
+      o.push_back(keys[k].key + "=" + keys[k].values[c[k]]);
     return o;
   }
   std::string describe(std::size_t index) const {
@@ -144,7 +147,8 @@ SweepKey parse_list(const std::string& option, const std::string& key, const std
   std::size_t from = 0;
   while (true) {
     const auto comma = list.find(',', from);
-    const std::string value = trim(list.substr(from, comma == std::string::npos ? comma : comma - from));
+    const std::string value =
+        trim(list.substr(from, comma == std::string::npos ? comma : comma - from));
     if (value.empty()) {
       throw InputError("", option, "empty value in '" + list + "' (expected v1,v2,...)");
     }
@@ -211,7 +215,7 @@ struct PointResult {
   std::string error;
   OJson total_cycles, latency_us, mac_utilization, dram_gbps, compute_busy, dma_busy;
   std::vector<OJson> lower_bounds;  // indexed like lower_bound_names(); empty unless ok
-  std::string bound;  // the binding resource's name
+  std::string bound;                // the binding resource's name
 };
 
 // Reads a finished point's folder: exit_code.txt, then stats.json or stderr.txt. Paths in
@@ -249,7 +253,8 @@ PointResult read_point(const fs::path& dir, const std::string& rel) {
     std::uint64_t compute = 0, dma = 0;
     for (const auto& [name, e] : engines.items()) {
       const OJson& cycles = need(e, "/busy_cycles");
-      if (!cycles.is_number_unsigned()) throw std::runtime_error("/runtime/engines/" + name + "/busy_cycles is not a cycle count");
+      if (!cycles.is_number_unsigned())
+        throw std::runtime_error("/runtime/engines/" + name + "/busy_cycles is not a cycle count");
       const std::uint64_t busy = cycles.get<std::uint64_t>();
       std::uint64_t& slot = name.rfind("DMA", 0) == 0 ? dma : compute;
       slot = std::max(slot, busy);
@@ -289,12 +294,13 @@ std::string sweep_csv(const Plan& plan, const std::vector<PointResult>& results)
     const PointResult& r = results[i];
     out << i;
     const auto c = plan.coordinates(i);
-    for (std::size_t k = 0; k < plan.keys.size(); ++k) out << ',' << csv_field(plan.keys[k].values[c[k]]);
+    for (std::size_t k = 0; k < plan.keys.size(); ++k)
+      out << ',' << csv_field(plan.keys[k].values[c[k]]);
     out << ',' << (r.ok ? "ok" : "failed") << ',' << number_text(r.exit_code) << ','
         << number_text(r.total_cycles) << ',' << number_text(r.latency_us) << ','
         << number_text(r.mac_utilization) << ',' << number_text(r.dram_gbps) << ','
-        << csv_field(r.bound) << ','
-        << number_text(r.compute_busy) << ',' << number_text(r.dma_busy) << ',';
+        << csv_field(r.bound) << ',' << number_text(r.compute_busy) << ','
+        << number_text(r.dma_busy) << ',';
     for (std::size_t b = 0; b < bound_names.size(); ++b) {
       out << (r.ok ? number_text(r.lower_bounds[b]) : std::string()) << ',';
     }
@@ -379,7 +385,9 @@ Plan read_plan(const fs::path& dir) {
   const fs::path file = dir / "sweep-plan.json";
   const std::string name = file.string();
   std::ifstream in(file, std::ios::binary);
-  if (!in) throw InputError(name, "", "cannot read it (is this a folder written by npusim sweep or --emit-jobs?)");
+  if (!in)
+    throw InputError(name, "",
+                     "cannot read it (is this a folder written by npusim sweep or --emit-jobs?)");
   OJson j;
   try {
     j = OJson::parse(in);
@@ -388,7 +396,8 @@ Plan read_plan(const fs::path& dir) {
   }
   Plan plan;
   try {
-    if (j.at("format") != "npusim-sweep-plan") throw InputError(name, "/format", "expected \"npusim-sweep-plan\"");
+    if (j.at("format") != "npusim-sweep-plan")
+      throw InputError(name, "/format", "expected \"npusim-sweep-plan\"");
     if (j.at("version") != 1) throw InputError(name, "/version", "expected 1");
     plan.model = j.at("model").get<std::string>();
     plan.model_path = j.at("model_path").get<std::string>();
@@ -470,8 +479,8 @@ int emit_jobs(const Plan& plan, const fs::path& dir, const std::string& file, bo
     const fs::path point = abs_dir / "points" / std::to_string(i);
     const std::string q = shell_quote(point.string());
     lines << "mkdir -p " << q << " && (" << shell_quote(binary);
-    for (const std::string& a : run_child_args(plan.model_path, plan.config_arg, plan.point_overrides(i),
-                                               plan.extra_args(), point)) {
+    for (const std::string& a : run_child_args(plan.model_path, plan.config_arg,
+                                               plan.point_overrides(i), plan.extra_args(), point)) {
       lines << ' ' << shell_quote(a);
     }
     lines << " </dev/null >/dev/null 2>" << shell_quote((point / "stderr.txt").string())
@@ -486,9 +495,10 @@ int emit_jobs(const Plan& plan, const fs::path& dir, const std::string& file, bo
   }
   if (!quiet) {
     (file == "-" ? std::cerr : std::cout)
-        << "sweep: " << plan.size() << " job(s) written to " << (file == "-" ? "standard output" : file)
-        << "; run them (for example: parallel < " << (file == "-" ? "JOBS" : shell_quote(file))
-        << "), then: npusim sweep --merge " << shell_quote(dir.string()) << '\n';
+        << "sweep: " << plan.size() << " job(s) written to "
+        << (file == "-" ? "standard output" : file) << "; run them (for example: parallel < "
+        << (file == "-" ? "JOBS" : shell_quote(file)) << "), then: npusim sweep --merge "
+        << shell_quote(dir.string()) << '\n';
   }
   return kExitOk;
 }
@@ -534,7 +544,8 @@ int run_sweep(const Plan& plan, const fs::path& dir, unsigned jobs, bool quiet) 
   });
   progress.close();
   write_results(dir, plan, results, quiet);
-  const bool any_failed = std::any_of(results.begin(), results.end(), [](const PointResult& r) { return !r.ok; });
+  const bool any_failed =
+      std::any_of(results.begin(), results.end(), [](const PointResult& r) { return !r.ok; });
   return any_failed ? kExitSimulationFailed : kExitOk;
 }
 
@@ -553,48 +564,48 @@ const char* kSweepHelp =
 int sweep_command(const std::vector<std::string>& args) {
   SweepOptions o;
   po::options_description desc("Options for npusim sweep");
-  desc.add_options()
-      ("help,h", po::bool_switch(&o.help), "show this help")
-      ("model,m", po::value(&o.model)->value_name("FILE"),
-       "the model (schedule, graph JSON, SCALE-Sim topology or ONNX); may also be the one "
-       "positional argument")
-      ("config,c", po::value(&o.config)->value_name("FILE|NAME")->default_value("default"),
-       "base hardware config: a JSON file or a built-in name (default, server)")
-      ("set", po::value(&o.fixed)->value_name("KEY=VALUE")->composing(),
-       "a fixed override applied to every point before its swept values (repeatable)")
-      ("clock-mhz", po::value<std::string>()->value_name("V1,V2,..."),
-       "shorthand for --sweep clock_mhz=V1,V2,...")
-      ("slices", po::value<std::string>()->value_name("V1,V2,..."),
-       "shorthand for --sweep slices.count=V1,V2,...")
-      ("sweep", po::value<std::vector<std::string>>()->value_name("KEY=V1,V2,...")->composing(),
-       "sweep a config key over values (repeatable; one grid dimension each)")
-      ("input-shape", po::value(&o.input_shapes)->value_name("NAME=DxD...")->composing(),
-       "passed on to npusim run (ONNX inputs)")
-      ("stats-level", po::value(&o.stats_level)->value_name("40|50|70|100")->default_value(40),
-       "passed on to npusim run: how much each point's outputs hold (40, the totals, is enough "
-       "for the sweep's figures and the fastest)")
-      ("out,o", po::value(&o.out)->value_name("DIR"), "the sweep folder (required)")
-      ("jobs,j", po::value(&o.jobs)->value_name("N"), "points run at a time (default: the number of cores)")
-      ("emit-jobs", po::value(&o.emit_jobs)->value_name("FILE"),
-       "run nothing: write one shell command per point to FILE ('-': standard output), for GNU "
-       "parallel or a Slurm job array; then merge with --merge DIR")
-      ("merge", po::value(&o.merge)->value_name("DIR"),
-       "run nothing: collect DIR/points/*/ (written by the emitted jobs) into DIR/sweep.csv and "
-       "DIR/sweep.json")
-      ("log-level", po::value<std::string>()->value_name("LEVEL"), "trace|debug|info|warn|error|off")
-      ("quiet,q", po::bool_switch(), "no progress and no summary; failures are still reported");
+  desc.add_options()("help,h", po::bool_switch(&o.help), "show this help")(
+      "model,m", po::value(&o.model)->value_name("FILE"),
+      "the model (schedule, graph JSON, SCALE-Sim topology or ONNX); may also be the one "
+      "positional argument")(
+      "config,c", po::value(&o.config)->value_name("FILE|NAME")->default_value("default"),
+      "base hardware config: a JSON file or a built-in name (default, server)")(
+      "set", po::value(&o.fixed)->value_name("KEY=VALUE")->composing(),
+      "a fixed override applied to every point before its swept values (repeatable)")(
+      "clock-mhz", po::value<std::string>()->value_name("V1,V2,..."),
+      "shorthand for --sweep clock_mhz=V1,V2,...")(
+      "slices", po::value<std::string>()->value_name("V1,V2,..."),
+      "shorthand for --sweep slices.count=V1,V2,...")(
+      "sweep", po::value<std::vector<std::string>>()->value_name("KEY=V1,V2,...")->composing(),
+      "sweep a config key over values (repeatable; one grid dimension each)")(
+      "input-shape", po::value(&o.input_shapes)->value_name("NAME=DxD...")->composing(),
+      "passed on to npusim run (ONNX inputs)")(
+      "stats-level", po::value(&o.stats_level)->value_name("40|50|70|100")->default_value(40),
+      "passed on to npusim run: how much each point's outputs hold (40, the totals, is enough "
+      "for the sweep's figures and the fastest)")("out,o", po::value(&o.out)->value_name("DIR"),
+                                                  "the sweep folder (required)")(
+      "jobs,j", po::value(&o.jobs)->value_name("N"),
+      "points run at a time (default: the number of cores)")(
+      "emit-jobs", po::value(&o.emit_jobs)->value_name("FILE"),
+      "run nothing: write one shell command per point to FILE ('-': standard output), for GNU "
+      "parallel or a Slurm job array; then merge with --merge DIR")(
+      "merge", po::value(&o.merge)->value_name("DIR"),
+      "run nothing: collect DIR/points/*/ (written by the emitted jobs) into DIR/sweep.csv and "
+      "DIR/sweep.json")("log-level", po::value<std::string>()->value_name("LEVEL"),
+                        "trace|debug|info|warn|error|off")(
+      "quiet,q", po::bool_switch(), "no progress and no summary; failures are still reported");
 
   std::vector<SweepKey> keys;
   po::variables_map vm;
   try {
     po::positional_options_description positionals;
     positionals.add("model", 1);
-    const po::parsed_options parsed = po::command_line_parser(args)
-                                          .options(desc)
-                                          .positional(positionals)
-                                          .style(po::command_line_style::default_style &
-                                                 ~po::command_line_style::allow_guessing)
-                                          .run();
+    const po::parsed_options parsed =
+        po::command_line_parser(args)
+            .options(desc)
+            .positional(positionals)
+            .style(po::command_line_style::default_style & ~po::command_line_style::allow_guessing)
+            .run();
     po::store(parsed, vm);
     po::notify(vm);
     // The grid's keys in command-line order, which boost's variables_map does not keep.
@@ -614,32 +625,41 @@ int sweep_command(const std::vector<std::string>& args) {
     throw InputError("", "", std::string(e.what()) + " (see npusim sweep --help)");
   }
   if (o.help) {
-    std::cout << "usage: npusim sweep [--model] MODEL [--config C] [--set K=V ...]\n"
-                 "                    [--clock-mhz V,...] [--slices V,...] [--sweep KEY=V,... ...]\n"
-                 "                    --out DIR [--jobs N] [--emit-jobs FILE]\n"
-                 "       npusim sweep --merge DIR\n\n"
-              << kSweepHelp << "\n\n" << desc << '\n';
+    std::cout
+        << "usage: npusim sweep [--model] MODEL [--config C] [--set K=V ...]\n"
+           "                    [--clock-mhz V,...] [--slices V,...] [--sweep KEY=V,... ...]\n"
+           "                    --out DIR [--jobs N] [--emit-jobs FILE]\n"
+           "       npusim sweep --merge DIR\n\n"
+        << kSweepHelp << "\n\n"
+        << desc << '\n';
     return kExitOk;
   }
   const bool quiet = vm["quiet"].as<bool>();
 
   if (!o.merge.empty()) {
-    for (const char* other : {"model", "set", "clock-mhz", "slices", "sweep", "input-shape", "out", "jobs", "emit-jobs", "stats-level"}) {
+    for (const char* other : {"model", "set", "clock-mhz", "slices", "sweep", "input-shape", "out",
+                              "jobs", "emit-jobs", "stats-level"}) {
       if (vm.count(other) && !vm[other].defaulted()) {
-        throw InputError("", "", std::string("--merge takes no --") + other +
-                                     ": the grid comes from DIR/sweep-plan.json (see npusim sweep --help)");
+        throw InputError("", "",
+                         std::string("--merge takes no --") + other +
+                             ": the grid comes from DIR/sweep-plan.json (see npusim sweep --help)");
       }
     }
-    if (!vm["config"].defaulted()) throw InputError("", "", "--merge takes no --config: the grid comes from DIR/sweep-plan.json");
+    if (!vm["config"].defaulted())
+      throw InputError("", "",
+                       "--merge takes no --config: the grid comes from DIR/sweep-plan.json");
     return merge(o.merge, quiet);
   }
 
   if (o.model.empty()) throw InputError("", "", "--model is required (see npusim sweep --help)");
   if (o.out.empty()) throw InputError("", "", "--out is required (see npusim sweep --help)");
-  if (keys.empty()) throw InputError("", "", "nothing to sweep: give --clock-mhz, --slices or --sweep KEY=V1,V2,...");
+  if (keys.empty())
+    throw InputError("", "",
+                     "nothing to sweep: give --clock-mhz, --slices or --sweep KEY=V1,V2,...");
   if (vm.count("jobs") && o.jobs == 0) throw InputError("", "--jobs", "expected at least 1");
   if (o.stats_level != 40 && o.stats_level != 50 && o.stats_level != 70 && o.stats_level != 100) {
-    throw InputError("", "--stats-level", "expected 40, 50, 70 or 100, found " + std::to_string(o.stats_level));
+    throw InputError("", "--stats-level",
+                     "expected 40, 50, 70 or 100, found " + std::to_string(o.stats_level));
   }
   const unsigned jobs = vm.count("jobs") ? o.jobs : default_jobs();
   for (std::size_t a = 0; a < keys.size(); ++a) {

@@ -28,5 +28,4 @@ std::string child_error_text(const std::filesystem::path& stderr_file, int exit_
 // anything else (a built-in name) unchanged.
 std::string absolute_config(const std::string& config);
 
-
 }  // namespace npusim::app

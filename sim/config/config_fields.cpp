@@ -289,7 +289,8 @@ void ConfigField::read_json(JsonObject& parent, RawHwConfig& raw) const {
     case Type::kOpCycles: {
       JsonObject ops(*v, pointer, diag);
       for (const OpInfo& op : op_table()) {
-        if (op.unit != EngineKind::kVector) continue;  // Gemm and Conv run on the array: unknown keys
+        if (op.unit != EngineKind::kVector)
+          continue;  // Gemm and Conv run on the array: unknown keys
         const std::string name(op.name);
         const Json* cycles = ops.get(name);
         if (!cycles) continue;

@@ -35,8 +35,9 @@ GemmMapping map_gemm(std::uint32_t rows, std::uint32_t cols, Dataflow dataflow, 
   // keeps its outputs in place.
   const std::uint64_t load = dataflow == Dataflow::kOutputStationary ? 0 : rows;
   g.fold_cycles = checked_add(load + rows + cols - 2, g.t);
-  g.util_fold_cycles = dataflow == Dataflow::kOutputStationary ? g.fold_cycles
-                                                               : checked_add(g.fold_cycles, cols - 1);
+  g.util_fold_cycles = dataflow == Dataflow::kOutputStationary
+                           ? g.fold_cycles
+                           : checked_add(g.fold_cycles, cols - 1);
   return g;
 }
 
@@ -56,7 +57,8 @@ SliceCost slice_op_cost(OpId op, const Shape& shape, const HwConfig& config) {
   switch (info.shape) {
     case ShapeKind::kGemm: {
       const auto& g = std::get<GemmShape>(shape);
-      cost.cycles = checked_mul(g.batch, systolic_gemm_cycles(s.rows, s.cols, s.dataflow, g.m, g.n, g.k));
+      cost.cycles =
+          checked_mul(g.batch, systolic_gemm_cycles(s.rows, s.cols, s.dataflow, g.m, g.n, g.k));
       cost.macs = checked_mul(checked_mul(checked_mul(g.batch, g.m), g.n), g.k);
       return cost;
     }
@@ -68,7 +70,8 @@ SliceCost slice_op_cost(OpId op, const Shape& shape, const HwConfig& config) {
         // im2col: each group is a GEMM of (pixels) x (window * in_c/groups) x (out_c/groups).
         const std::uint64_t k = checked_mul(window, c.in_c / c.groups);
         const std::uint64_t n = c.out_c / c.groups;
-        cost.cycles = checked_mul(c.groups, systolic_gemm_cycles(s.rows, s.cols, s.dataflow, pixels, n, k));
+        cost.cycles =
+            checked_mul(c.groups, systolic_gemm_cycles(s.rows, s.cols, s.dataflow, pixels, n, k));
         cost.macs = checked_mul(checked_mul(checked_mul(pixels, n), k), c.groups);
       } else {
         // DepthwiseConv on the vector unit: one MAC per output element per window element.
@@ -80,8 +83,10 @@ SliceCost slice_op_cost(OpId op, const Shape& shape, const HwConfig& config) {
     case ShapeKind::kPool:
     case ShapeKind::kGlobalPool: {
       const auto& c = std::get<ConvShape>(shape);
-      const std::uint64_t outputs = checked_mul(checked_mul(checked_mul(c.batch, c.out_h()), c.out_w()), c.out_c);
-      cost.cycles = vector_cycles(checked_mul(outputs, checked_mul(c.kernel_h, c.kernel_w)), cpe, s.vector_lanes);
+      const std::uint64_t outputs =
+          checked_mul(checked_mul(checked_mul(c.batch, c.out_h()), c.out_w()), c.out_c);
+      cost.cycles = vector_cycles(checked_mul(outputs, checked_mul(c.kernel_h, c.kernel_w)), cpe,
+                                  s.vector_lanes);
       return cost;
     }
     case ShapeKind::kElements: {

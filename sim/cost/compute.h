@@ -20,7 +20,7 @@ using Cycles = std::uint64_t;
 struct GemmMapping {
   std::uint64_t sr = 0, sc = 0, t = 0;  // onto the rows, onto the columns, streamed in time
   std::uint64_t folds = 0;              // ceil(sr / rows) * ceil(sc / cols)
-  std::uint64_t fold_cycles = 0;        // P: os rows + cols + t - 2, ws and is 2 * rows + cols + t - 2
+  std::uint64_t fold_cycles = 0;  // P: os rows + cols + t - 2, ws and is 2 * rows + cols + t - 2
   // The fold length SCALE-Sim's Compute Util % divides by: P for os, P + cols - 1 for ws and is
   // (it measures the never-skewed operand's demand matrix there).
   std::uint64_t util_fold_cycles = 0;

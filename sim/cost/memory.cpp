@@ -20,7 +20,8 @@ DramTiming::DramTiming(const HwConfig& config)
   ticks_per_byte = per_byte / g;
 }
 
-DramState::DramState(const DramTiming& timing) : timing_(timing), free_at_(timing.dram_channels, 0) {}
+DramState::DramState(const DramTiming& timing)
+    : timing_(timing), free_at_(timing.dram_channels, 0) {}
 
 std::uint32_t DramState::earliest_channel() const {
   return static_cast<std::uint32_t>(std::min_element(free_at_.begin(), free_at_.end()) -
@@ -50,7 +51,9 @@ std::uint64_t DmaTiming::burst_bytes(std::uint64_t bytes, std::uint64_t burst) c
   return std::min(max_burst_bytes, bytes - burst * max_burst_bytes);
 }
 
-Cycles DmaTiming::port_cycles(std::uint64_t bytes) const { return ceil_div(bytes, bytes_per_cycle); }
+Cycles DmaTiming::port_cycles(std::uint64_t bytes) const {
+  return ceil_div(bytes, bytes_per_cycle);
+}
 
 DmaTransfer::DmaTransfer(const DmaTiming& timing, std::uint64_t bytes, Cycles start)
     : timing_(timing),
@@ -92,7 +95,8 @@ Cycles isolated_transfer_cycles(std::uint64_t bytes, const DmaTiming& dma, const
   while (!waiting.empty()) {
     const DmaTransfer::Burst b = waiting.front();
     waiting.pop_front();
-    const DmaTransfer::Burst next = transfer.served(state.serve(state.earliest_channel(), b.arrival, b.bytes));
+    const DmaTransfer::Burst next =
+        transfer.served(state.serve(state.earliest_channel(), b.arrival, b.bytes));
     if (next.bytes != 0) waiting.push_back(next);
   }
   return transfer.end();

@@ -99,8 +99,9 @@ profiler::Timeline estimate(const Schedule& schedule, const HwConfig& config) {
   }
   for (std::uint32_t e = 0; e < layout.count(); ++e) {
     if (heads[e] < queues[e].size()) {
-      throw SimulationError(describe_deadlock(schedule, config, finished, heads),
-                            std::make_shared<PartialRun>(PartialRun{std::move(timeline), finished}));
+      throw SimulationError(
+          describe_deadlock(schedule, config, finished, heads),
+          std::make_shared<PartialRun>(PartialRun{std::move(timeline), finished}));
     }
   }
   return timeline;

@@ -6,9 +6,8 @@
 namespace npusim {
 namespace {
 
-
-
-std::vector<std::uint64_t> parse_dims(const Json& value, const std::string& pointer, Diagnostics& diag) {
+std::vector<std::uint64_t> parse_dims(const Json& value, const std::string& pointer,
+                                      Diagnostics& diag) {
   std::vector<std::uint64_t> dims;
   if (!value.is_array()) {
     diag.error(pointer, "expected an array of dimensions");
@@ -17,7 +16,8 @@ std::vector<std::uint64_t> parse_dims(const Json& value, const std::string& poin
   for (std::size_t i = 0; i < value.size(); ++i) {
     const auto d = json_uint(value[i]);
     if (!d || *d == 0 || *d > (std::uint64_t{1} << 32)) {
-      diag.error(pointer + "/" + std::to_string(i), "expected a dimension in [1, 2^32], found " + value[i].dump());
+      diag.error(pointer + "/" + std::to_string(i),
+                 "expected a dimension in [1, 2^32], found " + value[i].dump());
       continue;
     }
     dims.push_back(*d);
@@ -69,7 +69,8 @@ Graph parse_graph_json(const Json& root, const std::string& origin) {
     diag.error("/format", "expected \"npusim-graph\", found \"" + format + "\"");
   }
   const auto version = top.require_uint("version", 0, 1000);
-  if (version && *version != 1) diag.error("/version", "unsupported version " + std::to_string(*version));
+  if (version && *version != 1)
+    diag.error("/version", "unsupported version " + std::to_string(*version));
   g.name = top.require_string("name").value_or("");
   g.batch = top.get_uint("batch", 1, 1, std::uint64_t{1} << 32);
   top.get_string("description", "");  // free text, for people
@@ -101,7 +102,8 @@ Graph parse_graph_json(const Json& root, const std::string& origin) {
     }
     t.finish();
     if (!by_name.emplace(tensor.name, static_cast<std::uint32_t>(g.tensors.size())).second) {
-      diag.error("/tensors/" + std::to_string(i) + "/name", "duplicate tensor '" + tensor.name + "'");
+      diag.error("/tensors/" + std::to_string(i) + "/name",
+                 "duplicate tensor '" + tensor.name + "'");
     }
     g.tensors.push_back(std::move(tensor));
   }
@@ -143,7 +145,8 @@ Graph parse_graph_json(const Json& root, const std::string& origin) {
     layer.inputs = resolve(l.get_array("inputs", true), l.pointer("inputs"));
     layer.outputs = resolve(l.get_array("outputs", true), l.pointer("outputs"));
     if (const Json* a = l.get("attrs")) layer.attrs = parse_attrs(*a, l.pointer("attrs"), diag);
-    layer.loc = l.get_string("loc", "loc(\"" + std::filesystem::path(origin).filename().string() + "\":" + ptr + ")");
+    layer.loc = l.get_string(
+        "loc", "loc(\"" + std::filesystem::path(origin).filename().string() + "\":" + ptr + ")");
     l.finish();
     g.layers.push_back(std::move(layer));
   }
@@ -153,6 +156,8 @@ Graph parse_graph_json(const Json& root, const std::string& origin) {
   return g;
 }
 
-Graph load_graph_json(const std::string& path) { return parse_graph_json(read_json_file(path), path); }
+Graph load_graph_json(const std::string& path) {
+  return parse_graph_json(read_json_file(path), path);
+}
 
 }  // namespace npusim

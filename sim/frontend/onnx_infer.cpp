@@ -40,7 +40,8 @@ std::int64_t product(const Dims& d, std::size_t from = 0,
   std::int64_t n = 1;
   for (std::size_t k = from; k < d.size() && k < to; ++k) {
     // Shapes come from the file: a product past 2^63 is a malformed model, not a wrap.
-    if (__builtin_mul_overflow(n, d[k], &n)) fail("shape " + dims_text(d) + " has more elements than fit 64 bits");
+    if (__builtin_mul_overflow(n, d[k], &n))
+      fail("shape " + dims_text(d) + " has more elements than fit 64 bits");
   }
   return n;
 }
@@ -1266,10 +1267,11 @@ Dims resolve_pads(const onnx::NodeProto& node, const Dims& in_spatial, const Dim
       fail("kernel_shape, strides and dilations must be positive");
     }
     const std::int64_t out = checked_add(in_spatial[k], strides[k] - 1) / strides[k];
-    const std::int64_t total = std::max<std::int64_t>(
-        0, checked_add(checked_add(checked_mul(out - 1, strides[k]),
-                                   checked_mul(kernel[k] - 1, dilations[k])),
-                       1) - in_spatial[k]);
+    const std::int64_t total =
+        std::max<std::int64_t>(0, checked_add(checked_add(checked_mul(out - 1, strides[k]),
+                                                          checked_mul(kernel[k] - 1, dilations[k])),
+                                              1) -
+                                      in_spatial[k]);
     const std::int64_t small_half = total / 2;
     pads[k] = mode == "SAME_UPPER" ? small_half : total - small_half;
     pads[k + n] = total - pads[k];
@@ -1425,8 +1427,7 @@ std::optional<std::vector<Value>> infer_node(const onnx::NodeProto& node,
     Value v = nary(
         c, BinKind::kArith, [](double a, double b) { return std::pow(a, b); },
         [](std::int64_t a, std::int64_t b) {
-          return double_to_int(std::pow(static_cast<double>(a), static_cast<double>(b)),
-                               TP::INT64);
+          return double_to_int(std::pow(static_cast<double>(a), static_cast<double>(b)), TP::INT64);
         });
     return V{v};
   }
@@ -1443,7 +1444,7 @@ std::optional<std::vector<Value>> infer_node(const onnx::NodeProto& node,
         [](std::int64_t a, std::int64_t b) {
           if (b == 0) fail("integer modulo by zero");
           if (b == -1) return std::int64_t{0};  // INT64_MIN % -1 would trap
-          const std::int64_t m = a % b;  // Python-style sign, as ONNX with fmod=0
+          const std::int64_t m = a % b;         // Python-style sign, as ONNX with fmod=0
           return (m != 0 && ((m < 0) != (b < 0))) ? m + b : m;
         })};
   }

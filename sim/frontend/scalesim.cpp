@@ -40,8 +40,8 @@ std::optional<std::uint64_t> parse_dim(const std::string& field) {
   return v;
 }
 
-std::uint32_t add_tensor(Graph& g, std::string name, std::vector<std::uint64_t> shape, bool constant,
-                         const char* layout) {
+std::uint32_t add_tensor(Graph& g, std::string name, std::vector<std::uint64_t> shape,
+                         bool constant, const char* layout) {
   Tensor t;
   t.name = std::move(name);
   t.shape = std::move(shape);
@@ -67,7 +67,8 @@ Graph parse_scalesim_topology(const std::string& text, const std::string& origin
   while (std::getline(in, line)) {
     ++row;
     const std::vector<std::string> f = split_fields(line);
-    const bool blank = std::all_of(f.begin(), f.end(), [](const std::string& s) { return s.empty(); });
+    const bool blank =
+        std::all_of(f.begin(), f.end(), [](const std::string& s) { return s.empty(); });
     if (blank) continue;
     const std::string where = "row " + std::to_string(row);
     if (!have_header) {
@@ -76,7 +77,9 @@ Graph parse_scalesim_topology(const std::string& text, const std::string& origin
       if (second == "m") {
         gemm = true;
       } else if (second.find("ifmap") == std::string::npos) {
-        diag.error(where, "expected a SCALE-Sim header: 'Layer name, IFMAP Height, ...' or 'Layer, M, N, K'");
+        diag.error(
+            where,
+            "expected a SCALE-Sim header: 'Layer name, IFMAP Height, ...' or 'Layer, M, N, K'");
         break;
       }
       continue;
@@ -84,18 +87,23 @@ Graph parse_scalesim_topology(const std::string& text, const std::string& origin
     const std::size_t needed = gemm ? 4 : 8;
     if (f.size() < needed || f[0].empty()) {
       diag.error(where, "expected " + std::to_string(needed) + " fields (" +
-                            (gemm ? "Layer, M, N, K" : "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides") +
+                            (gemm ? "Layer, M, N, K"
+                                  : "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter "
+                                    "Width, Channels, Num Filter, Strides") +
                             "), found " + std::to_string(f.size()));
       continue;
     }
-    static const char* kConvNames[] = {"", "IFMAP Height", "IFMAP Width", "Filter Height", "Filter Width", "Channels", "Num Filter", "Strides"};
+    static const char* kConvNames[] = {
+        "",         "IFMAP Height", "IFMAP Width", "Filter Height", "Filter Width",
+        "Channels", "Num Filter",   "Strides"};
     static const char* kGemmNames[] = {"", "M", "N", "K"};
     std::vector<std::uint64_t> v(needed, 1);
     bool ok = true;
     for (std::size_t i = 1; i < needed; ++i) {
       const auto d = parse_dim(f[i]);
       if (!d) {
-        diag.error(where, std::string("expected a positive integer for ") + (gemm ? kGemmNames[i] : kConvNames[i]) + ", found '" + f[i] + "'");
+        diag.error(where, std::string("expected a positive integer for ") +
+                              (gemm ? kGemmNames[i] : kConvNames[i]) + ", found '" + f[i] + "'");
         ok = false;
       } else {
         v[i] = *d;
@@ -125,7 +133,9 @@ Graph parse_scalesim_topology(const std::string& text, const std::string& origin
         sw = *d;
       }
       if (fh > h || fw > w) {
-        diag.error(where, "filter " + std::to_string(fh) + "x" + std::to_string(fw) + " larger than the IFMAP " + std::to_string(h) + "x" + std::to_string(w));
+        diag.error(where, "filter " + std::to_string(fh) + "x" + std::to_string(fw) +
+                              " larger than the IFMAP " + std::to_string(h) + "x" +
+                              std::to_string(w));
         continue;
       }
       // A name with DP marks a depthwise layer: one filter per channel.
@@ -138,12 +148,15 @@ Graph parse_scalesim_topology(const std::string& text, const std::string& origin
       const std::uint64_t oh = (h - fh + sh - 1) / sh + 1;
       const std::uint64_t ow = (w - fw + sw - 1) / sw + 1;
       layer.op = "Conv";
-      layer.attrs.ints["kernel_shape"] = {static_cast<std::int64_t>(fh), static_cast<std::int64_t>(fw)};
+      layer.attrs.ints["kernel_shape"] = {static_cast<std::int64_t>(fh),
+                                          static_cast<std::int64_t>(fw)};
       layer.attrs.ints["strides"] = {static_cast<std::int64_t>(sh), static_cast<std::int64_t>(sw)};
-      layer.attrs.ints["pads"] = {0, 0, static_cast<std::int64_t>(pad_b), static_cast<std::int64_t>(pad_r)};
+      layer.attrs.ints["pads"] = {0, 0, static_cast<std::int64_t>(pad_b),
+                                  static_cast<std::int64_t>(pad_r)};
       layer.attrs.ints["group"] = {depthwise ? static_cast<std::int64_t>(c) : 1};
-      layer.inputs = {add_tensor(g, name + ".ifmap", {1, c, h, w}, false, "NCHW"),
-                      add_tensor(g, name + ".filter", {filters, depthwise ? 1 : c, fh, fw}, true, "KCHW")};
+      layer.inputs = {
+          add_tensor(g, name + ".ifmap", {1, c, h, w}, false, "NCHW"),
+          add_tensor(g, name + ".filter", {filters, depthwise ? 1 : c, fh, fw}, true, "KCHW")};
       layer.outputs = {add_tensor(g, name + ".ofmap", {1, filters, oh, ow}, false, "NCHW")};
     }
     g.inputs.push_back(layer.inputs[0]);
@@ -151,7 +164,8 @@ Graph parse_scalesim_topology(const std::string& text, const std::string& origin
     g.layers.push_back(std::move(layer));
   }
   if (!have_header) diag.error("", "empty topology: no header line");
-  if (have_header && g.layers.empty() && diag.empty()) diag.error("", "no layer rows after the header");
+  if (have_header && g.layers.empty() && diag.empty())
+    diag.error("", "no layer rows after the header");
   diag.throw_if_any();
   check_graph(g);
   return g;

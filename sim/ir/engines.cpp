@@ -65,9 +65,8 @@ profiler::LayerInfo layer_info(const LayerView& layer, const HwConfig& config) {
   info.folds = map.folds;
   // SCALE-Sim averages per-fold figures; over a product of folds the means factor exactly.
   const double pes = static_cast<double>(s.rows) * s.cols;
-  info.mapping_efficiency_pct =
-      100.0 * static_cast<double>(map.sr) * static_cast<double>(map.sc) /
-      (static_cast<double>(map.folds) * pes);
+  info.mapping_efficiency_pct = 100.0 * static_cast<double>(map.sr) * static_cast<double>(map.sc) /
+                                (static_cast<double>(map.folds) * pes);
   info.compute_utilisation_pct = info.mapping_efficiency_pct * static_cast<double>(map.t) /
                                  static_cast<double>(map.util_fold_cycles);
   return info;

@@ -154,29 +154,49 @@ std::optional<std::uint32_t> Graph::find_tensor(std::string_view tensor_name) co
 
 OpClass classify_op(std::string_view op) {
   static const std::vector<std::pair<std::string_view, OpClass>> table = {
-      {"Conv", OpClass::kArray},        {"MatMul", OpClass::kArray},
+      {"Conv", OpClass::kArray},
+      {"MatMul", OpClass::kArray},
       {"BatchNormalization", OpClass::kBatchNorm},
-      {"MaxPool", OpClass::kVector},    {"AveragePool", OpClass::kVector},
+      {"MaxPool", OpClass::kVector},
+      {"AveragePool", OpClass::kVector},
       {"GlobalAveragePool", OpClass::kVector},
-      {"Relu", OpClass::kVector},       {"Clip", OpClass::kVector},
-      {"LeakyRelu", OpClass::kVector},  {"Sigmoid", OpClass::kVector},
-      {"HardSigmoid", OpClass::kVector}, {"HardSwish", OpClass::kVector},
-      {"Tanh", OpClass::kVector},       {"Erf", OpClass::kVector},
-      {"Exp", OpClass::kVector},        {"Sqrt", OpClass::kVector},
-      {"Gelu", OpClass::kVector},       {"Quantize", OpClass::kVector},
-      {"Dequantize", OpClass::kVector}, {"Add", OpClass::kVector},
-      {"Sub", OpClass::kVector},        {"Mul", OpClass::kVector},
-      {"Div", OpClass::kVector},        {"Pow", OpClass::kVector},
-      {"Softmax", OpClass::kVector},    {"LogSoftmax", OpClass::kVector},
-      {"LayerNorm", OpClass::kVector},  {"ReduceMean", OpClass::kVector},
+      {"Relu", OpClass::kVector},
+      {"Clip", OpClass::kVector},
+      {"LeakyRelu", OpClass::kVector},
+      {"Sigmoid", OpClass::kVector},
+      {"HardSigmoid", OpClass::kVector},
+      {"HardSwish", OpClass::kVector},
+      {"Tanh", OpClass::kVector},
+      {"Erf", OpClass::kVector},
+      {"Exp", OpClass::kVector},
+      {"Sqrt", OpClass::kVector},
+      {"Gelu", OpClass::kVector},
+      {"Quantize", OpClass::kVector},
+      {"Dequantize", OpClass::kVector},
+      {"Add", OpClass::kVector},
+      {"Sub", OpClass::kVector},
+      {"Mul", OpClass::kVector},
+      {"Div", OpClass::kVector},
+      {"Pow", OpClass::kVector},
+      {"Softmax", OpClass::kVector},
+      {"LogSoftmax", OpClass::kVector},
+      {"LayerNorm", OpClass::kVector},
+      {"ReduceMean", OpClass::kVector},
       {"LRN", OpClass::kVector},
-      {"Concat", OpClass::kCopy},       {"Transpose", OpClass::kCopy},
-      {"Resize", OpClass::kCopy},       {"Pad", OpClass::kCopy},
-      {"Slice", OpClass::kCopy},        {"Split", OpClass::kCopy},
-      {"Gather", OpClass::kCopy},       {"Cast", OpClass::kCopy},
-      {"Reshape", OpClass::kView},      {"Flatten", OpClass::kView},
-      {"Squeeze", OpClass::kView},      {"Unsqueeze", OpClass::kView},
-      {"Identity", OpClass::kView},     {"Dropout", OpClass::kView},
+      {"Concat", OpClass::kCopy},
+      {"Transpose", OpClass::kCopy},
+      {"Resize", OpClass::kCopy},
+      {"Pad", OpClass::kCopy},
+      {"Slice", OpClass::kCopy},
+      {"Split", OpClass::kCopy},
+      {"Gather", OpClass::kCopy},
+      {"Cast", OpClass::kCopy},
+      {"Reshape", OpClass::kView},
+      {"Flatten", OpClass::kView},
+      {"Squeeze", OpClass::kView},
+      {"Unsqueeze", OpClass::kView},
+      {"Identity", OpClass::kView},
+      {"Dropout", OpClass::kView},
       {"Host", OpClass::kHost},
   };
   for (const auto& [name, cls] : table) {
@@ -198,14 +218,15 @@ std::optional<SpatialDims> conv_output_dims(std::uint64_t in_h, std::uint64_t in
   for (auto v : p) {
     if (v < 0) return std::nullopt;
   }
-  const auto extent = [](std::uint64_t in, std::int64_t pad0, std::int64_t pad1, std::int64_t kernel,
-                         std::int64_t dilation, std::int64_t stride,
+  const auto extent = [](std::uint64_t in, std::int64_t pad0, std::int64_t pad1,
+                         std::int64_t kernel, std::int64_t dilation, std::int64_t stride,
                          bool ceil) -> std::optional<std::uint64_t> {
     // Attributes come from the file: sums and products past 64 bits are invalid, not wrapped.
     std::int64_t padded = 0, span = 0, steps = 0;
     if (__builtin_add_overflow(static_cast<std::int64_t>(in), pad0, &padded) ||
         __builtin_add_overflow(padded, pad1, &padded) ||
-        __builtin_mul_overflow(dilation, kernel - 1, &span) || __builtin_add_overflow(span, 1, &span)) {
+        __builtin_mul_overflow(dilation, kernel - 1, &span) ||
+        __builtin_add_overflow(span, 1, &span)) {
       return std::nullopt;
     }
     if (padded < span) return std::nullopt;
@@ -236,16 +257,20 @@ std::uint64_t layer_macs(const Graph& g, const Layer& l) {
 
 void check_graph(const Graph& g) {
   Diagnostics diag(g.source_file);
-  auto where = [&](const Layer& l) { return "layer '" + l.name + "'" + (l.loc.empty() ? "" : " (" + l.loc + ")"); };
+  auto where = [&](const Layer& l) {
+    return "layer '" + l.name + "'" + (l.loc.empty() ? "" : " (" + l.loc + ")");
+  };
   // Names end up in JSON outputs (stats.json, trace.json, schedules), which must be UTF-8; a
   // topology CSV or an ONNX file can hold any bytes.
   if (!valid_utf8(g.name)) diag.error("graph name", "is not valid UTF-8 text");
   for (const Tensor& t : g.tensors) {
-    if (!valid_utf8(t.name) || !valid_utf8(t.layout)) diag.error("tensor '" + t.name + "'", "name or layout is not valid UTF-8 text");
+    if (!valid_utf8(t.name) || !valid_utf8(t.layout))
+      diag.error("tensor '" + t.name + "'", "name or layout is not valid UTF-8 text");
   }
   for (const Layer& l : g.layers) {
     bool ok = valid_utf8(l.name) && valid_utf8(l.op) && valid_utf8(l.loc);
-    for (const auto& attr : l.attrs.strings) ok = ok && valid_utf8(attr.first) && valid_utf8(attr.second);
+    for (const auto& attr : l.attrs.strings)
+      ok = ok && valid_utf8(attr.first) && valid_utf8(attr.second);
     for (const auto& attr : l.attrs.ints) ok = ok && valid_utf8(attr.first);
     for (const auto& attr : l.attrs.floats) ok = ok && valid_utf8(attr.first);
     if (!ok) diag.error(where(l), "name, op, location or an attribute is not valid UTF-8 text");
@@ -257,12 +282,16 @@ void check_graph(const Graph& g) {
     std::uint64_t bytes = dtype_bytes(g.tensors[t].dtype);
     bool overflow = false;
     for (std::uint64_t d : g.tensors[t].shape) {
-      if (d == 0) diag.error("tensor '" + g.tensors[t].name + "'", "shape " + shape_text(g.tensors[t].shape) + " has a zero dimension");
+      if (d == 0)
+        diag.error("tensor '" + g.tensors[t].name + "'",
+                   "shape " + shape_text(g.tensors[t].shape) + " has a zero dimension");
       overflow = overflow || __builtin_mul_overflow(bytes, d, &bytes);
     }
     // Sizes past 64 bits would wrap in every byte count the compiler makes (and divide by zero).
     if (overflow || bytes > kMaxTensorBytes) {
-      diag.error("tensor '" + g.tensors[t].name + "'", "shape " + shape_text(g.tensors[t].shape) + " holds more than 2^48 bytes, the most a tensor may hold");
+      diag.error("tensor '" + g.tensors[t].name + "'",
+                 "shape " + shape_text(g.tensors[t].shape) +
+                     " holds more than 2^48 bytes, the most a tensor may hold");
     }
   }
   for (std::uint32_t t : g.inputs) available.at(t) = true;
@@ -273,7 +302,8 @@ void check_graph(const Graph& g) {
         diag.error(where(l), "input index out of range");
         ok = false;
       } else if (!available[t]) {
-        diag.error(where(l), "reads tensor '" + g.tensors[t].name + "' before any layer produces it");
+        diag.error(where(l),
+                   "reads tensor '" + g.tensors[t].name + "' before any layer produces it");
         ok = false;
       }
     }
@@ -282,7 +312,8 @@ void check_graph(const Graph& g) {
         diag.error(where(l), "output index out of range");
         ok = false;
       } else if (available[t]) {
-        diag.error(where(l), "writes tensor '" + g.tensors[t].name + "', which already has a value");
+        diag.error(where(l),
+                   "writes tensor '" + g.tensors[t].name + "', which already has a value");
         ok = false;
       } else {
         available[t] = true;
@@ -301,12 +332,14 @@ void check_graph(const Graph& g) {
     const Tensor& y = g.tensors[l.outputs[0]];
     auto expect_shape = [&](const std::vector<std::uint64_t>& want) {
       if (y.shape != want) {
-        diag.error(where(l), "output '" + y.name + "' has shape " + shape_text(y.shape) + ", expected " + shape_text(want));
+        diag.error(where(l), "output '" + y.name + "' has shape " + shape_text(y.shape) +
+                                 ", expected " + shape_text(want));
       }
     };
     auto need_inputs = [&](std::size_t n) {
       if (l.inputs.size() < n) {
-        diag.error(where(l), l.op + " needs " + std::to_string(n) + " inputs, has " + std::to_string(l.inputs.size()));
+        diag.error(where(l), l.op + " needs " + std::to_string(n) + " inputs, has " +
+                                 std::to_string(l.inputs.size()));
         return false;
       }
       return true;
@@ -317,14 +350,19 @@ void check_graph(const Graph& g) {
       const Tensor& w = g.tensors[l.inputs[1]];
       const std::int64_t group = l.attrs.get_int("group", 1);
       if (x.shape.size() != 4 || w.shape.size() != 4) {
-        diag.error(where(l), "Conv needs 4-d input and weight, got " + shape_text(x.shape) + " and " + shape_text(w.shape));
+        diag.error(where(l), "Conv needs 4-d input and weight, got " + shape_text(x.shape) +
+                                 " and " + shape_text(w.shape));
         continue;
       }
-      if (group < 1 || static_cast<std::uint64_t>(group) > x.shape[1] || w.shape[1] * static_cast<std::uint64_t>(group) != x.shape[1] || w.shape[0] % static_cast<std::uint64_t>(group) != 0) {
-        diag.error(where(l), "weight " + shape_text(w.shape) + " does not fit input " + shape_text(x.shape) + " with group " + std::to_string(group));
+      if (group < 1 || static_cast<std::uint64_t>(group) > x.shape[1] ||
+          w.shape[1] * static_cast<std::uint64_t>(group) != x.shape[1] ||
+          w.shape[0] % static_cast<std::uint64_t>(group) != 0) {
+        diag.error(where(l), "weight " + shape_text(w.shape) + " does not fit input " +
+                                 shape_text(x.shape) + " with group " + std::to_string(group));
         continue;
       }
-      const std::vector<std::int64_t> weight_kernel = {static_cast<std::int64_t>(w.shape[2]), static_cast<std::int64_t>(w.shape[3])};
+      const std::vector<std::int64_t> weight_kernel = {static_cast<std::int64_t>(w.shape[2]),
+                                                       static_cast<std::int64_t>(w.shape[3])};
       if (l.attrs.get_ints("kernel_shape", weight_kernel) != weight_kernel) {
         diag.error(where(l), "kernel_shape does not match the weight " + shape_text(w.shape));
         continue;
@@ -333,7 +371,8 @@ void check_graph(const Graph& g) {
       attrs.ints["kernel_shape"] = weight_kernel;
       const auto dims = conv_output_dims(x.shape[2], x.shape[3], attrs);
       if (!dims) {
-        diag.error(where(l), "invalid kernel_shape, strides, pads or dilations for input " + shape_text(x.shape));
+        diag.error(where(l), "invalid kernel_shape, strides, pads or dilations for input " +
+                                 shape_text(x.shape));
         continue;
       }
       expect_shape({x.shape[0], w.shape[0], dims->out_h, dims->out_w});
@@ -341,8 +380,10 @@ void check_graph(const Graph& g) {
       if (!need_inputs(2)) continue;
       const Tensor& a = g.tensors[l.inputs[0]];
       const Tensor& b = g.tensors[l.inputs[1]];
-      if (a.shape.size() < 2 || b.shape.size() < 2 || a.shape.back() != b.shape[b.shape.size() - 2]) {
-        diag.error(where(l), "MatMul operands " + shape_text(a.shape) + " x " + shape_text(b.shape) + " do not multiply");
+      if (a.shape.size() < 2 || b.shape.size() < 2 ||
+          a.shape.back() != b.shape[b.shape.size() - 2]) {
+        diag.error(where(l), "MatMul operands " + shape_text(a.shape) + " x " +
+                                 shape_text(b.shape) + " do not multiply");
         continue;
       }
       const auto batch = broadcast(std::vector<std::uint64_t>(a.shape.begin(), a.shape.end() - 2),
@@ -358,9 +399,12 @@ void check_graph(const Graph& g) {
     } else if (l.op == "MaxPool" || l.op == "AveragePool") {
       if (!need_inputs(1)) continue;
       const Tensor& x = g.tensors[l.inputs[0]];
-      const auto dims = x.shape.size() == 4 ? conv_output_dims(x.shape[2], x.shape[3], l.attrs, l.attrs.get_int("ceil_mode", 0) != 0) : std::nullopt;
+      const auto dims = x.shape.size() == 4 ? conv_output_dims(x.shape[2], x.shape[3], l.attrs,
+                                                               l.attrs.get_int("ceil_mode", 0) != 0)
+                                            : std::nullopt;
       if (!dims) {
-        diag.error(where(l), "invalid pool kernel_shape, strides or pads for input " + shape_text(x.shape));
+        diag.error(where(l),
+                   "invalid pool kernel_shape, strides or pads for input " + shape_text(x.shape));
         continue;
       }
       expect_shape({x.shape[0], x.shape[1], dims->out_h, dims->out_w});
@@ -376,22 +420,27 @@ void check_graph(const Graph& g) {
       if (!need_inputs(2)) continue;
       const auto want = broadcast(g.tensors[l.inputs[0]].shape, g.tensors[l.inputs[1]].shape);
       if (!want) {
-        diag.error(where(l), "operands " + shape_text(g.tensors[l.inputs[0]].shape) + " and " + shape_text(g.tensors[l.inputs[1]].shape) + " do not broadcast");
+        diag.error(where(l), "operands " + shape_text(g.tensors[l.inputs[0]].shape) + " and " +
+                                 shape_text(g.tensors[l.inputs[1]].shape) + " do not broadcast");
         continue;
       }
       expect_shape(*want);
-    } else if (cls == OpClass::kVector && l.op != "Softmax" && l.op != "LogSoftmax" && l.op != "LayerNorm" && l.op != "ReduceMean" && l.op != "LRN") {
+    } else if (cls == OpClass::kVector && l.op != "Softmax" && l.op != "LogSoftmax" &&
+               l.op != "LayerNorm" && l.op != "ReduceMean" && l.op != "LRN") {
       if (!need_inputs(1)) continue;
       expect_shape(g.tensors[l.inputs[0]].shape);
     } else if (cls == OpClass::kView) {
       if (!need_inputs(1)) continue;
       if (y.elements() != g.tensors[l.inputs[0]].elements()) {
-        diag.error(where(l), "view " + shape_text(y.shape) + " has a different element count from its input " + shape_text(g.tensors[l.inputs[0]].shape));
+        diag.error(where(l), "view " + shape_text(y.shape) +
+                                 " has a different element count from its input " +
+                                 shape_text(g.tensors[l.inputs[0]].shape));
       }
     }
   }
   for (std::uint32_t t : g.outputs) {
-    if (t >= g.tensors.size() || !available[t]) diag.error("graph outputs", "output tensor is never produced");
+    if (t >= g.tensors.size() || !available[t])
+      diag.error("graph outputs", "output tensor is never produced");
   }
   diag.throw_if_any();
 }

@@ -32,7 +32,15 @@
 namespace npusim {
 
 enum class DType : std::uint8_t {
-  kInt8, kUInt8, kInt16, kInt32, kInt64, kFloat16, kBFloat16, kFloat32, kBool
+  kInt8,
+  kUInt8,
+  kInt16,
+  kInt32,
+  kInt64,
+  kFloat16,
+  kBFloat16,
+  kFloat32,
+  kBool
 };
 std::uint32_t dtype_bytes(DType dtype);
 const char* dtype_name(DType dtype);  // "int8", "float32", ...
@@ -53,7 +61,8 @@ struct Attributes {
   std::map<std::string, double> floats;
   std::map<std::string, std::string> strings;
   std::int64_t get_int(const std::string& key, std::int64_t fallback) const;
-  std::vector<std::int64_t> get_ints(const std::string& key, std::vector<std::int64_t> fallback) const;
+  std::vector<std::int64_t> get_ints(const std::string& key,
+                                     std::vector<std::int64_t> fallback) const;
   double get_float(const std::string& key, double fallback) const;
   std::string get_string(const std::string& key, const std::string& fallback) const;
 };

@@ -63,7 +63,8 @@ ModelInfo parse_model(JsonObject& top) {
 Shape parse_shape(JsonObject& cmd, const OpInfo& op) {
   const Json* v = cmd.get("shape");
   if (!v) {
-    cmd.diagnostics().error(cmd.pointer("shape"), "missing required field for op " + std::string(op.name));
+    cmd.diagnostics().error(cmd.pointer("shape"),
+                            "missing required field for op " + std::string(op.name));
     return {};
   }
   JsonObject s(*v, cmd.pointer("shape"), cmd.diagnostics());
@@ -149,7 +150,8 @@ bool id_follows_convention(const std::string& id, EngineKind engine) {
   // Digits with no leading zero (S7 and S07 would be one command to a reader), at most 12 of
   // them, so that renumbering for --iterations cannot overflow.
   const std::string digits = id.substr(prefix.size());
-  return std::all_of(digits.begin(), digits.end(), [](char ch) { return ch >= '0' && ch <= '9'; }) &&
+  return std::all_of(digits.begin(), digits.end(),
+                     [](char ch) { return ch >= '0' && ch <= '9'; }) &&
          digits.size() <= 12 && (digits.size() == 1 || digits[0] != '0');
 }
 
@@ -183,25 +185,34 @@ Command parse_command(const Json& value, std::size_t index, const HwConfig& conf
     cmd.engine = EngineKind::kHost;
   } else {
     if (c.has("engine")) {
-      diag.error(c.pointer("engine"), "unknown engine '" + engine + "' (expected DMA_IN, DMA_OUT, SLICE or HOST)");
+      diag.error(c.pointer("engine"),
+                 "unknown engine '" + engine + "' (expected DMA_IN, DMA_OUT, SLICE or HOST)");
     }
     // Nothing else about the command can be checked without its engine.
-    for (const char* key : {"slice", "op", "shape", "bytes", "deps", "layer", "loc", "program", "alloc", "free"}) c.get(key);
+    for (const char* key :
+         {"slice", "op", "shape", "bytes", "deps", "layer", "loc", "program", "alloc", "free"})
+      c.get(key);
     return cmd;
   }
   if (!cmd.id.empty() && c.has("engine") && !id_follows_convention(cmd.id, cmd.engine)) {
-    diag.error(c.pointer("id"), "id '" + cmd.id + "' does not follow the convention DI<n> (DMA_IN), DO<n> (DMA_OUT), S<n> (SLICE), H<n> (HOST) for engine " + engine);
+    diag.error(c.pointer("id"), "id '" + cmd.id +
+                                    "' does not follow the convention DI<n> (DMA_IN), DO<n> "
+                                    "(DMA_OUT), S<n> (SLICE), H<n> (HOST) for engine " +
+                                    engine);
   }
   if (on_slice(cmd.engine)) {
     cmd.slice = static_cast<std::uint32_t>(c.require_uint("slice", 0, 1u << 20).value_or(0));
     if (c.has("slice") && cmd.slice >= config.slices.count) {
-      diag.error(c.pointer("slice"), "slice " + std::to_string(cmd.slice) + " out of range: the config '" + config.name + "' has " + std::to_string(config.slices.count) + " slice(s)");
+      diag.error(c.pointer("slice"), "slice " + std::to_string(cmd.slice) +
+                                         " out of range: the config '" + config.name + "' has " +
+                                         std::to_string(config.slices.count) + " slice(s)");
       cmd.slice = 0;
     }
     const std::string op = c.require_string("op").value_or("");
     cmd.op = find_op(op);
     if (cmd.op == op_table().size()) {
-      if (c.has("op")) diag.error(c.pointer("op"), "unknown op '" + op + "' (known: " + known_op_names() + ")");
+      if (c.has("op"))
+        diag.error(c.pointer("op"), "unknown op '" + op + "' (known: " + known_op_names() + ")");
       cmd.op = 0;
       c.get("shape");
     } else {
@@ -214,7 +225,8 @@ Command parse_command(const Json& value, std::size_t index, const HwConfig& conf
     if (op != "Host") diag.error(c.pointer("op"), "a HOST command's op must be Host");
     const Json* shape = c.get("shape");
     if (shape == nullptr) {
-      diag.error(c.pointer("shape"), "missing required field (a HOST command's shape is {\"elements\": N})");
+      diag.error(c.pointer("shape"),
+                 "missing required field (a HOST command's shape is {\"elements\": N})");
     } else {
       JsonObject s(*shape, c.pointer("shape"), diag);
       cmd.elements = s.require_uint("elements", 0, kMaxTransferBytes).value_or(0);
@@ -225,7 +237,8 @@ Command parse_command(const Json& value, std::size_t index, const HwConfig& conf
   } else {
     cmd.bytes = c.require_uint("bytes", 1, kMaxTransferBytes).value_or(1);
     const std::string op = c.get_string("op", engine);
-    if (op != engine) diag.error(c.pointer("op"), "a " + engine + " command's op must be " + engine);
+    if (op != engine)
+      diag.error(c.pointer("op"), "a " + engine + " command's op must be " + engine);
     if (c.get("slice")) diag.error(c.pointer("slice"), "slice applies to SLICE commands only");
     if (c.get("shape")) diag.error(c.pointer("shape"), "shape applies to SLICE commands only");
   }
@@ -259,7 +272,8 @@ Command parse_command(const Json& value, std::size_t index, const HwConfig& conf
   const Json& frees = c.get_array("free", false);
   for (std::size_t f = 0; f < frees.size(); ++f) {
     if (!frees[f].is_string() || frees[f].get<std::string>().empty()) {
-      diag.error(c.pointer("free") + "/" + std::to_string(f), "expected a buffer name, found " + frees[f].dump());
+      diag.error(c.pointer("free") + "/" + std::to_string(f),
+                 "expected a buffer name, found " + frees[f].dump());
       cmd.free.emplace_back();
       continue;
     }
@@ -367,7 +381,6 @@ void check_buffer_order(const std::vector<Command>& commands,
 
 }  // namespace
 
-
 const char* schedule_engine_name(EngineKind kind) {
   switch (kind) {
     case EngineKind::kDmaIn:
@@ -394,7 +407,8 @@ Schedule parse_schedule(const Json& root, const std::string& origin, const HwCon
   }
   const auto version = top.require_uint("version", 0, 1000);
   if (version && *version != 1) {
-    diag.error("/version", "unsupported version " + std::to_string(*version) + " (this npusim reads version 1)");
+    diag.error("/version", "unsupported version " + std::to_string(*version) +
+                               " (this npusim reads version 1)");
   }
   sched.model = parse_model(top);
 
@@ -408,7 +422,8 @@ Schedule parse_schedule(const Json& root, const std::string& origin, const HwCon
   const Json& programs = top.get_array("programs", false);
   for (std::size_t p = 0; p < programs.size(); ++p) {
     JsonObject prog(programs[p], "/programs/" + std::to_string(p), diag);
-    sched.programs.push_back({prog.require_string("name").value_or(""), prog.get_string("loc", "")});
+    sched.programs.push_back(
+        {prog.require_string("name").value_or(""), prog.get_string("loc", "")});
     prog.finish();
   }
   if (sched.programs.empty()) sched.programs.push_back({sched.model.name, ""});
@@ -433,13 +448,15 @@ Schedule parse_schedule(const Json& root, const std::string& origin, const HwCon
   }
   const Json& commands = top.get_array("commands", true);
   if (commands.size() > kMaxCommands) {
-    diag.error("/commands", std::to_string(commands.size()) + " commands exceed the limit of " + std::to_string(kMaxCommands));
+    diag.error("/commands", std::to_string(commands.size()) + " commands exceed the limit of " +
+                                std::to_string(kMaxCommands));
     diag.throw_if_any();
   }
   std::vector<PendingRefs> refs(commands.size());
   sched.commands.reserve(commands.size());
   for (std::size_t i = 0; i < commands.size(); ++i) {
-    sched.commands.push_back(parse_command(commands[i], i, config, sched.programs.size(), diag, refs[i]));
+    sched.commands.push_back(
+        parse_command(commands[i], i, config, sched.programs.size(), diag, refs[i]));
   }
   top.finish();
 
@@ -449,7 +466,9 @@ Schedule parse_schedule(const Json& root, const std::string& origin, const HwCon
     if (id.empty()) continue;
     auto [it, inserted] = by_id.emplace(id, i);
     if (!inserted) {
-      diag.error("/commands/" + std::to_string(i) + "/id", "duplicate id '" + id + "', first used at /commands/" + std::to_string(it->second));
+      diag.error(
+          "/commands/" + std::to_string(i) + "/id",
+          "duplicate id '" + id + "', first used at /commands/" + std::to_string(it->second));
     }
   }
   for (std::uint32_t i = 0; i < sched.commands.size(); ++i) {
@@ -474,7 +493,8 @@ Schedule parse_schedule(const Json& root, const std::string& origin, const HwCon
 
 void finalize_schedule(Schedule& sched, const HwConfig& config, Diagnostics& diag) {
   if (sched.commands.size() > kMaxCommands) {
-    diag.error("/commands", std::to_string(sched.commands.size()) + " commands exceed the limit of " + std::to_string(kMaxCommands));
+    diag.error("/commands", std::to_string(sched.commands.size()) +
+                                " commands exceed the limit of " + std::to_string(kMaxCommands));
     return;
   }
   std::map<std::string, Buffer> buffers;
@@ -487,7 +507,9 @@ void finalize_schedule(Schedule& sched, const HwConfig& config, Diagnostics& dia
       if (alloc.buffer.empty() || alloc.bytes == 0) continue;  // already reported by the parser
       const std::string aptr = ptr + "/alloc/" + std::to_string(a);
       if (alloc.bytes > config.lram_bytes) {
-        diag.error(aptr + "/bytes", "buffer of " + std::to_string(alloc.bytes) + " bytes can never fit the local memory of " + std::to_string(config.lram_bytes) + " bytes");
+        diag.error(aptr + "/bytes", "buffer of " + std::to_string(alloc.bytes) +
+                                        " bytes can never fit the local memory of " +
+                                        std::to_string(config.lram_bytes) + " bytes");
       }
       Buffer buffer;
       buffer.allocated_by = i;
@@ -522,9 +544,11 @@ void finalize_schedule(Schedule& sched, const HwConfig& config, Diagnostics& dia
     if (is_dma(cmd.engine)) {
       const std::uint64_t bursts = evaluator.dma().burst_count(cmd.bytes);
       if (bursts > kMaxBurstsPerTransfer) {
-        diag.error(ptr + "/bytes", std::to_string(cmd.bytes) + " bytes make " + std::to_string(bursts) +
-                   " bursts of dma.burst_bytes; at most " + std::to_string(kMaxBurstsPerTransfer) +
-                   " per transfer (split the transfer or raise dma.burst_bytes)");
+        diag.error(ptr + "/bytes",
+                   std::to_string(cmd.bytes) + " bytes make " + std::to_string(bursts) +
+                       " bursts of dma.burst_bytes; at most " +
+                       std::to_string(kMaxBurstsPerTransfer) +
+                       " per transfer (split the transfer or raise dma.burst_bytes)");
         continue;
       }
     }

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "sim/config/hw_config.h"
-#include "sim/util/json_reader.h"
 #include "sim/ir/ops.h"
+#include "sim/util/json_reader.h"
 
 namespace npusim {
 
@@ -51,10 +51,10 @@ struct Command {
   std::string id;  // DI<n>, DO<n>, S<n>, H<n>
   // A SLICE command runs on its op's unit: kArray or kVector (OpInfo::unit).
   EngineKind engine = EngineKind::kArray;
-  std::uint32_t slice = 0;  // slice commands only
-  OpId op = 0;              // slice commands only
-  Shape shape;              // slice commands only
-  std::uint64_t bytes = 0;  // DMA commands only
+  std::uint32_t slice = 0;     // slice commands only
+  OpId op = 0;                 // slice commands only
+  Shape shape;                 // slice commands only
+  std::uint64_t bytes = 0;     // DMA commands only
   std::uint64_t elements = 0;  // host commands only: what the host's per-element cost scales with
   std::vector<std::uint32_t> deps;  // indices into Schedule::commands
   std::string layer;
@@ -105,11 +105,11 @@ struct LayerView {
 struct Schedule {
   std::string file;
   ModelInfo model;
-  std::string target_config;          // the config it was compiled for, if stated
-  std::uint32_t target_slices = 0;    // 0 when not stated
-  std::vector<Program> programs;      // at least one
+  std::string target_config;        // the config it was compiled for, if stated
+  std::uint32_t target_slices = 0;  // 0 when not stated
+  std::vector<Program> programs;    // at least one
   std::vector<Command> commands;
-  std::vector<LayerView> layers;      // optional ("layers" in the JSON form)
+  std::vector<LayerView> layers;  // optional ("layers" in the JSON form)
 };
 
 // Documented limits (docs/schedule.md); past them a schedule is rejected, never wrapped.

@@ -53,7 +53,8 @@ void write_shape(std::ostream& out, const Command& c) {
       f.add("pad_h", v->pad_h, 0);
       f.add("pad_w", v->pad_w, 0);
     }
-    if (op.shape == ShapeKind::kConv && op.unit == EngineKind::kArray) f.add("groups", v->groups, 1);
+    if (op.shape == ShapeKind::kConv && op.unit == EngineKind::kArray)
+      f.add("groups", v->groups, 1);
   } else if (const auto* e = std::get_if<ElementsShape>(&c.shape)) {
     f.add("elements", e->elements);
   }
@@ -91,8 +92,9 @@ void write_schedule_json(std::ostream& out, const Schedule& s) {
   }
   out << "  \"programs\": [\n";
   for (std::size_t p = 0; p < s.programs.size(); ++p) {
-    out << "    {\"name\": " << quoted(s.programs[p].name) << ", \"loc\": " << quoted(s.programs[p].loc)
-        << '}' << (p + 1 < s.programs.size() ? "," : "") << '\n';
+    out << "    {\"name\": " << quoted(s.programs[p].name)
+        << ", \"loc\": " << quoted(s.programs[p].loc) << '}'
+        << (p + 1 < s.programs.size() ? "," : "") << '\n';
   }
   if (!s.layers.empty()) {
     // Each layer's untiled array GEMM, for reports that compare tiles with the whole layer.

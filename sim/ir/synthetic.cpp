@@ -8,8 +8,8 @@
 namespace npusim {
 
 Schedule synthetic_schedule(std::uint64_t commands, const HwConfig& config) {
-  constexpr std::uint64_t kLoadBytes = 2048;   // 16 x 128 int8 activations
-  constexpr std::uint64_t kStoreBytes = 256;   // 16 x 16 int8 results
+  constexpr std::uint64_t kLoadBytes = 2048;  // 16 x 128 int8 activations
+  constexpr std::uint64_t kStoreBytes = 256;  // 16 x 16 int8 results
   constexpr std::uint64_t kTilesPerProgram = 1000;
   const std::uint64_t tiles = std::max<std::uint64_t>(1, commands / 3);
   const std::uint32_t slices = config.slices.count;

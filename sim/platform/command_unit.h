@@ -8,8 +8,8 @@
 #include <systemc>
 
 #include "sim/cost/dispatch.h"
-#include "sim/platform/scoreboard.h"
 #include "sim/ir/schedule.h"
+#include "sim/platform/scoreboard.h"
 
 namespace npusim::platform {
 
@@ -17,9 +17,8 @@ class CommandUnit : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(CommandUnit);
   // `channel` is its index among the engine's channels in `dispatcher`.
-  CommandUnit(const sc_core::sc_module_name& name, const Schedule& schedule,
-              Scoreboard& scoreboard, cost::QueueDispatcher& dispatcher, std::uint32_t channel,
-              sc_core::sc_event& freed);
+  CommandUnit(const sc_core::sc_module_name& name, const Schedule& schedule, Scoreboard& scoreboard,
+              cost::QueueDispatcher& dispatcher, std::uint32_t channel, sc_core::sc_event& freed);
   CommandUnit(const CommandUnit&) = delete;
   CommandUnit& operator=(const CommandUnit&) = delete;
 

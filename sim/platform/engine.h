@@ -11,9 +11,9 @@
 #include <systemc>
 
 #include "sim/cost/dispatch.h"
+#include "sim/ir/schedule.h"
 #include "sim/platform/command_unit.h"
 #include "sim/platform/scoreboard.h"
-#include "sim/ir/schedule.h"
 
 namespace npusim::platform {
 

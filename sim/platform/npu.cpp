@@ -30,9 +30,9 @@ Npu::Npu(const sc_core::sc_module_name& name, const Schedule& schedule, const Hw
       return std::make_unique<ComputeUnit>(unit_name, schedule, scoreboard, dispatcher, channel,
                                            freed);
     };
-    engines_.push_back(std::make_unique<Engine>(module_name.c_str(), schedule,
-                                                std::move(queues[e]), scoreboard,
-                                                config.dispatch_cycles, info.channels, make_unit));
+    engines_.push_back(std::make_unique<Engine>(module_name.c_str(), schedule, std::move(queues[e]),
+                                                scoreboard, config.dispatch_cycles, info.channels,
+                                                make_unit));
   }
 }
 

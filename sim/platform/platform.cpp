@@ -9,10 +9,10 @@
 
 #include <systemc>
 
-#include "sim/util/error.h"
 #include "sim/estimator/estimator.h"
 #include "sim/platform/npu.h"
 #include "sim/platform/scoreboard.h"
+#include "sim/util/error.h"
 
 // libsystemc.so calls sc_main from its own main(). npusim's programs bring their own main(), so
 // this is never called; it exists to satisfy the library's reference.

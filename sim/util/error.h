@@ -47,7 +47,8 @@ struct PartialRun {
 // there is one, so that the outputs up to that point can still be written.
 class SimulationError : public std::runtime_error {
  public:
-  explicit SimulationError(const std::string& message, std::shared_ptr<const PartialRun> partial = nullptr)
+  explicit SimulationError(const std::string& message,
+                           std::shared_ptr<const PartialRun> partial = nullptr)
       : std::runtime_error(message), partial_(std::move(partial)) {}
   const PartialRun* partial() const { return partial_.get(); }
 

@@ -90,9 +90,7 @@ JsonObject::~JsonObject() {
   if (!finished_) finish();
 }
 
-bool JsonObject::has(const std::string& key) const {
-  return is_object_ && value_.contains(key);
-}
+bool JsonObject::has(const std::string& key) const { return is_object_ && value_.contains(key); }
 
 const Json* JsonObject::lookup(const std::string& key) {
   read_.insert(key);
@@ -173,7 +171,8 @@ std::uint64_t JsonObject::get_milli(const std::string& key, double fallback, dou
   }
   if (!(value >= min && value <= max)) {
     std::ostringstream msg;
-    msg << "value " << (v ? v->dump() : std::to_string(value)) << " out of range [" << min << ", " << max << "]";
+    msg << "value " << (v ? v->dump() : std::to_string(value)) << " out of range [" << min << ", "
+        << max << "]";
     diag_.error(pointer(key), msg.str());
     return static_cast<std::uint64_t>(std::llround(fallback * 1000));
   }

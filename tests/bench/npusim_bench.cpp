@@ -9,11 +9,11 @@
 #include <string>
 
 #include "sim/compiler/compiler.h"
-#include "sim/util/error.h"
 #include "sim/estimator/estimator.h"
 #include "sim/frontend/graph_json.h"
-#include "sim/platform/platform.h"
 #include "sim/ir/synthetic.h"
+#include "sim/platform/platform.h"
+#include "sim/util/error.h"
 
 namespace {
 
@@ -48,10 +48,10 @@ int main(int argc, char** argv) {
     } else if (mode == "core") {
       const std::string model = argv[2];
       const npusim::Json root = npusim::read_json_file(model);
-      const bool graph = root.is_object() && root.contains("format") && root["format"] == "npusim-graph";
-      schedule = graph
-                     ? npusim::compile_schedule(npusim::parse_graph_json(root, model), config)
-                     : npusim::parse_schedule(root, model, config);
+      const bool graph =
+          root.is_object() && root.contains("format") && root["format"] == "npusim-graph";
+      schedule = graph ? npusim::compile_schedule(npusim::parse_graph_json(root, model), config)
+                       : npusim::parse_schedule(root, model, config);
     } else {
       return usage();
     }

@@ -8,9 +8,9 @@
 #include "profiler/report_writers.h"
 #include "profiler/trace_model.h"
 #include "sim/compiler/compiler.h"
-#include "sim/ir/engines.h"
 #include "sim/estimator/estimator.h"
 #include "sim/frontend/graph_json.h"
+#include "sim/ir/engines.h"
 #include "sim/ir/synthetic.h"
 
 namespace {
@@ -37,7 +37,8 @@ BENCHMARK(BM_EstimateResNet50)->Unit(benchmark::kMillisecond);
 
 void BM_EstimateSynthetic(benchmark::State& state) {
   const npusim::HwConfig config = npusim::load_hw_config("default");
-  const npusim::Schedule s = npusim::synthetic_schedule(static_cast<std::uint64_t>(state.range(0)), config);
+  const npusim::Schedule s =
+      npusim::synthetic_schedule(static_cast<std::uint64_t>(state.range(0)), config);
   for (auto _ : state) benchmark::DoNotOptimize(npusim::estimate(s, config));
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * s.commands.size()));
 }

@@ -11,29 +11,29 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <unordered_map>
+#include <utility>
 
-#include "profiler/csv_readers.h"
 #include "profiler/chrome_trace.h"
+#include "profiler/csv_readers.h"
 #include "profiler/csv_writers.h"
 #include "profiler/perfetto_trace.h"
 #include "profiler/report_writers.h"
 #include "profiler/stats.h"
 #include "profiler/trace_import.h"
 #include "profiler/trace_model.h"
-#include "sim/config/builtin_configs.h"
 #include "sim/compiler/compiler.h"
-#include "sim/ir/engines.h"
-#include "sim/util/error.h"
+#include "sim/config/builtin_configs.h"
+#include "sim/config/hw_config.h"
 #include "sim/estimator/estimator.h"
 #include "sim/frontend/graph_json.h"
 #include "sim/frontend/onnx_import.h"
 #include "sim/frontend/scalesim.h"
+#include "sim/ir/engines.h"
 #include "sim/ir/graph.h"
-#include "sim/config/hw_config.h"
-#include "sim/util/json_reader.h"
 #include "sim/ir/schedule.h"
+#include "sim/util/error.h"
+#include "sim/util/json_reader.h"
 
 namespace npusim::fuzz {
 namespace {
@@ -43,7 +43,9 @@ std::string text_of(const std::uint8_t* data, std::size_t size) {
 }
 
 // A broken invariant of accepted input: a finding, never a normal outcome.
-[[noreturn]] void finding(const std::string& what) { throw std::logic_error("fuzz invariant: " + what); }
+[[noreturn]] void finding(const std::string& what) {
+  throw std::logic_error("fuzz invariant: " + what);
+}
 
 const HwConfig& default_config() {
   static const HwConfig config = [] {
@@ -71,12 +73,14 @@ void check_csv_round_trip(const profiler::Workload& workload, const profiler::Ti
   }
   if (rows.size() != workload.commands.size()) finding("timeline.csv lost or added rows");
   std::unordered_map<std::string, std::size_t> by_id;
-  for (std::size_t i = 0; i < workload.commands.size(); ++i) by_id.emplace(workload.commands[i].id, i);
+  for (std::size_t i = 0; i < workload.commands.size(); ++i)
+    by_id.emplace(workload.commands[i].id, i);
   for (const profiler::TimelineRow& row : rows) {
     const auto it = by_id.find(row.id);
     if (it == by_id.end() || timeline.commands[it->second].start != row.start ||
         timeline.commands[it->second].end != row.end) {
-      finding("timeline.csv row " + std::to_string(row.row) + " (" + row.id + ") does not match its command");
+      finding("timeline.csv row " + std::to_string(row.row) + " (" + row.id +
+              ") does not match its command");
     }
   }
   std::ostringstream rt;
@@ -97,11 +101,14 @@ void write_outputs(const profiler::Workload& workload, const profiler::Timeline&
   options.level = profiler::StatsLevel::kExtended;
   profiler::write_summary(summary, workload, timeline, &timeline, options);
   profiler::write_stats_json(stats, workload, timeline, &timeline, options);
-  const std::vector<profiler::TraceRun> runs = {{"compile-time estimate", &timeline}, {"simulation", &timeline}};
-  const profiler::TraceModel model = profiler::build_trace_model(workload, runs, profiler::trace_options_for(options.level));
+  const std::vector<profiler::TraceRun> runs = {{"compile-time estimate", &timeline},
+                                                {"simulation", &timeline}};
+  const profiler::TraceModel model =
+      profiler::build_trace_model(workload, runs, profiler::trace_options_for(options.level));
   profiler::write_chrome_trace(chrome, model);
   profiler::write_perfetto_trace(perfetto, model);
-  for (const auto& [name, text] : {std::pair{"stats.json", stats.str()}, std::pair{"trace.json", chrome.str()}}) {
+  for (const auto& [name, text] :
+       {std::pair{"stats.json", stats.str()}, std::pair{"trace.json", chrome.str()}}) {
     try {
       const Json parsed = Json::parse(text);
       if (parsed.is_discarded()) finding(std::string(name) + " as written is not JSON");
@@ -126,9 +133,11 @@ void measure(const Schedule& schedule, const HwConfig& config, bool round_trip) 
   if (timeline->commands.size() != schedule.commands.size()) finding("estimate lost commands");
   for (std::size_t i = 0; i < schedule.commands.size(); ++i) {
     const auto& t = timeline->commands[i];
-    if (t.end < t.start || t.end > kMaxCycles) finding("estimate has end < start or past kMaxCycles");
+    if (t.end < t.start || t.end > kMaxCycles)
+      finding("estimate has end < start or past kMaxCycles");
     for (std::uint32_t d : schedule.commands[i].deps) {
-      if (timeline->commands[d].end > t.start) finding("a command starts before its dependency ends");
+      if (timeline->commands[d].end > t.start)
+        finding("a command starts before its dependency ends");
     }
   }
   profiler::compute_stats(workload, *timeline);
@@ -217,7 +226,8 @@ constexpr const char* kSmallModel = R"({
 })";
 
 const Graph& small_graph() {
-  static const Graph graph = parse_graph_json(parse_json_text(kSmallModel, "small.json"), "small.json");
+  static const Graph graph =
+      parse_graph_json(parse_json_text(kSmallModel, "small.json"), "small.json");
   return graph;
 }
 
@@ -260,7 +270,8 @@ class TempFile {
   TempFile& operator=(const TempFile&) = delete;
   const std::string& write(const std::uint8_t* data, std::size_t size) {
     std::ofstream out(path_, std::ios::binary | std::ios::trunc);
-    if (size > 0) out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
+    if (size > 0)
+      out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
     out.close();
     if (!out) throw std::runtime_error("cannot write " + path_);
     return path_;
@@ -308,7 +319,8 @@ int fuzz_hw_config(const std::uint8_t* data, std::size_t size) {
 int fuzz_schedule(const std::uint8_t* data, std::size_t size) {
   std::optional<Schedule> schedule;
   try {
-    schedule = parse_schedule(parse_json_text(text_of(data, size), "fuzz.json"), "fuzz.json", default_config());
+    schedule = parse_schedule(parse_json_text(text_of(data, size), "fuzz.json"), "fuzz.json",
+                              default_config());
   } catch (const InputError&) {
     return 0;
   }
@@ -360,12 +372,14 @@ int fuzz_timeline_csv(const std::uint8_t* data, std::size_t size) {
   file.path = "fuzz.csv";
   file.kind = profiler::ImportedFile::Kind::kTimeline;
   try {
-    file.timeline = profiler::read_timeline_csv(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz.csv");
+    file.timeline = profiler::read_timeline_csv(
+        std::string_view(reinterpret_cast<const char*>(data), size), "fuzz.csv");
   } catch (const profiler::ParseError&) {
     return 0;
   }
   for (const auto& row : file.timeline) {
-    if (row.end < row.start || row.end > profiler::kMaxCsvInteger || row.id.empty() || row.op_type.empty()) {
+    if (row.end < row.start || row.end > profiler::kMaxCsvInteger || row.id.empty() ||
+        row.op_type.empty()) {
       finding("read_timeline_csv accepted a row it documents as invalid");
     }
   }
@@ -378,7 +392,8 @@ int fuzz_runtime_csv(const std::uint8_t* data, std::size_t size) {
   file.path = "fuzz.csv";
   file.kind = profiler::ImportedFile::Kind::kRuntime;
   try {
-    file.runtime = profiler::read_runtime_csv(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz.csv");
+    file.runtime = profiler::read_runtime_csv(
+        std::string_view(reinterpret_cast<const char*>(data), size), "fuzz.csv");
   } catch (const profiler::ParseError&) {
     return 0;
   }
@@ -393,9 +408,12 @@ int fuzz_runtime_csv(const std::uint8_t* data, std::size_t size) {
 
 const std::vector<Target>& targets() {
   static const std::vector<Target> list = {
-      {"hw_config", fuzz_hw_config},       {"schedule", fuzz_schedule},
-      {"graph_json", fuzz_graph_json},     {"topology", fuzz_topology},
-      {"onnx", fuzz_onnx},                 {"timeline_csv", fuzz_timeline_csv},
+      {"hw_config", fuzz_hw_config},
+      {"schedule", fuzz_schedule},
+      {"graph_json", fuzz_graph_json},
+      {"topology", fuzz_topology},
+      {"onnx", fuzz_onnx},
+      {"timeline_csv", fuzz_timeline_csv},
       {"runtime_csv", fuzz_runtime_csv},
   };
   return list;
