@@ -122,59 +122,82 @@ void Emitter::emit_matmul_ksplit(const LayerGroup& group, const Mapping& mapping
   const std::uint64_t b_batch_bytes = mm.k * mm.n * eb;
   const Tensor& a = g_.tensors[mm.a];
   const Tensor& b = g_.tensors[mm.b];
+  // The output tiles of a pass go round-robin over the slices in batches of one per slice, and a
+  // batch is emitted step-major (step 0 of each tile, then step 1, ...): the in-order DMA_IN
+  // queue then feeds every slice of the batch at once instead of one tile's steps after another.
+  struct OutTile {
+    std::uint64_t r0, r1, c0, nc;
+    std::uint32_t slice;
+    CommandIndex ring_wait;
+    std::vector<CommandIndex> fence;
+    std::string out_buffer;
+    std::vector<CommandIndex> steps;
+  };
   for (std::uint64_t p = 0; p < mm.passes; ++p) {
     const std::uint64_t a_base = ranges.a_base(mm, p), b_base = ranges.b_base(mm, p);
     const std::uint64_t y_base = PassRanges::y_base(mm, p);
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> origins;  // (r0, c0) of each tile
     for (std::uint64_t r0 = 0; r0 < mm.rows_total; r0 += rows) {
-      const std::uint64_t r1 = std::min(mm.rows_total, r0 + rows);
-      for (std::uint64_t c0 = 0; c0 < mm.n; c0 += cols) {
-        const std::uint64_t nc = std::min(mm.n, c0 + cols) - c0;
-        const std::uint32_t slice = next_slice();
-        const CommandIndex ring_wait = two_back(slice);
-        std::vector<CommandIndex> fence;
-        take_fence(slice, fence);
-        const std::string out_buffer = buffer_name();
-        std::vector<CommandIndex> steps;
-        for (std::uint64_t k0 = 0; k0 < mm.k; k0 += kc) {
-          const std::uint64_t kn = std::min(mm.k, k0 + kc) - k0;
+      for (std::uint64_t c0 = 0; c0 < mm.n; c0 += cols) origins.push_back({r0, c0});
+    }
+    for (std::size_t first = 0; first < origins.size(); first += group_slices_) {
+      std::vector<OutTile> batch;
+      for (std::size_t t = first; t < origins.size() && t < first + group_slices_; ++t) {
+        OutTile o;
+        o.r0 = origins[t].first;
+        o.r1 = std::min(mm.rows_total, o.r0 + rows);
+        o.c0 = origins[t].second;
+        o.nc = std::min(mm.n, o.c0 + cols) - o.c0;
+        o.slice = next_slice();
+        o.ring_wait = two_back(o.slice);
+        take_fence(o.slice, o.fence);
+        o.out_buffer = buffer_name();
+        batch.push_back(std::move(o));
+      }
+      for (std::uint64_t k0 = 0; k0 < mm.k; k0 += kc) {
+        const std::uint64_t kn = std::min(mm.k, k0 + kc) - k0;
+        for (OutTile& o : batch) {
           // The first two steps wait for the tile two back instead.
-          const CommandIndex wait = steps.size() >= 2 ? steps[steps.size() - 2] : ring_wait;
-          std::vector<CommandIndex> a_deps = fence;
-          reader_deps(mm.a, ranges.a_rows ? (a_base + r0) * a_row_bytes : 0,
-                      ranges.a_rows ? (a_base + r1) * a_row_bytes : a.bytes(), a_deps);
+          const CommandIndex wait = o.steps.size() >= 2 ? o.steps[o.steps.size() - 2] : o.ring_wait;
+          std::vector<CommandIndex> a_deps = o.fence;
+          reader_deps(mm.a, ranges.a_rows ? (a_base + o.r0) * a_row_bytes : 0,
+                      ranges.a_rows ? (a_base + o.r1) * a_row_bytes : a.bytes(), a_deps);
           if (wait != kNone) a_deps.push_back(wait);
-          std::vector<CommandIndex> b_deps = fence;
+          std::vector<CommandIndex> b_deps = o.fence;
           if (!b.constant) {
             reader_deps(mm.b, ranges.b_exact ? b_base * b_batch_bytes : 0,
                         ranges.b_exact ? (b_base + 1) * b_batch_bytes : b.bytes(), b_deps);
           }
           if (wait != kNone) b_deps.push_back(wait);
-          Command load_a = dma(EngineKind::kDmaIn, (r1 - r0) * kn * ea);
-          Command load_b = dma(EngineKind::kDmaIn,
-                               kn * nc * eb + (k0 == 0 ? ceil_div(mm.bias_bytes * nc, mm.n) : 0));
+          Command load_a = dma(EngineKind::kDmaIn, (o.r1 - o.r0) * kn * ea);
+          Command load_b =
+              dma(EngineKind::kDmaIn,
+                  kn * o.nc * eb + (k0 == 0 ? ceil_div(mm.bias_bytes * o.nc, mm.n) : 0));
           const std::string a_buf = buffer_name(), b_buf = buffer_name();
           load_a.alloc.push_back({a_buf, load_a.bytes});
           load_b.alloc.push_back({b_buf, load_b.bytes});
           std::vector<CommandIndex> deps = {
               emit(std::move(load_a), "DI", di_, group, std::move(a_deps)),
               emit(std::move(load_b), "DI", di_, group, std::move(b_deps))};
-          if (!steps.empty()) deps.push_back(steps.back());  // accumulates onto the last step
-          if (steps.empty() && ring_wait != kNone) deps.push_back(ring_wait);
+          if (!o.steps.empty()) deps.push_back(o.steps.back());  // accumulates onto the last step
+          if (o.steps.empty() && o.ring_wait != kNone) deps.push_back(o.ring_wait);
           Command gemm;
           gemm.op = find_op("Gemm");
           gemm.engine = op_table()[gemm.op].unit;
-          gemm.slice = slice;
-          gemm.shape = GemmShape{1, r1 - r0, nc, kn};
-          if (steps.empty()) gemm.alloc.push_back({out_buffer, (r1 - r0) * nc * ey});
+          gemm.slice = o.slice;
+          gemm.shape = GemmShape{1, o.r1 - o.r0, o.nc, kn};
+          if (o.steps.empty()) gemm.alloc.push_back({o.out_buffer, (o.r1 - o.r0) * o.nc * ey});
           gemm.free = {a_buf, b_buf};
-          steps.push_back(emit(std::move(gemm), "S", s_, group, std::move(deps)));
+          o.steps.push_back(emit(std::move(gemm), "S", s_, group, std::move(deps)));
         }
-        Command store = dma(EngineKind::kDmaOut, (r1 - r0) * nc * ey);
-        store.free.push_back(out_buffer);
-        const CommandIndex st = emit(std::move(store), "DO", do_, group, {steps.back()});
+      }
+      for (const OutTile& o : batch) {
+        Command store = dma(EngineKind::kDmaOut, (o.r1 - o.r0) * o.nc * ey);
+        store.free.push_back(o.out_buffer);
+        const CommandIndex st = emit(std::move(store), "DO", do_, group, {o.steps.back()});
         writers_[group.output].push_back(
-            {(y_base + r0) * y_row_bytes, (y_base + r1) * y_row_bytes, st});
-        stores_[slice].push_back(st);
+            {(y_base + o.r0) * y_row_bytes, (y_base + o.r1) * y_row_bytes, st});
+        stores_[o.slice].push_back(st);
       }
     }
   }

@@ -9,6 +9,9 @@
 namespace npusim {
 namespace {
 
+std::vector<Mapping> ksplit_candidates(const MatMulLayer& mm, const HwConfig& config);
+GroupWork ksplit_work(const MatMulLayer& mm, const Mapping& m, std::uint32_t slices);
+
 // A MatMul whose reduction dimension is too long for one row or column to fit: each output
 // tile accumulates in place over steps along k, each step loading its slices of both operands.
 // A slice then holds the tile two back (at most T) and this tile's output (at most T/3) and
@@ -32,6 +35,10 @@ MapSpace ksplit_map_space(const GroupContext& ctx, const MatMulLayer& mm) {
     return mm.passes * ceil_div(mm.rows_total, t[0]) * ceil_div(mm.n, t[1]);
   };
   space.spread_dim = 0;
+  space.candidates = [mm, &config = ctx.config] { return ksplit_candidates(mm, config); };
+  space.work = [mm, slices = ctx.config.slices.count](const Mapping& m) {
+    return ksplit_work(mm, m, m.slices == 0 ? slices : m.slices);
+  };
   space.to_mapping = [](const TileSizes& t) {
     Mapping m;
     m.kind = MappingKind::kMatMulKSplit;
@@ -84,6 +91,54 @@ std::vector<Mapping> matmul_candidates(const MatMulLayer& mm, const HwConfig& co
     }
   }
   return out;
+}
+
+// K-split candidates: output tiles of rows x cols accumulating over steps of k_step, rows and
+// columns multiples of the array's rows and columns or halvings, k_step likewise; the output
+// takes at most T/3 and one step's operands at most T/3 (docs/compiler.md, "K-split MatMul").
+std::vector<Mapping> ksplit_candidates(const MatMulLayer& mm, const HwConfig& config) {
+  std::vector<Mapping> out;
+  for (const std::uint32_t slices : slice_options(config.slices.count)) {
+    const std::uint64_t third = budgets_of(config, slices).tile_bytes / 3;
+    for (const std::uint64_t rows : size_options(mm.rows_total, config.slices.rows)) {
+      for (const std::uint64_t cols : size_options(mm.n, config.slices.cols)) {
+        if (rows * cols * mm.out_elem_bytes > third) continue;
+        for (const std::uint64_t k_step : size_options(mm.k, config.slices.rows)) {
+          if (mm.step_bytes(rows, cols, k_step) > third) continue;
+          Mapping m;
+          m.kind = MappingKind::kMatMulKSplit;
+          m.tile_rows = rows;
+          m.tile_cols = cols;
+          m.k_step = k_step;
+          m.slices = slices;
+          out.push_back(m);
+          break;  // the largest step that fits: smaller ones only add commands
+        }
+      }
+    }
+  }
+  return out;
+}
+
+GroupWork ksplit_work(const MatMulLayer& mm, const Mapping& m, std::uint32_t slices) {
+  GroupWork w;
+  w.slices = slices;
+  const OpId gemm = find_op("Gemm");
+  for (const auto& [nr, rows] : tile_cuts(mm.rows_total, m.tile_rows)) {
+    for (const auto& [nc, cols] : tile_cuts(mm.n, m.tile_cols)) {
+      for (const auto& [nk, k_step] : tile_cuts(mm.k, m.k_step)) {
+        TileClass t;
+        t.count = mm.passes * nr * nc * nk;
+        t.op = gemm;
+        t.shape = GemmShape{1, rows, cols, k_step};
+        t.loads = 2;
+        t.load_bytes = mm.step_bytes(rows, cols, k_step);
+        w.tiles.push_back(t);
+      }
+      w.stores.push_back({mm.passes * nr * nc, rows * cols * mm.out_elem_bytes});
+    }
+  }
+  return w;
 }
 
 }  // namespace
@@ -165,10 +220,14 @@ MapSpace matmul_map_space(const GroupContext& ctx) {
   };
   space.spread_dim = 0;
   space.candidates = [mm, &config = ctx.config, cols] {
-    return matmul_candidates(mm, config, cols);
+    std::vector<Mapping> all = matmul_candidates(mm, config, cols);
+    for (const Mapping& m : ksplit_candidates(mm, config)) all.push_back(m);
+    return all;
   };
   space.work = [mm, slices = ctx.config.slices.count](const Mapping& m) {
-    return matmul_work(mm, m, m.slices == 0 ? slices : m.slices);
+    const std::uint32_t used = m.slices == 0 ? slices : m.slices;
+    return m.kind == MappingKind::kMatMulKSplit ? ksplit_work(mm, m, used)
+                                                : matmul_work(mm, m, used);
   };
   space.to_mapping = [mm](const TileSizes& t) {
     Mapping m;

@@ -31,6 +31,8 @@ struct SharedLoad {
 struct GroupWork {
   std::vector<TileClass> tiles;
   std::vector<SharedLoad> shared;
+  // Stores not counted with a tile: a K-split output tile is stored once after its last step.
+  std::vector<SharedLoad> stores;
   std::uint32_t slices = 1;       // the slices the tiles go round-robin over
   std::uint32_t shared_live = 2;  // shared chunks live at once: bounds the slices busy at once
 };

@@ -48,6 +48,10 @@ cost::Cycles estimate_work_cycles(const GroupWork& work, const HwConfig& config,
     dma_in += U128{s.count} * transfer(s.bytes);
     bytes += U128{s.count} * s.bytes;
   }
+  for (const SharedLoad& s : work.stores) {
+    dma_out += U128{s.count} * transfer(s.bytes);
+    bytes += U128{s.count} * s.bytes;
+  }
   std::uint64_t slices = std::max<std::uint32_t>(work.slices, 1);
   // Only shared_live chunks are live at once: their tiles are all the slices can work on.
   U128 shared_count = 0;
@@ -134,28 +138,38 @@ SearchChoice CostSearch::choose_explained(const MapSpace& space, const HwConfig&
   }
   std::stable_sort(ranked.begin(), ranked.end());
   choice.candidates = candidates.size();
-  // Emitted: at most kEmitted, within 1/kCloseFraction of the best closed form (the rest are
-  // clearly worse), each of at most kEmittedTiles tiles so compiling stays fast; otherwise the
-  // closed form decides alone.
-  constexpr std::size_t kEmitted = 4;
+  // Emitted: the best two by the closed form, the best of each family (kind and loop order, whose
+  // closed forms err differently) and any within 1/kCloseFraction of the best, at most kEmitted,
+  // each of at most kEmittedTiles tiles so compiling stays fast; otherwise the closed form
+  // decides alone.
+  constexpr std::size_t kEmitted = 6;
   constexpr std::uint64_t kCloseFraction = 8;
   constexpr std::uint64_t kEmittedTiles = 2048;
-  std::size_t emit = 0;
-  bool small = space.layouts != nullptr;
-  while (emit < ranked.size() && emit < kEmitted &&
-         ranked[emit].first <= ranked.front().first + ranked.front().first / kCloseFraction) {
+  std::vector<std::size_t> picked;  // positions in `ranked`
+  std::vector<std::pair<MappingKind, LoopOrder>> families;
+  for (std::size_t r = 0; r < ranked.size() && picked.size() < kEmitted; ++r) {
+    const Mapping& m = candidates[ranked[r].second];
+    const bool new_family = std::find(families.begin(), families.end(),
+                                      std::make_pair(m.kind, m.order)) == families.end();
+    const bool close =
+        ranked[r].first <= ranked.front().first + ranked.front().first / kCloseFraction;
+    if (r < 2 || new_family || close) {
+      picked.push_back(r);
+      if (new_family) families.push_back({m.kind, m.order});
+    }
+  }
+  bool small = space.layouts != nullptr && picked.size() > 1;
+  for (const std::size_t r : picked) {
     std::uint64_t tiles = 0;
-    for (const TileClass& t : space.work(candidates[ranked[emit].second]).tiles) tiles += t.count;
+    for (const TileClass& t : space.work(candidates[ranked[r].second]).tiles) tiles += t.count;
     small = small && tiles <= kEmittedTiles;
-    ++emit;
   }
   bool first = true;
-  for (std::size_t r = 0; r < std::max<std::size_t>(emit, 2) && r < ranked.size(); ++r) {
+  for (const std::size_t r : picked) {
     const Mapping& m = candidates[ranked[r].second];
     const std::optional<std::uint64_t> cycles =
-        small && emit > 1 && r < emit
-            ? emitted_cycles(*space.graph, *space.group, *space.layouts, config, m)
-            : std::optional<std::uint64_t>(ranked[r].first);
+        small ? emitted_cycles(*space.graph, *space.group, *space.layouts, config, m)
+              : std::optional<std::uint64_t>(ranked[r].first);
     if (cycles) consider(choice, m, *cycles, first);
   }
   if (first) choice.mapping = candidates[ranked.front().second];
