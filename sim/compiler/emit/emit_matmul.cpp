@@ -142,8 +142,7 @@ void Emitter::emit_matmul_ksplit(const LayerGroup& group, const Mapping& mapping
         Command store = dma(EngineKind::kDmaOut, (r1 - r0) * nc * ey);
         store.free.push_back(out_buffer);
         const CommandIndex st = emit(std::move(store), "DO", do_, group, {steps.back()});
-        writers_[group.output].push_back(
-            {(y_base + r0) * y_row_bytes, (y_base + r1) * y_row_bytes, st});
+        record_write(group.output, (y_base + r0) * y_row_bytes, (y_base + r1) * y_row_bytes, st);
         stores_[slice].push_back(st);
       }
     }
