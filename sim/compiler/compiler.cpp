@@ -107,19 +107,15 @@ Schedule compile_schedule(const Graph& graph, const HwConfig& config) {
   const TensorLayouts layouts = assign_layouts(graph, groups);
   const std::unique_ptr<Search> search = make_search("greedy");
   const Budgets budgets = budgets_of(config);
-  // First map every group and total the estimates, so that a schedule past the limits stops
-  // before anything is emitted. It stops at a group that cannot be mapped or emitted; that error
-  // comes below, in layer order, and the groups after it are checked there.
+  // First map every group and total the estimates, so that a schedule past the limits, or a
+  // group that cannot be tiled, stops before anything is emitted. Emission can only fail on an
+  // op the NPU cannot run: the estimate stops there, so that error still comes in layer order,
+  // from emit_group below, and the groups after it would be checked there.
   std::vector<Mapping> mappings;
   GroupSize total;
   for (const LayerGroup& group : groups) {
     if (group_kind(graph, group) == GroupKind::kUnknown) break;
-    Mapping mapping;
-    try {
-      mapping = search->choose(make_map_space(graph, group, layouts, config), config);
-    } catch (const InputError&) {
-      break;
-    }
+    const Mapping mapping = search->choose(make_map_space(graph, group, layouts, config), config);
     total = total + estimate_group(graph, group, mapping, layouts, budgets);
     if (!within_limits(total)) {
       throw_too_large(graph, groups, layouts, config, *search, group, total);
