@@ -80,7 +80,7 @@ TEST(WriterIndex, RepresentativesImplyEveryOverlappingWriter) {
       std::vector<std::uint32_t> deps;
       index.wait_for(tensor, lo, hi, deps);
       // kDirect segments, or two tree nodes per level of at most 1000 segments.
-      EXPECT_LE(deps.size(), std::max<std::size_t>(WriterIndex::kDirect, 2 * 11));
+      EXPECT_LE(deps.size(), std::max<std::size_t>(WriterIndex::kDirect, std::size_t{2} * 11));
       for (std::uint32_t d : deps) ASSERT_LT(d, reader);
       cmds[reader].deps = deps;
       for (const W& w : writers) {
@@ -98,7 +98,8 @@ TEST(WriterIndex, RepresentativesImplyEveryOverlappingWriter) {
 TEST(WriterIndex, AWholeReadWaitsForOneCommand) {
   std::vector<Command> cmds(100);
   WriterIndex index(1, cmds);
-  for (std::uint32_t c = 0; c < 100; ++c) index.add(0, c * 10, c * 10 + 10, c);
+  for (std::uint32_t c = 0; c < 100; ++c)
+    index.add(0, std::uint64_t{c} * 10, std::uint64_t{c} * 10 + 10, c);
   std::vector<std::uint32_t> deps;
   index.wait_for(0, 0, 1000, deps);
   // The last store stands for all: it alone is joined to the 99 others.
@@ -121,7 +122,7 @@ std::string yolox_style(std::uint64_t size) {
   std::string tensors, layers;
   int n = 0;
   auto tensor = [&](const std::vector<std::uint64_t>& shape, bool constant) {
-    const std::string name = "t" + std::to_string(n++);
+    std::string name = "t" + std::to_string(n++);
     std::string dims;
     for (std::uint64_t d : shape) dims += (dims.empty() ? "" : ",") + std::to_string(d);
     tensors += std::string(tensors.empty() ? "" : ",\n") + R"({"name":")" + name +
