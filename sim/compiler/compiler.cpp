@@ -3,12 +3,15 @@
 //   passes/fuse_layer_groups   layers -> layer groups (Conv + BatchNorm + activation, ...)
 //   passes/assign_layouts      which tensors are NHWC images in DRAM
 //   mapping/                   per group, its map space: tiled dims and local-memory budgets
-//   search/                    per group, the mapping chosen in it (greedy)
+//   search/                    per group, the mapping chosen in it (cost search)
 //   emit/                      per group, commands, dependencies and buffers
 //   passes/layer_views         per group, its untiled GEMM, for the per-layer report
 //
 // Each group is mapped and then emitted before the next is mapped, so that errors come in layer
-// order.
+// order. Before any group is emitted, every group's commands and their memory are estimated from
+// its mapping (emit/size_estimate.h): past kMaxCommands or kMaxScheduleBytes the compile stops
+// with an input error that names the layer and the smallest lram_kib that fits, before
+// allocating anything for the schedule.
 //
 // The LayerNorm / GELU fusion (passes/fuse_layer_norm_gelu.h) is not run here: its patterns need
 // the values of scalar constants (eps, 0.5, sqrt 2), which the Graph IR does not carry, so it runs
@@ -16,9 +19,11 @@
 #include "sim/compiler/compiler.h"
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "sim/compiler/emit/emitter.h"
+#include "sim/compiler/emit/size_estimate.h"
 #include "sim/compiler/mapping/map_space.h"
 #include "sim/compiler/passes/assign_layouts.h"
 #include "sim/compiler/passes/fuse_layer_groups.h"
@@ -28,30 +33,121 @@
 #include "sim/util/error.h"
 
 namespace npusim {
+namespace {
+
+constexpr std::uint64_t kMaxLramKib = std::uint64_t{1} << 30;  // the config's range
+
+bool within_limits(const GroupSize& size) {
+  return size.commands <= kMaxCommands && size.bytes <= kMaxScheduleBytes;
+}
+
+// Whether the whole graph compiles within the limits at `lram_kib`, by mapping every group (no
+// emission). A group that cannot be tiled at that size does not fit either.
+bool fits(const Graph& graph, const std::vector<LayerGroup>& groups, const TensorLayouts& layouts,
+          HwConfig config, std::uint64_t lram_kib, const Search& search) {
+  config.lram_bytes = lram_kib * 1024;
+  GroupSize total;
+  try {
+    for (const LayerGroup& group : groups) {
+      const GroupKind kind = group_kind(graph, group);
+      if (kind == GroupKind::kView || kind == GroupKind::kUnknown) continue;
+      const Mapping m = search.choose(make_map_space(graph, group, layouts, config), config);
+      total = total + estimate_group(graph, group, m, layouts, budgets_of(config));
+      if (!within_limits(total)) return false;
+    }
+  } catch (const InputError&) {
+    return false;
+  }
+  return true;
+}
+
+// The smallest lram_kib above the config's at which the graph fits, by doubling and then
+// bisection (the command count falls as lram_kib grows, though not strictly), or 0 if even the
+// largest lram_kib does not.
+std::uint64_t smallest_lram_kib(const Graph& graph, const std::vector<LayerGroup>& groups,
+                                const TensorLayouts& layouts, const HwConfig& config,
+                                const Search& search) {
+  std::uint64_t bad = config.lram_bytes / 1024, good = bad;
+  do {
+    good = std::min(kMaxLramKib, 2 * good + 1);
+    if (fits(graph, groups, layouts, config, good, search)) break;
+    bad = good;
+  } while (good < kMaxLramKib);
+  if (bad == good) return 0;
+  while (good - bad > 1) {
+    const std::uint64_t mid = bad + (good - bad) / 2;
+    (fits(graph, groups, layouts, config, mid, search) ? good : bad) = mid;
+  }
+  return good;
+}
+
+[[noreturn]] void throw_too_large(const Graph& graph, const std::vector<LayerGroup>& groups,
+                                  const TensorLayouts& layouts, const HwConfig& config,
+                                  const Search& search, const LayerGroup& group,
+                                  const GroupSize& total) {
+  const std::string what = total.commands > kMaxCommands
+                               ? "about " + std::to_string(total.commands) +
+                                     " commands up to this layer, more than the " +
+                                     std::to_string(kMaxCommands) + " a schedule may have"
+                               : "about " + std::to_string(total.bytes >> 20) +
+                                     " MiB for the schedule up to this " +
+                                     "layer, more than the compiler's limit of " +
+                                     std::to_string(kMaxScheduleBytes >> 20) + " MiB";
+  const std::uint64_t kib = smallest_lram_kib(graph, groups, layouts, config, search);
+  const std::string fix = kib > 0 ? "; lram_kib=" + std::to_string(kib) + " or more would fit"
+                                  : "; no lram_kib fits, the model is too large to compile";
+  throw InputError(graph.source_file, "layer '" + group.name + "' " + group.loc,
+                   "compiling for this config takes " + what + fix);
+}
+
+}  // namespace
 
 Schedule compile_schedule(const Graph& graph, const HwConfig& config,
                           std::vector<std::string>* explain, const std::string& search_name) {
   check_graph(graph);
   const std::vector<LayerGroup> groups = fuse_layer_groups(graph);
   const TensorLayouts layouts = assign_layouts(graph, groups);
-  const CostSearch cost_search;
   const std::unique_ptr<Search> search = make_search(search_name);
-  Emitter emitter(graph, config, layouts);
-  for (const LayerGroup& group : groups) {
+  const auto* cost_search = dynamic_cast<const CostSearch*>(search.get());
+  const Budgets budgets = budgets_of(config);
+  // The mapping of a group, with the search's reasons for `explain`.
+  auto choose = [&](const LayerGroup& group) {
     const MapSpace space = make_map_space(graph, group, layouts, config);
-    SearchChoice choice;
-    const GroupKind kind = group_kind(graph, group);
-    if (search_name == "cost" && (kind == GroupKind::kVector || kind == GroupKind::kGlobalPool)) {
-      choice = choose_slices_by_emission(graph, group, layouts, config);
-    } else if (search_name == "cost") {
-      choice = cost_search.choose_explained(space, config);
-    } else {
-      choice.mapping = search->choose(space, config);
-    }
+    if (cost_search == nullptr) return search->choose(space, config);
+    const SearchChoice choice = cost_search->choose_explained(space, config);
     if (explain != nullptr && space.kind != MappingKind::kNone) {
       explain->push_back(group.name + "\t" + describe_choice(choice));
     }
-    emitter.emit_group(group, choice.mapping);
+    return choice.mapping;
+  };
+  // First map every group and total the estimates, so that a schedule past the limits, or a
+  // group that cannot be tiled, stops before anything is emitted. Emission can only fail on an
+  // op the NPU cannot run: the estimate stops there, so that error still comes in layer order,
+  // from emit_group below, and the groups after it would be checked there.
+  std::vector<Mapping> mappings;
+  GroupSize total;
+  for (const LayerGroup& group : groups) {
+    if (group_kind(graph, group) == GroupKind::kUnknown) break;
+    const Mapping mapping = choose(group);
+    total = total + estimate_group(graph, group, mapping, layouts, budgets);
+    if (!within_limits(total)) {
+      throw_too_large(graph, groups, layouts, config, *search, group, total);
+    }
+    mappings.push_back(mapping);
+  }
+  Emitter emitter(graph, config, layouts);
+  emitter.reserve(total.commands);  // within kMaxCommands: the estimate is exact
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    if (i < mappings.size()) {
+      emitter.emit_group(groups[i], mappings[i]);
+      continue;
+    }
+    const Mapping mapping = choose(groups[i]);
+    total = total + estimate_group(graph, groups[i], mapping, layouts, budgets);
+    if (!within_limits(total)) {
+      throw_too_large(graph, groups, layouts, config, *search, groups[i], total);
+    }
+    emitter.emit_group(groups[i], mapping);
   }
   Schedule schedule = emitter.finish();
   schedule.layers = layer_views(graph, groups);

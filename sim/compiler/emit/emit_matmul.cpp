@@ -195,8 +195,8 @@ void Emitter::emit_matmul_ksplit(const LayerGroup& group, const Mapping& mapping
         Command store = dma(EngineKind::kDmaOut, (o.r1 - o.r0) * o.nc * ey);
         store.free.push_back(o.out_buffer);
         const CommandIndex st = emit(std::move(store), "DO", do_, group, {o.steps.back()});
-        writers_[group.output].push_back(
-            {(y_base + o.r0) * y_row_bytes, (y_base + o.r1) * y_row_bytes, st});
+        record_write(group.output, (y_base + o.r0) * y_row_bytes, (y_base + o.r1) * y_row_bytes,
+                     st);
         stores_[o.slice].push_back(st);
       }
     }

@@ -48,8 +48,8 @@ Emitter::Emitter(const Graph& graph, const HwConfig& config, const TensorLayouts
       layouts_(layouts),
       budgets_(budgets_of(config)),
       slices_(config.slices.count),
-      writers_(graph.tensors.size()),
-      stores_(config.slices.count) {}
+      stores_(config.slices.count),
+      writers_(graph.tensors.size(), sched_.commands) {}
 
 void Emitter::emit_group(const LayerGroup& group, const Mapping& mapping) {
   const Layer& l = g_.layers[group.layers[0]];
@@ -80,10 +80,7 @@ void Emitter::emit_group(const LayerGroup& group, const Mapping& mapping) {
   if (sched_.commands.size() == first_command) sched_.programs.pop_back();
   // Other outputs of the group's last layer (a quantize's scale, say) come from the same stores.
   for (std::uint32_t out : g_.layers[group.layers.back()].outputs) {
-    if (out == group.output) continue;
-    for (const Writer& w : writers_[group.output]) {
-      writers_[out].push_back({0, ~std::uint64_t{0}, w.store});
-    }
+    if (out != group.output) writers_.add_all_of(out, group.output);
   }
 }
 
@@ -107,6 +104,15 @@ Schedule Emitter::finish() {
   sched_.target_config = cfg_.name;
   sched_.target_slices = cfg_.slices.count;
   if (sched_.programs.empty()) sched_.programs.push_back({g_.name, ""});
+  // Joins appended dependencies after emission: sort them as emit() does, once per command.
+  std::vector<CommandIndex> joined = writers_.joined();
+  std::sort(joined.begin(), joined.end());
+  joined.erase(std::unique(joined.begin(), joined.end()), joined.end());
+  for (CommandIndex c : joined) {
+    std::vector<CommandIndex>& deps = sched_.commands[c].deps;
+    std::sort(deps.begin(), deps.end());
+    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+  }
   return std::move(sched_);
 }
 
@@ -139,12 +145,32 @@ Command Emitter::dma(EngineKind engine, std::uint64_t bytes) {
 
 std::string Emitter::buffer_name() { return "b" + std::to_string(buffers_++); }
 
-// Writers of [lo, hi) of a tensor: the stores a load of that range must wait for.
+// A few commands whose ends imply that every writer of [lo, hi) of a tensor ended: what a load of
+// that range must wait for (writer_index.h).
 void Emitter::reader_deps(std::uint32_t tensor, std::uint64_t lo, std::uint64_t hi,
-                          std::vector<CommandIndex>& deps) const {
-  for (const Writer& w : writers_[tensor]) {
-    if (w.lo < hi && lo < w.hi) deps.push_back(w.store);
+                          std::vector<CommandIndex>& deps) {
+  writers_.wait_for(tensor, lo, hi, deps);
+}
+
+void Emitter::record_write(std::uint32_t tensor, std::uint64_t lo, std::uint64_t hi,
+                           CommandIndex store) {
+  writers_.add(tensor, lo, hi, store);
+}
+
+// Of the computes that read a weight chunk, the last one on each slice unit. A unit runs its
+// in-order queue one command at a time, so its last reader's end implies the others' ends: the
+// store that frees the chunk waits for at most 2 × slices computes, not for every tile.
+std::vector<Emitter::CommandIndex> Emitter::last_per_queue(
+    const std::vector<CommandIndex>& computes) const {
+  std::vector<CommandIndex> last(2 * std::size_t{slices_}, kNone);
+  for (CommandIndex c : computes) {
+    const Command& cmd = sched_.commands[c];
+    const std::size_t queue =
+        2 * std::size_t{cmd.slice} + (cmd.engine == EngineKind::kArray ? 0 : 1);
+    if (last[queue] == kNone || last[queue] < c) last[queue] = c;
   }
+  last.erase(std::remove(last.begin(), last.end(), kNone), last.end());
+  return last;
 }
 
 // A chunk of constants shared by every slice; at most two are live, so a new chunk waits for
@@ -214,12 +240,13 @@ Emitter::CommandIndex Emitter::tile(std::uint32_t slice, const LayerGroup& group
   o.free.push_back(out_buffer);
   const bool frees_weights = other_readers != nullptr && weights != kNone;
   if (frees_weights) {
-    store_deps.insert(store_deps.end(), other_readers->begin(), other_readers->end());
+    const std::vector<CommandIndex> last = last_per_queue(*other_readers);
+    store_deps.insert(store_deps.end(), last.begin(), last.end());
     o.free.push_back(weights_buffer_);
   }
   const CommandIndex store = emit(std::move(o), "DO", do_, group, std::move(store_deps));
   if (frees_weights) weight_frees_.push_back(store);
-  writers_[group.output].push_back({out_lo, out_hi, store});
+  writers_.add(group.output, out_lo, out_hi, store);
   stores_[slice].push_back(store);
   return compute;
 }
@@ -288,7 +315,7 @@ void Emitter::emit_host(const LayerGroup& group) {
   c.engine = EngineKind::kHost;
   for (std::uint32_t t : l.outputs) c.elements += g_.tensors[t].elements();
   const CommandIndex host = emit(std::move(c), "H", h_, group, std::move(deps));
-  for (std::uint32_t t : l.outputs) writers_[t].push_back({0, ~std::uint64_t{0}, host});
+  for (std::uint32_t t : l.outputs) writers_.add(t, 0, ~std::uint64_t{0}, host);
 }
 
 // ---- views --------------------------------------------------------------------------------------
@@ -297,8 +324,7 @@ void Emitter::emit_host(const LayerGroup& group) {
 void Emitter::emit_view(const Layer& l) {
   for (std::uint32_t out : l.outputs) {
     for (std::uint32_t in : l.inputs) {
-      if (g_.tensors[in].constant) continue;
-      for (const Writer& w : writers_[in]) writers_[out].push_back({0, ~std::uint64_t{0}, w.store});
+      if (!g_.tensors[in].constant) writers_.add_all_of(out, in);
     }
   }
 }

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/compiler/emit/writer_index.h"
 #include "sim/compiler/mapping/map_space.h"
 #include "sim/compiler/mapping/mapping.h"
 #include "sim/compiler/mapping/vector.h"
@@ -34,6 +35,9 @@ class Emitter {
   // run, or when the schedule would pass kMaxCommands.
   void emit_group(const LayerGroup& group, const Mapping& mapping);
 
+  // Room for `commands` commands (the driver's estimate), so the schedule does not reallocate.
+  void reserve(std::uint64_t commands) { sched_.commands.reserve(commands); }
+
   // The schedule emitted so far, with its model and target filled in. Call once.
   Schedule finish();
 
@@ -41,20 +45,15 @@ class Emitter {
   using CommandIndex = std::uint32_t;
   static constexpr CommandIndex kNone = ~CommandIndex{0};
 
-  // A DMA_OUT (or HOST command) that wrote bytes [lo, hi) of a tensor in DRAM.
-  struct Writer {
-    std::uint64_t lo = 0;
-    std::uint64_t hi = 0;
-    CommandIndex store = 0;
-  };
-
   // ---- primitives (emitter.cpp) ----
   CommandIndex emit(Command c, const char* prefix, std::uint64_t& counter, const LayerGroup& group,
                     std::vector<CommandIndex> deps);
   static Command dma(EngineKind engine, std::uint64_t bytes);
   std::string buffer_name();
   void reader_deps(std::uint32_t tensor, std::uint64_t lo, std::uint64_t hi,
-                   std::vector<CommandIndex>& deps) const;
+                   std::vector<CommandIndex>& deps);
+  void record_write(std::uint32_t tensor, std::uint64_t lo, std::uint64_t hi, CommandIndex store);
+  std::vector<CommandIndex> last_per_queue(const std::vector<CommandIndex>& computes) const;
   CommandIndex load_weights(std::uint64_t bytes, const LayerGroup& group,
                             std::vector<CommandIndex> after = {});
   CommandIndex tile(std::uint32_t slice, const LayerGroup& group, const std::vector<Piece>& pieces,
@@ -81,11 +80,11 @@ class Emitter {
   const TensorLayouts& layouts_;
   Budgets budgets_;
   std::uint32_t slices_;
-  std::vector<std::vector<Writer>> writers_;       // per tensor
   std::vector<std::vector<CommandIndex>> stores_;  // per slice: its tiles' stores, in order
   std::vector<CommandIndex> weight_frees_;         // stores whose ends free weight chunks
   std::string weights_buffer_;                     // the chunk most recently loaded
   Schedule sched_;
+  WriterIndex writers_;  // which stores wrote which bytes of each tensor (joins edit sched_)
   std::uint64_t di_ = 0, do_ = 0, s_ = 0, h_ = 0, buffers_ = 0;
   std::uint32_t rr_ = 0;
   // The current group's slices: tiles go round-robin over group_slices_ of them from group_base_.

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "sim/compiler/emit/emitter.h"
+#include "sim/compiler/emit/size_estimate.h"
 #include "sim/compiler/search/greedy.h"
 #include "sim/cost/compute.h"
 #include "sim/estimator/estimator.h"
@@ -121,6 +122,10 @@ void consider(SearchChoice& choice, const Mapping& m, std::uint64_t cycles, bool
 }  // namespace
 
 SearchChoice CostSearch::choose_explained(const MapSpace& space, const HwConfig& config) const {
+  if ((space.kind == MappingKind::kVector || space.kind == MappingKind::kGlobalPool) &&
+      space.layouts != nullptr) {
+    return choose_slices_by_emission(*space.graph, *space.group, *space.layouts, config);
+  }
   SearchChoice choice;
   std::vector<Mapping> candidates;
   if (space.candidates) candidates = space.candidates();
@@ -188,6 +193,17 @@ SearchChoice choose_slices_by_emission(const Graph& graph, const LayerGroup& gro
       m = GreedySearch().choose(make_map_space(graph, group, layouts, fewer), fewer);
     } catch (const InputError&) {
       if (first) throw;  // all slices fail: the error names what does not fit
+      continue;
+    }
+    // Costed by emission only when small: a huge layer keeps all slices (and the driver's size
+    // check, not a scratch schedule, meets it first).
+    constexpr std::uint64_t kEmittedCommands = 8192;
+    if (estimate_group(graph, group, m, layouts, budgets_of(fewer)).commands > kEmittedCommands) {
+      if (first) {
+        m.slices = slices == config.slices.count ? 0 : slices;
+        choice.mapping = m;
+        return choice;
+      }
       continue;
     }
     const std::optional<std::uint64_t> cycles = emitted_cycles(graph, group, layouts, fewer, m);

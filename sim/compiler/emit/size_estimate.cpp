@@ -1,0 +1,99 @@
+#include "sim/compiler/emit/size_estimate.h"
+
+#include <algorithm>
+
+#include "sim/compiler/mapping/global_pool.h"
+#include "sim/compiler/mapping/matmul.h"
+#include "sim/compiler/mapping/spatial.h"
+#include "sim/compiler/mapping/vector.h"
+#include "sim/ir/schedule.h"
+#include "sim/util/math.h"
+
+namespace npusim {
+namespace {
+
+constexpr std::uint64_t kSaturated = std::uint64_t{1} << 62;
+
+std::uint64_t mul(std::uint64_t a, std::uint64_t b) {
+  __extension__ using U128 = unsigned __int128;
+  const U128 p = U128{a} * b;
+  return p > kSaturated ? kSaturated : static_cast<std::uint64_t>(p);
+}
+
+std::uint64_t add(std::uint64_t a, std::uint64_t b) { return std::min(kSaturated, a + b); }
+
+// Dependencies per command, on average: about 2.2 on YOLOX-style graphs (a load waits for the
+// ring store and a few segments, a compute for its loads, a store for its compute; joins add
+// about one per store). 16 leaves room for wider reads.
+constexpr std::uint64_t kDepsPerCommand = 16;
+// Per command beyond the Command, its strings and deps: buffer names, the vector's growth (up to
+// 3 × sizeof(Command) while it reallocates), allocator overhead, and what finalize_schedule keeps
+// per command. With it the estimate is above the measured peak RSS per command (about 890 bytes
+// on a YOLOX-style graph at lram_kib=8, of 1.08M commands).
+constexpr std::uint64_t kOverheadPerCommand = 512;
+
+std::uint64_t commands_of(const Graph& g, const LayerGroup& group, const Mapping& m,
+                          const TensorLayouts& layouts, const Budgets& budgets) {
+  switch (m.kind) {
+    case MappingKind::kNone:
+      return group_kind(g, group) == GroupKind::kHost ? 1 : 0;
+    case MappingKind::kSpatial: {
+      const SpatialLayer s = describe_spatial(g, group, budgets);
+      const std::uint64_t chunks = ceil_div(s.units, m.tile_channel_units);
+      const std::uint64_t blocks =
+          mul(s.n, mul(ceil_div(s.oh, m.tile_rows), ceil_div(s.ow, m.tile_cols)));
+      const std::uint64_t tiles = mul(chunks, blocks);
+      // One shared load per chunk (weights outer) or per input block (input outer).
+      if (m.order == LoopOrder::kInputOuter) return add(blocks, mul(3, tiles));
+      return add(s.weight_bytes_per_unit > 0 ? chunks : 0, mul(3, tiles));
+    }
+    case MappingKind::kMatMul: {
+      const MatMulLayer mm = describe_matmul(g, group);
+      const std::uint64_t chunks = mul(mm.passes, ceil_div(mm.n, m.tile_cols));
+      if (m.order == LoopOrder::kInputOuter) {
+        const std::uint64_t blocks = mul(mm.passes, ceil_div(mm.rows_total, m.tile_rows));
+        return mul(blocks, add(1, mul(3, ceil_div(mm.n, m.tile_cols))));
+      }
+      return mul(chunks, add(1, mul(3, ceil_div(mm.rows_total, m.tile_rows))));
+    }
+    case MappingKind::kMatMulKSplit: {
+      const MatMulLayer mm = describe_matmul(g, group);
+      const std::uint64_t tiles =
+          mul(mm.passes, mul(ceil_div(mm.rows_total, m.tile_rows), ceil_div(mm.n, m.tile_cols)));
+      return mul(tiles, add(1, mul(3, ceil_div(mm.k, m.k_step))));
+    }
+    case MappingKind::kVector: {
+      const VectorLayer v = describe_vector(g, group, layouts);
+      std::uint64_t per_tile = 2;  // the compute and the store
+      for (const VectorOperand& o : v.operands) per_tile += o.feed == Feed::kOnce ? 0 : 1;
+      const std::uint64_t tiles = ceil_div(mul(v.base_rows, m.row_pieces), m.tile_rows);
+      return add(v.once_bytes > 0 ? 1 : 0, mul(per_tile, tiles));
+    }
+    case MappingKind::kGlobalPool: {
+      const GlobalPoolLayer p = describe_global_pool(g, group);
+      return mul(3, mul(p.n, ceil_div(p.c, m.tile_channel_units)));
+    }
+  }
+  return 0;
+}
+
+// A string's heap bytes, beyond the std::string itself (libstdc++ keeps 15 characters inline).
+std::uint64_t heap(const std::string& s) { return s.size() > 15 ? s.size() + 1 : 0; }
+
+}  // namespace
+
+GroupSize estimate_group(const Graph& graph, const LayerGroup& group, const Mapping& mapping,
+                         const TensorLayouts& layouts, const Budgets& budgets) {
+  GroupSize size;
+  size.commands = commands_of(graph, group, mapping, layouts, budgets);
+  const std::uint64_t per_command = sizeof(Command) + heap(group.name) + heap(group.loc) +
+                                    kDepsPerCommand * sizeof(std::uint32_t) + kOverheadPerCommand;
+  size.bytes = mul(size.commands, per_command);
+  return size;
+}
+
+GroupSize operator+(GroupSize a, GroupSize b) {
+  return {add(a.commands, b.commands), add(a.bytes, b.bytes)};
+}
+
+}  // namespace npusim
