@@ -544,14 +544,80 @@ TEST(OnnxImport, HostLayersCompileToHostCommands) {
 TEST(OnnxImport, AllUnsupportedOpsAreReportedTogether) {
   ModelBuilder m;
   m.input("x", {std::int64_t{1}, std::int64_t{4}});
-  m.node("Neg", {"x"}, {"a"}, "neg0");
+  m.node("Softsign", {"x"}, {"a"}, "softsign0");
   m.node("Relu", {"a"}, {"b"}, "relu0");
   m.node("Softplus", {"x"}, {"c"}, "softplus0");
   m.output("b").output("c");
   const std::string e = import_error(m.save("two_unsupported.onnx"));
-  EXPECT_THAT(e, HasSubstr("node 'neg0' (Neg): unsupported op 'Neg'"));
+  EXPECT_THAT(e, HasSubstr("node 'softsign0' (Softsign): unsupported op 'Softsign'"));
   EXPECT_THAT(e, HasSubstr("node 'softplus0' (Softplus): unsupported op 'Softplus'"));
   EXPECT_THAT(e, ::testing::Not(HasSubstr("relu0")));
+}
+
+// The LayerNorm of a TensorFlow BERT as tf2onnx exports it: SquaredDifference as Sub + Mul, Rsqrt
+// as Sqrt + Reciprocal, and the affine part as x * s + (beta - mean * s), s = gamma / std. It
+// imports and compiles without --host-fallback: Sqrt + Reciprocal become one Rsqrt, the rest
+// stays element-wise vector layers.
+TEST(OnnxImport, TensorFlowLayerNormWithReciprocalCompilesOnTheNpu) {
+  ModelBuilder m;
+  m.input("x", {std::int64_t{1}, std::int64_t{7}, std::int64_t{16}})
+      .scalar("eps", 1e-12f)
+      .weight("gamma", {16})
+      .weight("beta", {16});
+  set_ints(m.node("ReduceMean", {"x"}, {"mean"}, "LayerNorm/moments/mean"), "axes", {-1});
+  m.node("Sub", {"x", "mean"}, {"d"}, "LayerNorm/moments/SquaredDifference");
+  m.node("Mul", {"d", "d"}, {"d2"}, "LayerNorm/moments/SquaredDifference__1");
+  set_ints(m.node("ReduceMean", {"d2"}, {"var"}, "LayerNorm/moments/variance"), "axes", {-1});
+  m.node("Add", {"var", "eps"}, {"ve"}, "LayerNorm/batchnorm/add");
+  m.node("Sqrt", {"ve"}, {"sq"}, "LayerNorm/batchnorm/Rsqrt");
+  m.node("Reciprocal", {"sq"}, {"rs"}, "LayerNorm/batchnorm/Rsqrt__1");
+  m.node("Mul", {"rs", "gamma"}, {"s"}, "LayerNorm/batchnorm/mul");
+  m.node("Mul", {"x", "s"}, {"xs"}, "LayerNorm/batchnorm/mul_1");
+  m.node("Mul", {"mean", "s"}, {"ms"}, "LayerNorm/batchnorm/mul_2");
+  m.node("Sub", {"beta", "ms"}, {"sh"}, "LayerNorm/batchnorm/sub");
+  m.node("Add", {"xs", "sh"}, {"y"}, "LayerNorm/batchnorm/add_1");
+  m.output("y");
+  const Graph g = import_onnx(m.save("tf_layer_norm.onnx"), {});
+  check_graph(g);
+  EXPECT_THAT(ops_of(g), ElementsAre("ReduceMean", "Sub", "Mul", "ReduceMean", "Add", "Rsqrt",
+                                     "Mul", "Mul", "Mul", "Sub", "Add"));
+  EXPECT_EQ(g.layers[5].name, "LayerNorm/batchnorm/Rsqrt");
+  EXPECT_EQ(g.layers[5].attrs.get_string("fused_nodes", ""),
+            "LayerNorm/batchnorm/Rsqrt+LayerNorm/batchnorm/Rsqrt__1");
+  // [1, 7, 1] in, [1, 7, 1] out.
+  EXPECT_EQ(out_of(g, 5).shape, (Shape{1, 7, 1}));
+  const Schedule s = compile_schedule(g, load_hw_config("default"));
+  bool rsqrt = false;
+  for (const Command& c : s.commands) {
+    EXPECT_NE(c.engine, EngineKind::kHost);
+    rsqrt = rsqrt || (c.engine == EngineKind::kVector && op_table()[c.op].name == "Rsqrt");
+  }
+  EXPECT_TRUE(rsqrt);
+}
+
+// The element-wise ops that have a vector op of their own import as it; a Reciprocal whose input
+// is not a Sqrt stays a Reciprocal, and Div(1, Sqrt) is an Rsqrt too.
+TEST(OnnxImport, UnaryMathOpsRunOnTheVectorUnit) {
+  ModelBuilder m;
+  m.input("x", {std::int64_t{1}, std::int64_t{4}, std::int64_t{8}})
+      .input("z", {std::int64_t{1}, std::int64_t{4}, std::int64_t{8}})
+      .scalar("one", 1.0f);
+  m.node("Reciprocal", {"x"}, {"a"}, "recip");
+  m.node("Neg", {"a"}, {"b"}, "neg");
+  m.node("Abs", {"b"}, {"c"}, "abs");
+  m.node("Log", {"c"}, {"d"}, "log");
+  m.node("Sqrt", {"d"}, {"e"}, "sqrt");
+  m.node("Div", {"one", "e"}, {"f"}, "inv");
+  m.node("Max", {"f", "z", "x"}, {"g"}, "max");
+  m.node("Min", {"g", "z"}, {"y"}, "min");
+  m.output("y");
+  const Graph g = import_onnx(m.save("unary_math.onnx"), {});
+  check_graph(g);
+  EXPECT_THAT(ops_of(g),
+              ElementsAre("Reciprocal", "Neg", "Abs", "Log", "Rsqrt", "Max", "Max", "Min"));
+  EXPECT_EQ(g.layers[6].name, "max/max2");
+  const Schedule s = compile_schedule(g, load_hw_config("default"));
+  for (const Command& c : s.commands) EXPECT_NE(c.engine, EngineKind::kHost);
 }
 
 // ---- (f) files that are not ONNX models

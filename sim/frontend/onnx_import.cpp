@@ -81,6 +81,12 @@ const std::set<std::string>& live_ops() {
                                             "Erf",
                                             "Exp",
                                             "Sqrt",
+                                            "Reciprocal",
+                                            "Log",
+                                            "Neg",
+                                            "Abs",
+                                            "Min",
+                                            "Max",
                                             "Add",
                                             "Sub",
                                             "Mul",
@@ -760,7 +766,10 @@ class Importer {
     if (op == "Gemm" || op == "MatMul" || op == "MatMulInteger" || op == "QLinearMatMul") {
       return emit_matmul(n);
     }
-    if (op == "Sum") {
+    if (op == "Sum" || op == "Min" || op == "Max") {
+      // Variadic: a chain of the binary op (Sum -> Add).
+      const std::string binary = op == "Sum" ? "Add" : op;
+      const std::string lower = op == "Sum" ? "add" : op == "Min" ? "min" : "max";
       std::vector<std::string> xs;
       for (const auto& x : node.input()) {
         if (!x.empty()) xs.push_back(x);
@@ -774,10 +783,11 @@ class Importer {
         std::string out = y;
         if (k + 1 < xs.size()) {
           const Dims shape = onnx_detail::broadcast_dims(value(acc).shape, value(xs[k]).shape);
-          out = aux_value(y + "/sum" + std::to_string(k), value(y).elem_type, shape);
+          out = aux_value(y + "/" + (op == "Sum" ? "sum" : lower) + std::to_string(k),
+                          value(y).elem_type, shape);
         }
-        add_layer(n, "Add", {acc, xs[k]}, {out},
-                  k == 1 ? "" : node_name(n) + "/add" + std::to_string(k));
+        add_layer(n, binary, {acc, xs[k]}, {out},
+                  k == 1 ? "" : node_name(n) + "/" + lower + std::to_string(k));
         acc = out;
       }
       return;
@@ -992,7 +1002,7 @@ class Importer {
       add_layer(n, op, {in(n, 0), in(n, 1)}, {y});
       return;
     }
-    // Unary vector ops: Relu Sigmoid HardSwish Tanh Erf Exp Sqrt.
+    // Unary vector ops: Relu Sigmoid HardSwish Tanh Erf Exp Sqrt Reciprocal Log Neg Abs.
     add_layer(n, op, {in(n, 0)}, {y});
   }
 

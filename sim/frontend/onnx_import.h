@@ -20,7 +20,8 @@
 //     optional Mul scale and Add bias) and decomposed GELU (Div sqrt2 or Mul 1/sqrt2, Erf, Add 1,
 //     Mul x, Mul 0.5, in any of the usual orders) into one LayerNorm / Gelu layer when their
 //     intermediate tensors have no other consumers: the graph pass
-//     sim/compiler/passes/fuse_layer_norm_gelu.h, given the values of the scalar constants.
+//     sim/compiler/passes/fuse_layer_norm_gelu.h, given the values of the scalar constants. The
+//     same pass makes Sqrt then Reciprocal (or Div(1, Sqrt)) one Rsqrt layer.
 //
 // ONNX op -> graph op (layer inputs in brackets; constant inputs that only configure the op,
 // such as a Reshape's shape or a Slice's starts, become attributes):
@@ -31,8 +32,9 @@
 //       MatMulInteger, QLinearMatMul -> MatMul [a, b];
 //       a 1-d operand gets a Reshape layer (or a reshaped constant) on each side
 //   BatchNormalization -> BatchNormalization [x, scale, bias, mean, var]
-//   Relu Sigmoid Tanh Erf Exp Sqrt HardSwish LeakyRelu HardSigmoid -> same op; Clip -> Clip [x]
-//       with float attrs min/max; Add Sub Mul Div Pow -> same op; Sum -> a chain of Add
+//   Relu Sigmoid Tanh Erf Exp Sqrt Reciprocal Log Neg Abs HardSwish LeakyRelu HardSigmoid -> same
+//       op; Clip -> Clip [x] with float attrs min/max; Add Sub Mul Div Pow -> same op; Sum -> a
+//       chain of Add; Min, Max -> a chain of the binary Min / Max
 //   ReduceMean, Softmax, LogSoftmax, LRN, MaxPool, AveragePool, GlobalAveragePool -> same op
 //       (axes normalised to non-negative); GlobalMaxPool -> MaxPool over the whole plane
 //   LayerNormalization -> LayerNorm [x, scale, bias?]
@@ -55,10 +57,11 @@
 // (uint16/uint32/uint64 to the signed type of the same size); float64 and strings are errors.
 //
 // Not supported yet: Conv and pools other than 2-d (Host with host_fallback); ConvTranspose,
-// InstanceNormalization, Elu, PRelu, Softplus, Neg, Abs, Log, Min/Max, comparisons and other ops
+// InstanceNormalization, Elu, PRelu, Softplus, comparisons and other ops
 // on activations that have no graph op (Host); control flow (If, Loop, Scan: a Host layer sees
 // only the explicit inputs, not the values its subgraphs read); LayerNorm written with
-// Reciprocal or with a non-constant scale, and the tanh approximation of GELU, stay decomposed.
+// Reciprocal (it compiles as its vector ops, with one Rsqrt) or with a non-constant scale, and
+// the tanh approximation of GELU, stay decomposed.
 #pragma once
 
 #include <cstdint>
