@@ -554,6 +554,24 @@ TEST(OnnxImport, AllUnsupportedOpsAreReportedTogether) {
   EXPECT_THAT(e, ::testing::Not(HasSubstr("relu0")));
 }
 
+// A chain of unsupported nodes, each after the other (and a supported one between them): every
+// one is reported, not only the first, since the later ones get their shapes from ONNX shape
+// inference as a Host layer would.
+TEST(OnnxImport, EveryUnsupportedNodeOfAChainIsReported) {
+  ModelBuilder m;
+  m.input("x", {std::int64_t{1}, std::int64_t{3}, std::int64_t{8}, std::int64_t{8}});
+  m.node("Softsign", {"x"}, {"a"}, "first");
+  m.node("Relu", {"a"}, {"b"}, "between");
+  m.node("Softplus", {"b"}, {"c"}, "second");
+  m.node("Celu", {"c"}, {"d"}, "third");
+  m.output("d");
+  const std::string e = import_error(m.save("chain_unsupported.onnx"));
+  EXPECT_THAT(e, HasSubstr("node 'first' (Softsign): unsupported op 'Softsign'"));
+  EXPECT_THAT(e, HasSubstr("node 'second' (Softplus): unsupported op 'Softplus'"));
+  EXPECT_THAT(e, HasSubstr("node 'third' (Celu): unsupported op 'Celu'"));
+  EXPECT_THAT(e, ::testing::Not(HasSubstr("between")));
+}
+
 // The LayerNorm of a TensorFlow BERT as tf2onnx exports it: SquaredDifference as Sub + Mul, Rsqrt
 // as Sqrt + Reciprocal, and the affine part as x * s + (beta - mean * s), s = gamma / std. It
 // imports and compiles without --host-fallback: Sqrt + Reciprocal become one Rsqrt, the rest

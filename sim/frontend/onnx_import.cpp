@@ -449,11 +449,18 @@ class Importer {
     if (!reason.empty()) {
       if (!options_.host_fallback) {
         diag_.error(where(n), reason + " (--host-fallback runs it on the host)");
-        poison(n);
-        return;
+        // Keep going past it, so that every unsupported node is reported at once: its outputs
+        // get the shapes a Host layer would, and only when there are none are they poisoned
+        // (and their readers skipped).
+        if (!outs) outs = shapes_for_report(n, ins);
+        if (!outs) {
+          poison(n);
+          return;
+        }
+      } else {
+        host_[static_cast<std::size_t>(n)] = true;
+        if (!outs) outs = host_shapes(n, ins);
       }
-      host_[static_cast<std::size_t>(n)] = true;
-      if (!outs) outs = host_shapes(n, ins);
     }
     live_[static_cast<std::size_t>(n)] = true;
     for (std::size_t k = 0; k < outs->size() && k < static_cast<std::size_t>(node.output_size());
@@ -466,6 +473,21 @@ class Importer {
       v.tensor = name;
       values_[name] = std::move(v);
     }
+  }
+
+  // host_shapes for a node that is already an error: no notes, and nothing when ONNX shape
+  // inference cannot tell.
+  std::optional<std::vector<Value>> shapes_for_report(int n, const std::vector<const Value*>& ins) {
+    std::vector<std::string>* notes = notes_;
+    notes_ = nullptr;
+    std::optional<std::vector<Value>> outs;
+    try {
+      outs = host_shapes(n, ins);
+    } catch (const OpError&) {
+      outs.reset();
+    }
+    notes_ = notes;
+    return outs;
   }
 
   // Output shapes of an op npusim does not know, from ONNX's own shape inference run on the

@@ -15,7 +15,9 @@
 //     constant, which keeps its integer dtype;
 //  4. maps the remaining nodes to graph ops (table below). An op with no graph op is an
 //     InputError naming the node and op type, or, with host_fallback, a "Host" layer with string
-//     attr "onnx_op" whose output shapes come from ONNX shape inference;
+//     attr "onnx_op" whose output shapes come from ONNX shape inference. Without host_fallback
+//     the walk goes on past such a node (its outputs take those inferred shapes), so every
+//     unsupported node is reported in one error, also one that reads another's output;
 //  5. fuses decomposed LayerNorm (ReduceMean, Sub, Pow 2, ReduceMean, Add eps, Sqrt, Div, and the
 //     optional Mul scale and Add bias) and decomposed GELU (Div sqrt2 or Mul 1/sqrt2, Erf, Add 1,
 //     Mul x, Mul 0.5, in any of the usual orders) into one LayerNorm / Gelu layer when their
