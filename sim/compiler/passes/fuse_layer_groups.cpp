@@ -41,37 +41,80 @@ class Grouper {
     return it->second.front();
   }
 
+  // An array layer's group is its head, then as many of these epilogue stages as match, in
+  // order: a batch norm (Conv) or a constant bias Add (MatMul); one activation, or x * f(x) with f
+  // Sigmoid or HardSigmoid (SiLU, HardSwish).
   LayerGroup make_group(std::uint32_t first) const {
     LayerGroup group;
     group.layers = {first};
     const Layer& head = g_.layers[first];
     group.output = head.outputs.at(0);
-    if (classify_op(head.op) == OpClass::kArray) {
-      auto next = sole_consumer(group.output);
-      if (next && head.op == "Conv" && g_.layers[*next].op == "BatchNormalization") {
-        group.layers.push_back(*next);
-        group.output = g_.layers[*next].outputs.at(0);
-        next = sole_consumer(group.output);
-      } else if (next && head.op == "MatMul" && g_.layers[*next].op == "Add" &&
-                 g_.layers[*next].inputs.size() == 2) {
-        // A bias: the Add's other operand is a constant.
-        const Layer& add = g_.layers[*next];
-        const std::uint32_t other = add.inputs[0] == group.output ? add.inputs[1] : add.inputs[0];
-        if (g_.tensors[other].constant) {
-          group.layers.push_back(*next);
-          group.extra_constants.push_back(other);
-          group.output = add.outputs.at(0);
-          next = sole_consumer(group.output);
-        }
-      }
-      if (next && std::find(kFusableActivations.begin(), kFusableActivations.end(),
-                            g_.layers[*next].op) != kFusableActivations.end()) {
-        group.layers.push_back(*next);
-        group.output = g_.layers[*next].outputs.at(0);
-      }
+    const OpClass cls = classify_op(head.op);
+    if (cls == OpClass::kArray) {
+      fuse_affine(group);
+      if (!fuse_activation(group)) fuse_gated_activation(group);
     }
     name_group(group);
     return group;
+  }
+
+  void append(LayerGroup& group, std::uint32_t layer) const {
+    group.layers.push_back(layer);
+    group.output = g_.layers[layer].outputs.at(0);
+  }
+
+  // A Conv's BatchNormalization, or a MatMul's Add of a constant (a bias, loaded with the weights).
+  void fuse_affine(LayerGroup& group) const {
+    const auto next = sole_consumer(group.output);
+    if (!next) return;
+    const Layer& head = g_.layers[group.layers[0]];
+    const Layer& l = g_.layers[*next];
+    if (head.op == "Conv" && l.op == "BatchNormalization") {
+      append(group, *next);
+    } else if (head.op == "MatMul" && l.op == "Add" && l.inputs.size() == 2) {
+      const std::uint32_t other = l.inputs[0] == group.output ? l.inputs[1] : l.inputs[0];
+      if (g_.tensors[other].constant) {
+        group.extra_constants.push_back(other);
+        append(group, *next);
+      }
+    }
+  }
+
+  bool fuse_activation(LayerGroup& group) const {
+    const auto next = sole_consumer(group.output);
+    if (!next || std::find(kFusableActivations.begin(), kFusableActivations.end(),
+                           g_.layers[*next].op) == kFusableActivations.end()) {
+      return false;
+    }
+    append(group, *next);
+    return true;
+  }
+
+  // x * f(x), f Sigmoid (SiLU / Swish, as YOLOv5, YOLOX and EfficientNet export it) or HardSigmoid
+  // (HardSwish written out): x has exactly two readers, the f and the Mul, and f(x) only the Mul.
+  void fuse_gated_activation(LayerGroup& group) const {
+    const std::uint32_t x = group.output;
+    const auto it = consumers_.find(x);
+    if (it == consumers_.end() || it->second.size() != 2 || is_graph_output(x)) return;
+    for (int k = 0; k < 2; ++k) {
+      const std::uint32_t f = it->second[static_cast<std::size_t>(k)];
+      const std::uint32_t mul = it->second[static_cast<std::size_t>(1 - k)];
+      const Layer& fl = g_.layers[f];
+      const Layer& ml = g_.layers[mul];
+      if ((fl.op != "Sigmoid" && fl.op != "HardSigmoid") || fl.inputs.size() != 1) continue;
+      if (ml.op != "Mul" || ml.inputs.size() != 2) continue;
+      const std::uint32_t fx = fl.outputs.at(0);
+      const bool operands =
+          (ml.inputs[0] == x && ml.inputs[1] == fx) || (ml.inputs[0] == fx && ml.inputs[1] == x);
+      if (!operands || sole_consumer(fx) != mul) continue;
+      append(group, f);
+      append(group, mul);
+      return;
+    }
+  }
+
+  bool is_graph_output(std::uint32_t tensor) const {
+    return std::find(g_.outputs.begin(), g_.outputs.end(), tensor) != g_.outputs.end();
   }
 
   void name_group(LayerGroup& group) const {

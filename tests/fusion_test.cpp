@@ -1,0 +1,117 @@
+// Epilogue fusion (docs/compiler.md, "Groups and fusion") on the patterns real exports have:
+// SiLU / HardSwish written as x * f(x), ResNet's residual Add + Relu, and QDQ requantisation.
+// Expected values are worked out by hand in the comments.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "sim/compiler/compiler.h"
+#include "sim/compiler/passes/fuse_layer_groups.h"
+#include "sim/frontend/graph_json.h"
+#include "sim/frontend/onnx_import.h"
+#include "sim/ir/engines.h"
+
+namespace npusim {
+namespace {
+
+const std::string kShared = std::string(NPUSIM_SHARED_MODELS) + "/onnx/";
+const std::string kZoo = std::string(NPUSIM_SOURCE_DIR) + "/models/zoo/";
+
+std::uint64_t graph_macs(const Graph& g) {
+  std::uint64_t macs = 0;
+  for (const Layer& l : g.layers) macs += layer_macs(g, l);
+  return macs;
+}
+
+std::uint64_t schedule_macs(const Schedule& s) {
+  std::uint64_t macs = 0;
+  for (const Command& c : s.commands) macs += c.macs + c.vector_macs;
+  return macs;
+}
+
+std::uint64_t bytes_of(const Schedule& s, EngineKind engine, const std::string& layer = "") {
+  std::uint64_t bytes = 0;
+  for (const Command& c : s.commands) {
+    if (c.engine == engine && (layer.empty() || c.layer == layer)) bytes += c.bytes;
+  }
+  return bytes;
+}
+
+std::vector<std::string> program_names(const Schedule& s) {
+  std::vector<std::string> names;
+  for (const auto& p : s.programs) names.push_back(p.name);
+  return names;
+}
+
+// The block YOLOv5's Conv module exports (BN folded into the conv's bias, act = SiLU):
+//   Conv(x, w, b) -> c;  Sigmoid(c) -> s;  Mul(c, s) -> y
+// (YOLOX and EfficientNet write the same x * sigmoid(x); MobileNetV3 exports HardSwish as
+// x * HardSigmoid(x)), followed by a 1x1 conv.
+Graph gated_block(const std::string& gate, bool mul_gate_first) {
+  const std::string mul_inputs = mul_gate_first ? R"(["s", "c"])" : R"(["c", "s"])";
+  const Json doc = Json::parse(R"({
+    "format": "npusim-graph", "version": 1, "name": "silu",
+    "tensors": [
+      {"name": "x", "shape": [1, 16, 8, 8]},
+      {"name": "w1", "shape": [32, 16, 3, 3], "constant": true},
+      {"name": "b1", "shape": [32], "constant": true},
+      {"name": "c", "shape": [1, 32, 8, 8]},
+      {"name": "s", "shape": [1, 32, 8, 8]},
+      {"name": "y1", "shape": [1, 32, 8, 8]},
+      {"name": "w2", "shape": [8, 32, 1, 1], "constant": true},
+      {"name": "y", "shape": [1, 8, 8, 8]}
+    ],
+    "inputs": ["x"], "outputs": ["y"],
+    "layers": [
+      {"name": "model.0.conv", "op": "Conv", "inputs": ["x", "w1", "b1"], "outputs": ["c"],
+       "attrs": {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}},
+      {"name": "model.0.act", "op": ")" +
+                               gate + R"(", "inputs": ["c"], "outputs": ["s"]},
+      {"name": "model.0.mul", "op": "Mul", "inputs": )" +
+                               mul_inputs + R"(, "outputs": ["y1"]},
+      {"name": "model.1.conv", "op": "Conv", "inputs": ["y1", "w2"], "outputs": ["y"],
+       "attrs": {"kernel_shape": [1, 1]}}
+    ]})");
+  return parse_graph_json(doc, "silu.json");
+}
+
+TEST(Fusion, SiluTwoReaderFormFusesIntoTheConvEpilogue) {
+  for (const std::string gate : {"Sigmoid", "HardSigmoid"}) {
+    for (bool gate_first : {false, true}) {
+      const Graph g = gated_block(gate, gate_first);
+      const Schedule s = compile_schedule(g, load_hw_config("default"));
+      EXPECT_THAT(
+          program_names(s),
+          ::testing::ElementsAre("fused(model.0.conv+model.0.act+model.0.mul)", "model.1.conv"))
+          << gate;
+      // No vector command: the gate and the product are applied to the array's output.
+      for (const Command& c : s.commands) EXPECT_NE(c.engine, EngineKind::kVector) << c.id;
+      // default: 2 slices, T = 64 KiB. The whole 8x8 output (1024 + 2048 bytes) fits one tile,
+      // which is halved to two tiles of 4 rows for the two slices. Group 0: weights
+      // 32*16*9 + 32 = 4640 bytes, two 5-row input tiles of 5*8*16 = 640 bytes, two stores of
+      // 4*8*32 = 1024 bytes: the Mul's output, written once. c and s never reach DRAM (unfused:
+      // 2048 stored for c, 2048 loaded + 2048 stored for s, 4096 loaded + 2048 stored for Mul).
+      const std::string g0 = "fused(model.0.conv+model.0.act+model.0.mul)";
+      EXPECT_EQ(bytes_of(s, EngineKind::kDmaOut, g0), 2048u);
+      EXPECT_EQ(bytes_of(s, EngineKind::kDmaIn, g0), 4640u + 2u * 640u);
+      // 7 commands per group, as in docs/compiler.md's worked example.
+      EXPECT_EQ(s.commands.size(), 14u);
+      EXPECT_EQ(schedule_macs(s), graph_macs(g));
+    }
+  }
+}
+
+TEST(Fusion, SiluDoesNotFuseWhenTheGateHasAnotherReader) {
+  Graph g = gated_block("Sigmoid", false);
+  // The gate is also a graph output: it must reach DRAM, so nothing past the conv fuses.
+  g.outputs.push_back(*g.find_tensor("s"));
+  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
+  ASSERT_EQ(groups.size(), 4u);
+  EXPECT_EQ(groups[0].name, "model.0.conv");
+}
+
+}  // namespace
+}  // namespace npusim
