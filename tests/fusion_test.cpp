@@ -113,5 +113,41 @@ TEST(Fusion, SiluDoesNotFuseWhenTheGateHasAnotherReader) {
   EXPECT_EQ(groups[0].name, "model.0.conv");
 }
 
+// A real QDQ export (tf2onnx, MobileNet-EdgeTPU, three inverted-residual blocks on a
+// [1, 32, 56, 56] float input): 9 QuantizeLinear, 6 Conv, 3 Add, and 9 DequantizeLinear of
+// activations. One Q quantises the graph input; each conv's output is quantised (6); the first
+// two Adds' outputs are quantised (2); the last Add writes the float graph output, and the DQ of
+// the second Add's Q is a graph output too.
+TEST(Fusion, QdqPairsBecomeInt8TensorsWithNoExtraRoundTrip) {
+  const Graph g = import_onnx(kShared + "qdq_mobilenet_edgetpu_block.onnx", {});
+  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
+  // 1 input Quantize + 6 fused(Conv+Quantize) + 2 fused(Add+Quantize) + the last Add + the
+  // graph output's Dequantize = 11 groups; 27 layers before (9 Q + 9 DQ + 6 Conv + 3 Add).
+  ASSERT_EQ(groups.size(), 11u);
+  std::size_t conv_q = 0, add_q = 0;
+  for (const LayerGroup& group : groups) {
+    const std::string& head = g.layers[group.layers[0]].op;
+    const std::string& last = g.layers[group.layers.back()].op;
+    if (head == "Conv") {
+      EXPECT_EQ(last, "Quantize") << group.name;
+      // It reads an integer tensor: the dequantisation is folded into its load.
+      const Tensor& x = g.tensors[g.layers[group.layers[0]].inputs[0]];
+      EXPECT_EQ(dtype_bytes(x.dtype), 1u) << group.name;
+      ++conv_q;
+    }
+    if (head == "Add" && last == "Quantize") ++add_q;
+  }
+  EXPECT_EQ(conv_q, 6u);
+  EXPECT_EQ(add_q, 2u);
+  const Schedule s = compile_schedule(g, load_hw_config("server"));
+  for (const LayerGroup& group : groups) {
+    if (g.layers[group.layers[0]].op != "Conv") continue;
+    // Each conv group stores its quantised output once, one byte per element.
+    EXPECT_EQ(bytes_of(s, EngineKind::kDmaOut, group.name), g.tensors[group.output].elements())
+        << group.name;
+  }
+  EXPECT_EQ(schedule_macs(s), graph_macs(g));
+}
+
 }  // namespace
 }  // namespace npusim

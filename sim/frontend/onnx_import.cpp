@@ -11,6 +11,7 @@
 #include <queue>
 #include <set>
 
+#include "sim/compiler/passes/fold_dequantize.h"
 #include "sim/compiler/passes/fuse_layer_norm_gelu.h"
 #include "sim/frontend/onnx_infer.h"
 #include "sim/util/error.h"
@@ -157,6 +158,8 @@ class Importer {
     // Decomposed LayerNorm and GELU become one layer each: a graph pass, given the values of
     // the scalar constants it needs, which only the importer knows.
     fuse_layer_norm_gelu(g_, scalar_values());
+    // QDQ models: readers of a dequantised activation read the integer tensor itself.
+    fold_dequantize(g_);
     return std::move(g_);
   }
 

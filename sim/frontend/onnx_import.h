@@ -23,7 +23,9 @@
 //     Mul x, Mul 0.5, in any of the usual orders) into one LayerNorm / Gelu layer when their
 //     intermediate tensors have no other consumers: the graph pass
 //     sim/compiler/passes/fuse_layer_norm_gelu.h, given the values of the scalar constants. The
-//     same pass makes Sqrt then Reciprocal (or Div(1, Sqrt)) one Rsqrt layer.
+//     same pass makes Sqrt then Reciprocal (or Div(1, Sqrt)) one Rsqrt layer;
+//  6. folds each DequantizeLinear of an activation into its readers, which then read the integer
+//     tensor (sim/compiler/passes/fold_dequantize.h): a QDQ model moves int8 activations.
 //
 // ONNX op -> graph op (layer inputs in brackets; constant inputs that only configure the op,
 // such as a Reshape's shape or a Slice's starts, become attributes):

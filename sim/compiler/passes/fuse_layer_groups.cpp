@@ -43,7 +43,8 @@ class Grouper {
 
   // An array layer's group is its head, then as many of these epilogue stages as match, in
   // order: a batch norm (Conv) or a constant bias Add (MatMul); one activation, or x * f(x) with f
-  // Sigmoid or HardSigmoid (SiLU, HardSwish).
+  // Sigmoid or HardSigmoid (SiLU, HardSwish); a Quantize (requantisation). A vector layer's group
+  // may end with a Quantize too.
   LayerGroup make_group(std::uint32_t first) const {
     LayerGroup group;
     group.layers = {first};
@@ -53,6 +54,10 @@ class Grouper {
     if (cls == OpClass::kArray) {
       fuse_affine(group);
       if (!fuse_activation(group)) fuse_gated_activation(group);
+    }
+    if (cls == OpClass::kArray || (cls == OpClass::kVector && head.op != "Quantize" &&
+                                   head.op != "Dequantize" && head.outputs.size() == 1)) {
+      fuse_quantize(group);
     }
     name_group(group);
     return group;
@@ -110,6 +115,15 @@ class Grouper {
       append(group, f);
       append(group, mul);
       return;
+    }
+  }
+
+  // A QuantizeLinear of the group's output: the group stores the quantised tensor.
+  void fuse_quantize(LayerGroup& group) const {
+    const auto next = sole_consumer(group.output);
+    if (next && g_.layers[*next].op == "Quantize" && !g_.layers[*next].inputs.empty() &&
+        g_.layers[*next].inputs[0] == group.output) {
+      append(group, *next);
     }
   }
 
