@@ -113,6 +113,87 @@ TEST(Fusion, SiluDoesNotFuseWhenTheGateHasAnotherReader) {
   EXPECT_EQ(groups[0].name, "model.0.conv");
 }
 
+// A bottleneck-style identity block: conv1 (1x1, 32 -> 32) + relu, then conv2 (1x1) whose
+// output is added to conv1's and rectified: y = relu(conv2(c) + c).
+Graph residual_block() {
+  const Json doc = Json::parse(R"({
+    "format": "npusim-graph", "version": 1, "name": "res",
+    "tensors": [
+      {"name": "x", "shape": [1, 32, 8, 8]},
+      {"name": "w1", "shape": [32, 32, 1, 1], "constant": true},
+      {"name": "c0", "shape": [1, 32, 8, 8]},
+      {"name": "c", "shape": [1, 32, 8, 8]},
+      {"name": "w2", "shape": [32, 32, 1, 1], "constant": true},
+      {"name": "d", "shape": [1, 32, 8, 8]},
+      {"name": "e", "shape": [1, 32, 8, 8]},
+      {"name": "y", "shape": [1, 32, 8, 8]}
+    ],
+    "inputs": ["x"], "outputs": ["y"],
+    "layers": [
+      {"name": "conv1", "op": "Conv", "inputs": ["x", "w1"], "outputs": ["c0"], "attrs": {"kernel_shape": [1, 1]}},
+      {"name": "relu1", "op": "Relu", "inputs": ["c0"], "outputs": ["c"]},
+      {"name": "conv2", "op": "Conv", "inputs": ["c", "w2"], "outputs": ["d"], "attrs": {"kernel_shape": [1, 1]}},
+      {"name": "add", "op": "Add", "inputs": ["d", "c"], "outputs": ["e"]},
+      {"name": "relu", "op": "Relu", "inputs": ["e"], "outputs": ["y"]}
+    ]})");
+  return parse_graph_json(doc, "res.json");
+}
+
+TEST(Fusion, ResidualAddAndReluFuseIntoTheConvEpilogue) {
+  const Graph g = residual_block();
+  const Schedule s = compile_schedule(g, load_hw_config("default"));
+  ASSERT_THAT(program_names(s),
+              ::testing::ElementsAre("fused(conv1+relu1)", "fused(conv2+add+relu)"));
+  std::vector<std::string> ids;
+  for (const Command& c : s.commands) ids.push_back(c.id);
+  // Group 0 as in the worked example (weights 32*32 = 1024 bytes; two tiles of 4 rows, since
+  // the whole output fits T = 65536 but would leave a slice idle). Group 1: weights, then per
+  // tile two loads, its input rows of c and its residual rows of c, the conv and one store.
+  EXPECT_EQ(ids, (std::vector<std::string>{"DI0", "DI1", "S0", "DO0", "DI2", "S1", "DO1", "DI3",
+                                           "DI4", "DI5", "S2", "DO2", "DI6", "DI7", "S3", "DO3"}));
+  // Tile 0 of conv2 (rows 0-3): input 4*8*32 = 1024 bytes of c, residual 4*8*32 = 1024 bytes of
+  // c, both bytes [0, 1024) of c, which only DO0 (command 3) wrote.
+  EXPECT_EQ(s.commands[8].bytes, 1024u);
+  EXPECT_EQ(s.commands[9].bytes, 1024u);
+  EXPECT_EQ(s.commands[9].deps, (std::vector<std::uint32_t>{3}));
+  // Tile 1 (rows 4-7): its residual rows were written by DO1 (command 6) alone.
+  EXPECT_EQ(s.commands[13].deps, (std::vector<std::uint32_t>{6}));
+  // The conv waits for weights and both loads: DI3, DI4, DI5 = commands 7, 8, 9.
+  EXPECT_EQ(s.commands[10].deps, (std::vector<std::uint32_t>{7, 8, 9}));
+  // It stores the Relu's output: 4*8*32 bytes per tile, 2048 in all; the Add costs nothing.
+  EXPECT_EQ(s.commands[11].bytes, 1024u);
+  EXPECT_EQ(bytes_of(s, EngineKind::kDmaOut), 2u * 2048u);
+  // MACs: two 1x1 convs of 8*8 pixels * 32 * 32 = 65536 each; the Add adds none.
+  EXPECT_EQ(schedule_macs(s), 2u * 65536u);
+  EXPECT_EQ(schedule_macs(s), graph_macs(g));
+}
+
+// ResNet-50 has 16 bottleneck blocks (3 + 4 + 6 + 3), each ending in Add + Relu. In the 4 with a
+// projection shortcut, the downsample conv comes after conv3 in layer order, so the downsample
+// conv takes the Add (conv3's output is already written by then).
+TEST(Fusion, ResNet50ResidualAddsFuse) {
+  const Graph g = load_graph_json(kZoo + "resnet50.json");
+  std::size_t residual = 0, downsample = 0;
+  for (const LayerGroup& group : fuse_layer_groups(g)) {
+    if (!group.residual) continue;
+    ++residual;
+    EXPECT_EQ(g.layers[group.layers.back()].op, "Relu") << group.name;
+    if (g.layers[group.layers[0]].name.find("downsample") != std::string::npos) ++downsample;
+  }
+  EXPECT_EQ(residual, 16u);
+  EXPECT_EQ(downsample, 4u);
+  EXPECT_EQ(graph_macs(g), 4089184256u);
+  for (const std::string config : {"default", "server"}) {
+    const Schedule s = compile_schedule(g, load_hw_config(config));
+    EXPECT_EQ(schedule_macs(s), graph_macs(g)) << config;
+    for (const Command& c : s.commands) {
+      if (c.engine == EngineKind::kVector) {
+        EXPECT_NE(op_table()[c.op].name, "Add") << c.layer;
+      }
+    }
+  }
+}
+
 // A real QDQ export (tf2onnx, MobileNet-EdgeTPU, three inverted-residual blocks on a
 // [1, 32, 56, 56] float input): 9 QuantizeLinear, 6 Conv, 3 Add, and 9 DequantizeLinear of
 // activations. One Q quantises the graph input; each conv's output is quantised (6); the first

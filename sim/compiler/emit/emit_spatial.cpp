@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "sim/compiler/emit/emitter.h"
+#include "sim/compiler/emit/epilogue.h"
 #include "sim/compiler/mapping/spatial.h"
 #include "sim/util/math.h"
 
@@ -58,7 +59,9 @@ void Emitter::emit_spatial(const LayerGroup& group, const Mapping& mapping) {
         shape.stride_w = s.stride_w;
         if (s.conv && !s.depthwise && s.group_count > 1 && !s.within_group) shape.groups = cu;
         const bool last = img == s.n - 1 && t == row_tiles * col_tiles - 1;
-        computes.push_back(tile(next_slice(), group, {piece}, s.op, shape, weights,
+        const std::vector<Piece> pieces =
+            with_residual(g_, group, layouts_, s, piece, img, r0, r1, c0, c1, out_c);
+        computes.push_back(tile(next_slice(), group, pieces, s.op, shape, weights,
                                 (r1 - r0) * (c1 - c0) * out_c * ey, (img * s.oh + r0) * y_row_bytes,
                                 (img * s.oh + r1) * y_row_bytes, last ? &computes : nullptr));
       }

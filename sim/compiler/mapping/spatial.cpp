@@ -29,7 +29,7 @@ std::uint64_t SpatialLayer::in_cols(std::uint64_t cols) const {
 std::uint64_t SpatialLayer::tile_bytes(std::uint64_t rows, std::uint64_t cols,
                                        std::uint64_t chunk_units) const {
   return in_rows(rows) * in_cols(cols) * chunk_in_c(chunk_units) * in_elem_bytes +
-         rows * cols * chunk_units * out_per_unit * out_elem_bytes;
+         rows * cols * chunk_units * out_per_unit * (out_elem_bytes + residual_elem_bytes);
 }
 
 SpatialLayer describe_spatial(const Graph& graph, const LayerGroup& group, const Budgets& budgets) {
@@ -60,6 +60,7 @@ SpatialLayer describe_spatial(const Graph& graph, const LayerGroup& group, const
   s.op = s.conv ? (s.depthwise ? "DepthwiseConv" : "Conv") : l.op;
   s.in_elem_bytes = dtype_bytes(x.dtype);
   s.out_elem_bytes = dtype_bytes(y.dtype);
+  if (group.residual) s.residual_elem_bytes = dtype_bytes(graph.tensors[*group.residual].dtype);
 
   // Channels are chunked in units: one input channel for depthwise and pools, whole groups for
   // grouped convs, one output channel otherwise.

@@ -16,6 +16,7 @@ class Grouper {
   explicit Grouper(const Graph& graph) : g_(graph) {
     for (std::uint32_t l = 0; l < g_.layers.size(); ++l) {
       for (std::uint32_t t : g_.layers[l].inputs) consumers_[t].push_back(l);
+      for (std::uint32_t t : g_.layers[l].outputs) producer_[t] = l;
     }
   }
 
@@ -42,9 +43,9 @@ class Grouper {
   }
 
   // An array layer's group is its head, then as many of these epilogue stages as match, in
-  // order: a batch norm (Conv) or a constant bias Add (MatMul); one activation, or x * f(x) with f
-  // Sigmoid or HardSigmoid (SiLU, HardSwish); a Quantize (requantisation). A vector layer's group
-  // may end with a Quantize too.
+  // order: a batch norm (Conv) or a constant bias Add (MatMul); the residual Add of an earlier
+  // activation (Conv); one activation, or x * f(x) with f Sigmoid or HardSigmoid (SiLU, HardSwish);
+  // a Quantize (requantisation). A vector layer's group may end with a Quantize too.
   LayerGroup make_group(std::uint32_t first) const {
     LayerGroup group;
     group.layers = {first};
@@ -53,6 +54,7 @@ class Grouper {
     const OpClass cls = classify_op(head.op);
     if (cls == OpClass::kArray) {
       fuse_affine(group);
+      if (head.op == "Conv") fuse_residual(group);
       if (!fuse_activation(group)) fuse_gated_activation(group);
     }
     if (cls == OpClass::kArray || (cls == OpClass::kVector && head.op != "Quantize" &&
@@ -83,6 +85,30 @@ class Grouper {
         append(group, *next);
       }
     }
+  }
+
+  // Conv[+BN] -> Add(y, r): r an activation of y's shape and dtype that is written before the
+  // group runs (a graph input, or the output of an earlier layer). Each tile also loads its rows
+  // of r. In a ResNet block with a projection shortcut, the later of the two convs takes the Add.
+  void fuse_residual(LayerGroup& group) const {
+    const auto next = sole_consumer(group.output);
+    if (!next || g_.layers[*next].op != "Add" || g_.layers[*next].inputs.size() != 2) return;
+    const Layer& add = g_.layers[*next];
+    const std::uint32_t y = group.output;
+    const std::uint32_t r = add.inputs[0] == y ? add.inputs[1] : add.inputs[0];
+    const Tensor& rt = g_.tensors[r];
+    if (r == y || rt.constant || rt.shape != g_.tensors[y].shape ||
+        rt.dtype != g_.tensors[y].dtype) {
+      return;
+    }
+    const auto producer = producer_.find(r);
+    const bool written_before =
+        producer == producer_.end()
+            ? std::find(g_.inputs.begin(), g_.inputs.end(), r) != g_.inputs.end()
+            : producer->second < group.layers[0];
+    if (!written_before) return;
+    group.residual = r;
+    append(group, *next);
   }
 
   bool fuse_activation(LayerGroup& group) const {
@@ -152,6 +178,7 @@ class Grouper {
 
   const Graph& g_;
   std::map<std::uint32_t, std::vector<std::uint32_t>> consumers_;
+  std::map<std::uint32_t, std::uint32_t> producer_;  // tensor -> the layer that writes it
 };
 
 }  // namespace
