@@ -205,6 +205,10 @@ int estimate_command(const std::vector<std::string>& args) {
 int compile_command(const std::vector<std::string>& args) {
   RunOptions o;
   auto desc = model_options(o, "compile", "schedule file to write (default: standard output)");
+  bool explain = false;
+  desc.add_options()("explain", po::bool_switch(&explain),
+                     "print each layer group's chosen mapping, its estimated cycles and the "
+                     "runner-up's to standard error");
   parse_options(args, desc, "compile", "model", 1);
   if (o.help) {
     print_help("npusim compile [--model] MODEL [--config C] [--set K=V ...] [-o SCHEDULE.json]",
@@ -220,7 +224,9 @@ int compile_command(const std::vector<std::string>& args) {
     throw InputError(o.model, "",
                      "is a schedule already; compile takes a graph, topology or ONNX model");
   const Graph graph = *load_graph(o.model, kind, model_options_of(o));
-  const Schedule schedule = compile_schedule(graph, config);
+  std::vector<std::string> lines;
+  const Schedule schedule = compile_schedule(graph, config, explain ? &lines : nullptr);
+  for (const std::string& line : lines) std::cerr << line << '\n';
   if (o.out.empty()) {
     write_schedule_json(std::cout, schedule);
     std::cout.flush();

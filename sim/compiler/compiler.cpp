@@ -23,20 +23,32 @@
 #include "sim/compiler/passes/assign_layouts.h"
 #include "sim/compiler/passes/fuse_layer_groups.h"
 #include "sim/compiler/passes/layer_views.h"
+#include "sim/compiler/search/cost_search.h"
 #include "sim/compiler/search/search.h"
 #include "sim/util/error.h"
 
 namespace npusim {
 
-Schedule compile_schedule(const Graph& graph, const HwConfig& config) {
+Schedule compile_schedule(const Graph& graph, const HwConfig& config,
+                          std::vector<std::string>* explain, const std::string& search_name) {
   check_graph(graph);
   const std::vector<LayerGroup> groups = fuse_layer_groups(graph);
   const TensorLayouts layouts = assign_layouts(graph, groups);
-  const std::unique_ptr<Search> search = make_search("greedy");
+  const CostSearch cost_search;
+  const std::unique_ptr<Search> search = make_search(search_name);
   Emitter emitter(graph, config, layouts);
   for (const LayerGroup& group : groups) {
     const MapSpace space = make_map_space(graph, group, layouts, config);
-    emitter.emit_group(group, search->choose(space, config));
+    SearchChoice choice;
+    if (search_name == "cost") {
+      choice = cost_search.choose_explained(space, config);
+    } else {
+      choice.mapping = search->choose(space, config);
+    }
+    if (explain != nullptr && space.kind != MappingKind::kNone) {
+      explain->push_back(group.name + "\t" + describe_choice(choice));
+    }
+    emitter.emit_group(group, choice.mapping);
   }
   Schedule schedule = emitter.finish();
   schedule.layers = layer_views(graph, groups);

@@ -15,6 +15,9 @@
 // the code is").
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "sim/config/hw_config.h"
 #include "sim/ir/graph.h"
 #include "sim/ir/schedule.h"
@@ -24,6 +27,11 @@ namespace npusim {
 // Compiles and then checks and costs the schedule exactly as load_schedule does a file
 // (finalize_schedule). Throws InputError naming the layer when a layer cannot be compiled for
 // this config. `npusim compile` writes the result with write_schedule_json.
-Schedule compile_schedule(const Graph& graph, const HwConfig& config);
+// `explain`, if given, receives one line per layer group: its mapping, the cost search's cycles
+// for it and the runner-up's (docs/compiler.md, "The cost search").
+// `search` names the mapping search (search/search.h): "cost" (the default) or "greedy".
+Schedule compile_schedule(const Graph& graph, const HwConfig& config,
+                          std::vector<std::string>* explain = nullptr,
+                          const std::string& search = "cost");
 
 }  // namespace npusim

@@ -39,8 +39,9 @@ struct PassRanges {
 
 }  // namespace
 
-// For each pass, for each column chunk, its load, then each row tile: one DMA_IN of its A rows,
-// one Gemm, one DMA_OUT.
+// Weights outer: for each pass, for each column chunk, its load, then each row tile: one DMA_IN
+// of its A rows, one Gemm, one DMA_OUT. Input outer: for each pass, for each row tile, one shared
+// load of its A rows, then per column chunk one DMA_IN of the chunk of B, one Gemm, one DMA_OUT.
 void Emitter::emit_matmul(const LayerGroup& group, const Mapping& mapping) {
   const MatMulLayer mm = describe_matmul(g_, group);
   const PassRanges ranges(mm, layouts_);
@@ -50,6 +51,33 @@ void Emitter::emit_matmul(const LayerGroup& group, const Mapping& mapping) {
   const std::uint64_t b_batch_bytes = mm.k * mm.n * mm.b_elem_bytes;
   const Tensor& a = g_.tensors[mm.a];
   const Tensor& b = g_.tensors[mm.b];
+  if (mapping.order == LoopOrder::kInputOuter) {
+    for (std::uint64_t p = 0; p < mm.passes; ++p) {
+      const std::uint64_t a_base = ranges.a_base(mm, p), b_base = ranges.b_base(mm, p);
+      const std::uint64_t y_base = PassRanges::y_base(mm, p);
+      // B's chunks are read from its batch: an activation's readers wait for its writers.
+      const std::uint64_t b_lo = ranges.b_exact ? b_base * b_batch_bytes : 0;
+      const std::uint64_t b_hi = ranges.b_exact ? (b_base + 1) * b_batch_bytes : b.bytes();
+      for (std::uint64_t r0 = 0; r0 < mm.rows_total; r0 += rows) {
+        const std::uint64_t r1 = std::min(mm.rows_total, r0 + rows);
+        std::vector<CommandIndex> after;
+        reader_deps(mm.a, ranges.a_rows ? (a_base + r0) * a_row_bytes : 0,
+                    ranges.a_rows ? (a_base + r1) * a_row_bytes : a.bytes(), after);
+        const CommandIndex shared = load_weights((r1 - r0) * a_row_bytes, group, std::move(after));
+        std::vector<CommandIndex> computes;
+        for (std::uint64_t ch = 0; ch < chunks; ++ch) {
+          const std::uint64_t c0 = ch * cols, nc = std::min(mm.n, c0 + cols) - c0;
+          const Piece b_chunk{mm.b, b.constant ? 0 : b_lo, b.constant ? 0 : b_hi,
+                              nc * mm.bytes_per_col};
+          computes.push_back(
+              tile(next_slice(), group, {b_chunk}, "Gemm", GemmShape{1, r1 - r0, nc, mm.k}, shared,
+                   (r1 - r0) * nc * mm.out_elem_bytes, (y_base + r0) * y_row_bytes,
+                   (y_base + r1) * y_row_bytes, ch == chunks - 1 ? &computes : nullptr));
+        }
+      }
+    }
+    return;
+  }
   for (std::uint64_t p = 0; p < mm.passes; ++p) {
     const std::uint64_t a_base = ranges.a_base(mm, p), b_base = ranges.b_base(mm, p);
     for (std::uint64_t ch = 0; ch < chunks; ++ch) {
@@ -103,17 +131,19 @@ void Emitter::emit_matmul_ksplit(const LayerGroup& group, const Mapping& mapping
         const std::uint64_t nc = std::min(mm.n, c0 + cols) - c0;
         const std::uint32_t slice = next_slice();
         const CommandIndex ring_wait = two_back(slice);
+        std::vector<CommandIndex> fence;
+        take_fence(slice, fence);
         const std::string out_buffer = buffer_name();
         std::vector<CommandIndex> steps;
         for (std::uint64_t k0 = 0; k0 < mm.k; k0 += kc) {
           const std::uint64_t kn = std::min(mm.k, k0 + kc) - k0;
           // The first two steps wait for the tile two back instead.
           const CommandIndex wait = steps.size() >= 2 ? steps[steps.size() - 2] : ring_wait;
-          std::vector<CommandIndex> a_deps;
+          std::vector<CommandIndex> a_deps = fence;
           reader_deps(mm.a, ranges.a_rows ? (a_base + r0) * a_row_bytes : 0,
                       ranges.a_rows ? (a_base + r1) * a_row_bytes : a.bytes(), a_deps);
           if (wait != kNone) a_deps.push_back(wait);
-          std::vector<CommandIndex> b_deps;
+          std::vector<CommandIndex> b_deps = fence;
           if (!b.constant) {
             reader_deps(mm.b, ranges.b_exact ? b_base * b_batch_bytes : 0,
                         ranges.b_exact ? (b_base + 1) * b_batch_bytes : b.bytes(), b_deps);

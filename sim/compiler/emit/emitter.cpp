@@ -62,6 +62,7 @@ void Emitter::emit_group(const LayerGroup& group, const Mapping& mapping) {
   check_mapping(kind, mapping, group);
   sched_.programs.push_back({group.name, group.loc});
   const std::size_t first_command = sched_.commands.size();
+  begin_slices(mapping);
   if (kind == GroupKind::kHost) {
     emit_host(group);
   } else if (mapping.kind == MappingKind::kSpatial) {
@@ -75,6 +76,7 @@ void Emitter::emit_group(const LayerGroup& group, const Mapping& mapping) {
   } else {
     emit_vector(group, mapping);
   }
+  end_slices();
   if (sched_.commands.size() == first_command) sched_.programs.pop_back();
   // Other outputs of the group's last layer (a quantize's scale, say) come from the same stores.
   for (std::uint32_t out : g_.layers[group.layers.back()].outputs) {
@@ -150,7 +152,13 @@ void Emitter::reader_deps(std::uint32_t tensor, std::uint64_t lo, std::uint64_t 
 // activation loaded as an operand).
 Emitter::CommandIndex Emitter::load_weights(std::uint64_t bytes, const LayerGroup& group,
                                             std::vector<CommandIndex> after) {
-  if (weight_frees_.size() >= 2) after.push_back(weight_frees_[weight_frees_.size() - 2]);
+  if (weight_frees_.size() >= shared_live_) {
+    after.push_back(weight_frees_[weight_frees_.size() - shared_live_]);
+  }
+  if (shared_fence_left_ > 0) {
+    --shared_fence_left_;
+    after.insert(after.end(), shared_fence_.begin(), shared_fence_.end());
+  }
   Command c = dma(EngineKind::kDmaIn, bytes);
   weights_buffer_ = buffer_name();
   c.alloc.push_back({weights_buffer_, c.bytes});
@@ -176,10 +184,13 @@ Emitter::CommandIndex Emitter::tile(std::uint32_t slice, const LayerGroup& group
                                     const std::vector<CommandIndex>* other_readers) {
   const CommandIndex ring_wait = two_back(slice);
   std::vector<CommandIndex> compute_deps;
+  std::vector<CommandIndex> fence;
+  take_fence(slice, fence);
+  compute_deps = fence;
   std::vector<std::string> in_buffers;
   for (const Piece& p : pieces) {
     if (p.bytes == 0) continue;
-    std::vector<CommandIndex> deps;
+    std::vector<CommandIndex> deps = fence;
     reader_deps(p.tensor, p.lo, p.hi, deps);
     if (ring_wait != kNone) deps.push_back(ring_wait);
     Command c = dma(EngineKind::kDmaIn, p.bytes);
@@ -214,9 +225,54 @@ Emitter::CommandIndex Emitter::tile(std::uint32_t slice, const LayerGroup& group
 }
 
 std::uint32_t Emitter::next_slice() {
-  const std::uint32_t s = rr_;
-  rr_ = (rr_ + 1) % slices_;
+  const auto s = static_cast<std::uint32_t>((group_base_ + group_tiles_ % group_slices_) % slices_);
+  ++group_tiles_;
   return s;
+}
+
+// Tiles go round-robin over the mapping's slices, starting where the last group stopped. Tiles
+// of a group on fewer slices are larger (budgets_of), so the two-tiles-per-slice bound holds only
+// if no tile of another budget is live: such a group's first tiles wait for the fence.
+void Emitter::begin_slices(const Mapping& mapping) {
+  group_slices_ = mapping.slices == 0 ? slices_ : std::min(mapping.slices, slices_);
+  group_base_ = rr_;
+  group_tiles_ = 0;
+  shared_live_ = std::max<std::uint32_t>(mapping.shared_live, 2);
+  shared_fence_.clear();
+  shared_fence_left_ = 0;
+  if (shared_live_ != live_shared_live_) {
+    const std::size_t keep = std::min<std::size_t>(weight_frees_.size(), live_shared_live_);
+    shared_fence_.assign(weight_frees_.end() - static_cast<std::ptrdiff_t>(keep),
+                         weight_frees_.end());
+    shared_fence_left_ = shared_live_;
+  }
+  fence_.clear();
+  fence_left_.assign(slices_, 0);
+  if (live_slices_ != 0 && (live_slices_ != slices_ || group_slices_ != slices_)) {
+    for (const std::vector<CommandIndex>& ring : stores_) {
+      fence_.insert(fence_.end(), ring.size() >= 2 ? ring.end() - 2 : ring.begin(), ring.end());
+    }
+    fence_left_.assign(slices_, 2);
+  }
+}
+
+void Emitter::end_slices() {
+  if (group_tiles_ == 0) return;
+  // All slices in use: the round-robin just continues; fewer: the next group starts after them.
+  const std::uint64_t advance = group_slices_ == slices_
+                                    ? group_tiles_
+                                    : std::min<std::uint64_t>(group_tiles_, group_slices_);
+  rr_ = static_cast<std::uint32_t>((group_base_ + advance) % slices_);
+  live_slices_ = group_slices_;
+  live_shared_live_ = shared_live_;
+}
+
+// Adds the fence to `deps` if this is one of the group's first two tiles on `slice`.
+bool Emitter::take_fence(std::uint32_t slice, std::vector<CommandIndex>& deps) {
+  if (fence_left_.empty() || fence_left_[slice] == 0) return false;
+  --fence_left_[slice];
+  deps.insert(deps.end(), fence_.begin(), fence_.end());
+  return true;
 }
 
 // ---- host fallback ------------------------------------------------------------------------------

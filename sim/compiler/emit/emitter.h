@@ -63,6 +63,9 @@ class Emitter {
                     const std::vector<CommandIndex>* other_readers);
   CommandIndex two_back(std::uint32_t slice) const;
   std::uint32_t next_slice();
+  void begin_slices(const Mapping& mapping);
+  void end_slices();
+  bool take_fence(std::uint32_t slice, std::vector<CommandIndex>& deps);
 
   // ---- per kind ----
   void emit_spatial(const LayerGroup& group, const Mapping& mapping);        // emit_spatial.cpp
@@ -85,6 +88,19 @@ class Emitter {
   Schedule sched_;
   std::uint64_t di_ = 0, do_ = 0, s_ = 0, h_ = 0, buffers_ = 0;
   std::uint32_t rr_ = 0;
+  // The current group's slices: tiles go round-robin over group_slices_ of them from group_base_.
+  std::uint32_t group_slices_ = 0, group_base_ = 0;
+  std::uint64_t group_tiles_ = 0;
+  std::uint32_t live_slices_ = 0;  // slices of the last group that emitted tiles; 0: none yet
+  // When a group's tile budget differs from the last one's, its first two tiles on each slice
+  // also wait for fence_: the last two stores of every slice, so no older tile is still live.
+  std::vector<CommandIndex> fence_;
+  std::vector<std::uint8_t> fence_left_;  // per slice: tiles that must still take the fence
+  // Shared chunks live at once (Mapping::shared_live). When a group changes it, its first
+  // chunks wait for every free still outstanding (shared_fence_).
+  std::uint32_t shared_live_ = 2, live_shared_live_ = 2;
+  std::vector<CommandIndex> shared_fence_;
+  std::uint32_t shared_fence_left_ = 0;
 };
 
 }  // namespace npusim

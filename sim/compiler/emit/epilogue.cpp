@@ -4,10 +4,9 @@ namespace npusim {
 
 std::vector<Piece> with_residual(const Graph& graph, const LayerGroup& group,
                                  const TensorLayouts& layouts, const SpatialLayer& s,
-                                 const Piece& input, std::uint64_t img, std::uint64_t r0,
+                                 std::vector<Piece> pieces, std::uint64_t img, std::uint64_t r0,
                                  std::uint64_t r1, std::uint64_t c0, std::uint64_t c1,
                                  std::uint64_t out_c) {
-  std::vector<Piece> pieces = {input};
   if (!group.residual) return pieces;
   const Tensor& r = graph.tensors[*group.residual];
   const std::uint64_t row_bytes = s.ow * s.k * s.residual_elem_bytes;

@@ -15,12 +15,13 @@
 namespace npusim {
 
 // The pieces a spatial tile of output rows [r0, r1), columns [c0, c1) and `out_c` channels of
-// image `img` loads: `input`, then (when the group has a residual) the residual's share. An
+// image `img` loads: `pieces` (its input, or its weights when the input block is shared), then,
+// when the group has a residual, the residual's share. An
 // NHWC-image residual claims the tile's whole rows, as the output's store does; one in another
 // layout claims all of it.
 std::vector<Piece> with_residual(const Graph& graph, const LayerGroup& group,
                                  const TensorLayouts& layouts, const SpatialLayer& s,
-                                 const Piece& input, std::uint64_t img, std::uint64_t r0,
+                                 std::vector<Piece> pieces, std::uint64_t img, std::uint64_t r0,
                                  std::uint64_t r1, std::uint64_t c0, std::uint64_t c1,
                                  std::uint64_t out_c);
 

@@ -1,5 +1,8 @@
 #include "sim/compiler/mapping/map_space.h"
 
+#include <algorithm>
+#include <functional>
+
 #include "sim/compiler/mapping/global_pool.h"
 #include "sim/compiler/mapping/matmul.h"
 #include "sim/compiler/mapping/spatial.h"
@@ -9,8 +12,10 @@
 
 namespace npusim {
 
-Budgets budgets_of(const HwConfig& config) {
-  return {config.lram_bytes / 4, config.lram_bytes / (4 * std::uint64_t{config.slices.count})};
+Budgets budgets_of(const HwConfig& config, std::uint32_t slices, std::uint32_t shared_live) {
+  const std::uint64_t used = slices == 0 ? config.slices.count : slices;
+  return {config.lram_bytes / (2 * std::uint64_t{std::max<std::uint32_t>(shared_live, 2)}),
+          config.lram_bytes / (4 * used)};
 }
 
 TileSizes MapSpace::full_sizes() const {
@@ -33,6 +38,35 @@ bool halve_until(TileSizes& sizes, const std::vector<TiledDim>& dims,
     if (!shrunk) return false;
   }
   return true;
+}
+
+std::vector<std::uint64_t> size_options(std::uint64_t full, std::uint64_t align) {
+  std::vector<std::uint64_t> sizes;
+  for (std::uint64_t x = full; x >= 1; x = ceil_div(x, 2)) {
+    sizes.push_back(x);
+    if (x == 1) break;
+  }
+  for (std::uint64_t a = align; align > 1 && a < full; a *= 2) sizes.push_back(a);
+  std::sort(sizes.begin(), sizes.end(), std::greater<>());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  return sizes;
+}
+
+std::vector<std::pair<std::uint64_t, std::uint64_t>> tile_cuts(std::uint64_t full,
+                                                               std::uint64_t size) {
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> c;
+  if (full / size > 0) c.push_back({full / size, size});
+  if (full % size > 0) c.push_back({1, full % size});
+  return c;
+}
+
+std::vector<std::uint32_t> slice_options(std::uint32_t slices) {
+  std::vector<std::uint32_t> counts;
+  for (std::uint32_t s = slices; s >= 1; s = (s + 1) / 2) {
+    counts.push_back(s);
+    if (s == 1) break;
+  }
+  return counts;
 }
 
 void throw_cannot_fit(const Graph& graph, const LayerGroup& group, std::uint64_t lram_bytes,

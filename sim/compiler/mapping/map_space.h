@@ -8,9 +8,11 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/compiler/mapping/mapping.h"
+#include "sim/compiler/mapping/work.h"
 #include "sim/compiler/passes/assign_layouts.h"
 #include "sim/compiler/passes/fuse_layer_groups.h"
 #include "sim/config/hw_config.h"
@@ -24,7 +26,9 @@ struct Budgets {
   std::uint64_t weight_chunk_bytes = 0;  // W = capacity / 4
   std::uint64_t tile_bytes = 0;          // T = capacity / (4 * slices): a tile's inputs and output
 };
-Budgets budgets_of(const HwConfig& config);
+// `slices`: the slices a group's tiles use (0: all); fewer slices share the same half of local
+// memory, so each gets larger tiles.
+Budgets budgets_of(const HwConfig& config, std::uint32_t slices = 0, std::uint32_t shared_live = 2);
 
 // What a map-space generator reads about the group it maps.
 struct GroupContext {
@@ -71,6 +75,12 @@ struct MapSpace {
   std::size_t spread_dim = 0;
   std::function<Mapping(const TileSizes&)> to_mapping;
 
+  // For the cost search (search/cost_search.h), on kinds that have them: every mapping worth
+  // costing, each meeting its budgets, and what a mapping makes the group do. Empty functions:
+  // the kind is mapped greedily.
+  std::function<std::vector<Mapping>()> candidates;
+  std::function<GroupWork(const Mapping&)> work;
+
   TileSizes full_sizes() const;
 };
 
@@ -80,6 +90,17 @@ struct MapSpace {
 bool halve_until(TileSizes& sizes, const std::vector<TiledDim>& dims,
                  const std::vector<std::size_t>& order,
                  const std::function<bool(const TileSizes&)>& done);
+
+// Sizes of a dimension of `full` worth costing, largest first: full and its halvings (rounded up)
+// down to 1, and the multiples of `align` (an array's rows or columns) times powers of two below
+// full, so that a chunk can fill whole folds.
+std::vector<std::uint64_t> size_options(std::uint64_t full, std::uint64_t align);
+// A dimension of `full` cut into tiles of `size`: (count, size) of the full tiles, then of the
+// last, shorter one if any.
+std::vector<std::pair<std::uint64_t, std::uint64_t>> tile_cuts(std::uint64_t full,
+                                                               std::uint64_t size);
+// Slice counts worth costing for a config of `slices`: all of them, then halvings down to 1.
+std::vector<std::uint32_t> slice_options(std::uint32_t slices);
 
 // InputError naming the group: `what` needs `need_bytes` of local memory, more than its share.
 [[noreturn]] void throw_cannot_fit(const Graph& graph, const LayerGroup& group,

@@ -2,13 +2,10 @@
 // emitter follows. Sizes are in elements of the dimension they name (output rows, output
 // columns, channel units, reduction elements), never in bytes.
 //
-// What a mapping does not choose, because today's compiler fixes it for every layer (the emitter
-// applies it, docs/compiler.md):
-//  - loop order, per kind: spatial layers run chunk, image, row tile, column tile; MatMul pass,
-//    column chunk, row tile; K-split pass, row tile, column tile, step; vector and global-pool
-//    tiles in order;
-//  - slice spread: tiles go round-robin over all slices, continuing from the previous group;
-//  - buffering: two weight chunks live, two tiles per slice (the ring rule).
+// A mapping also chooses the loop order of spatial and MatMul groups (which operand is loaded
+// once and shared by the slices) and over how many slices the tiles go round-robin. Fixed for
+// every layer (the emitter applies it, docs/compiler.md): two shared chunks live, two tiles per
+// slice (the ring rule).
 #pragma once
 
 #include <cstdint>
@@ -22,6 +19,18 @@ enum class MappingKind : std::uint8_t {
   kMatMulKSplit,  // Gemm tiles accumulating over steps along the reduction dimension
   kVector,        // element-wise, normalisation and copy ops
   kGlobalPool,    // GlobalAveragePool
+};
+
+// Which operand a spatial or MatMul group loads once per block, shared by every slice, while the
+// other streams through the tiles.
+enum class LoopOrder : std::uint8_t {
+  // Weight chunks outer: each chunk of weights (B's columns) is loaded once, and every tile of
+  // the chunk loads its input rows. The input is read once per chunk.
+  kWeightsOuter,
+  // Input blocks outer: each block of input rows (A's rows) is loaded once, and every tile of the
+  // block loads one chunk of weights and computes those output channels (columns). The weights
+  // are read once per block; channel chunks spread the block's work over the slices.
+  kInputOuter,
 };
 
 struct Mapping {
@@ -39,6 +48,14 @@ struct Mapping {
   std::uint64_t k_step = 0;
   // Pieces each row is cut into when one row does not fit a tile (vector).
   std::uint64_t row_pieces = 1;
+  LoopOrder order = LoopOrder::kWeightsOuter;  // spatial and MatMul
+  // Slices the group's tiles go round-robin over (at most the config's); 0 for all. A group on
+  // fewer slices gets a larger tile budget, L / (4 * slices).
+  std::uint32_t slices = 0;
+  // Shared chunks (weights, or input blocks) that may be live at once, each at most
+  // L / (2 * shared_live): 2 double-buffers one chunk read by many tiles; one per slice lets
+  // every slice work on its own chunk.
+  std::uint32_t shared_live = 2;
 };
 
 }  // namespace npusim

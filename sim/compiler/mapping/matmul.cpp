@@ -1,6 +1,8 @@
 #include "sim/compiler/mapping/matmul.h"
 
 #include <algorithm>
+#include <utility>
+#include <vector>
 
 #include "sim/util/math.h"
 
@@ -41,7 +43,76 @@ MapSpace ksplit_map_space(const GroupContext& ctx, const MatMulLayer& mm) {
   return space;
 }
 
+// Every rows x column chunk x loop order x slices that meets its budgets; column chunks are
+// balanced and include multiples of the array's columns, rows multiples of its rows.
+std::vector<Mapping> matmul_candidates(const MatMulLayer& mm, const HwConfig& config,
+                                       std::uint64_t max_cols) {
+  std::vector<std::uint64_t> col_sizes;
+  for (std::uint64_t c : size_options(max_cols, config.slices.cols)) {
+    const std::uint64_t balanced = ceil_div(mm.n, ceil_div(mm.n, c));
+    if (std::find(col_sizes.begin(), col_sizes.end(), balanced) == col_sizes.end()) {
+      col_sizes.push_back(balanced);
+    }
+  }
+  std::vector<Mapping> out;
+  for (const std::uint32_t slices : slice_options(config.slices.count)) {
+    for (const std::uint32_t live : {2u, slices}) {
+      if (live != 2 && slices <= 2) continue;  // one per slice is the double buffer there
+      const Budgets b = budgets_of(config, slices, live);
+      for (const LoopOrder order : {LoopOrder::kWeightsOuter, LoopOrder::kInputOuter}) {
+        for (const std::uint64_t cols : col_sizes) {
+          if (order == LoopOrder::kWeightsOuter && cols * mm.bytes_per_col > b.weight_chunk_bytes)
+            continue;
+          for (const std::uint64_t rows : size_options(mm.rows_total, config.slices.rows)) {
+            const bool fits =
+                order == LoopOrder::kWeightsOuter
+                    ? mm.tile_bytes(rows, cols) <= b.tile_bytes
+                    : rows * mm.k * mm.a_elem_bytes <= b.weight_chunk_bytes &&
+                          cols * mm.bytes_per_col + rows * cols * mm.out_elem_bytes <= b.tile_bytes;
+            if (!fits) continue;
+            Mapping m;
+            m.kind = MappingKind::kMatMul;
+            m.tile_rows = rows;
+            m.tile_cols = cols;
+            m.order = order;
+            m.slices = slices;
+            m.shared_live = live;
+            out.push_back(m);
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace
+
+GroupWork matmul_work(const MatMulLayer& mm, const Mapping& m, std::uint32_t slices) {
+  GroupWork w;
+  w.slices = slices;
+  w.shared_live = m.shared_live;
+  const OpId gemm = find_op("Gemm");
+  const bool input_outer = m.order == LoopOrder::kInputOuter;
+  for (const auto& [nr, rows] : tile_cuts(mm.rows_total, m.tile_rows)) {
+    if (input_outer) w.shared.push_back({mm.passes * nr, rows * mm.k * mm.a_elem_bytes});
+    for (const auto& [nc, cols] : tile_cuts(mm.n, m.tile_cols)) {
+      TileClass t;
+      t.count = mm.passes * nr * nc;
+      t.op = gemm;
+      t.shape = GemmShape{1, rows, cols, mm.k};
+      t.load_bytes = input_outer ? cols * mm.bytes_per_col : rows * mm.k * mm.a_elem_bytes;
+      t.store_bytes = rows * cols * mm.out_elem_bytes;
+      w.tiles.push_back(t);
+    }
+  }
+  if (!input_outer) {
+    for (const auto& [nc, cols] : tile_cuts(mm.n, m.tile_cols)) {
+      w.shared.push_back({mm.passes * nc, cols * mm.bytes_per_col});
+    }
+  }
+  return w;
+}
 
 std::uint64_t MatMulLayer::tile_bytes(std::uint64_t rows, std::uint64_t cols) const {
   return rows * k * a_elem_bytes + rows * cols * out_elem_bytes;
@@ -93,6 +164,12 @@ MapSpace matmul_map_space(const GroupContext& ctx) {
     return mm.passes * ceil_div(mm.rows_total, t[0]) * ceil_div(mm.n, t[1]);
   };
   space.spread_dim = 0;
+  space.candidates = [mm, &config = ctx.config, cols] {
+    return matmul_candidates(mm, config, cols);
+  };
+  space.work = [mm, slices = ctx.config.slices.count](const Mapping& m) {
+    return matmul_work(mm, m, m.slices == 0 ? slices : m.slices);
+  };
   space.to_mapping = [mm](const TileSizes& t) {
     Mapping m;
     m.kind = MappingKind::kMatMul;

@@ -33,4 +33,7 @@ MatMulLayer describe_matmul(const Graph& graph, const LayerGroup& group);
 // steps.
 MapSpace matmul_map_space(const GroupContext& ctx);
 
+// What a (not K-split) `mapping` makes the MatMul do (mapping/work.h).
+GroupWork matmul_work(const MatMulLayer& mm, const Mapping& mapping, std::uint32_t slices);
+
 }  // namespace npusim

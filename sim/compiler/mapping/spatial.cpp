@@ -1,6 +1,8 @@
 #include "sim/compiler/mapping/spatial.h"
 
 #include <algorithm>
+#include <utility>
+#include <vector>
 
 #include "sim/util/math.h"
 
@@ -30,6 +32,41 @@ std::uint64_t SpatialLayer::tile_bytes(std::uint64_t rows, std::uint64_t cols,
                                        std::uint64_t chunk_units) const {
   return in_rows(rows) * in_cols(cols) * chunk_in_c(chunk_units) * in_elem_bytes +
          rows * cols * chunk_units * out_per_unit * (out_elem_bytes + residual_elem_bytes);
+}
+
+std::uint64_t SpatialLayer::input_bytes(std::uint64_t rows, std::uint64_t cols,
+                                        std::uint64_t in_c) const {
+  return in_rows(rows) * in_cols(cols) * in_c * in_elem_bytes;
+}
+
+std::uint64_t SpatialLayer::residual_bytes(std::uint64_t rows, std::uint64_t cols,
+                                           std::uint64_t chunk_units) const {
+  return rows * cols * chunk_units * out_per_unit * residual_elem_bytes;
+}
+
+std::uint64_t SpatialLayer::output_bytes(std::uint64_t rows, std::uint64_t cols,
+                                         std::uint64_t chunk_units) const {
+  return rows * cols * chunk_units * out_per_unit * out_elem_bytes;
+}
+
+std::uint64_t SpatialLayer::chunk_weight_bytes(std::uint64_t chunk_units) const {
+  return chunk_units * weight_bytes_per_unit;
+}
+
+ConvShape SpatialLayer::tile_shape(std::uint64_t rows, std::uint64_t cols,
+                                   std::uint64_t chunk_units) const {
+  ConvShape shape;
+  const std::uint64_t out_c = chunk_units * out_per_unit;
+  shape.in_h = (rows - 1) * stride_h + kernel_h;
+  shape.in_w = (cols - 1) * stride_w + kernel_w;
+  shape.in_c = conv ? chunk_in_c(chunk_units) : out_c;
+  shape.out_c = out_c;
+  shape.kernel_h = kernel_h;
+  shape.kernel_w = kernel_w;
+  shape.stride_h = stride_h;
+  shape.stride_w = stride_w;
+  if (conv && !depthwise && group_count > 1 && !within_group) shape.groups = chunk_units;
+  return shape;
 }
 
 SpatialLayer describe_spatial(const Graph& graph, const LayerGroup& group, const Budgets& budgets) {
@@ -102,6 +139,68 @@ SpatialLayer describe_spatial(const Graph& graph, const LayerGroup& group, const
   return s;
 }
 
+namespace {
+
+// Every (rows, columns, chunk) x loop order x slices that meets its budgets. Chunks are balanced
+// (every chunk but the last of ceil(units / chunks) units) and include multiples of the array's
+// columns; columns are cut only when a one-row tile does not fit.
+std::vector<Mapping> spatial_candidates(const SpatialLayer& s, const HwConfig& config) {
+  const Budgets full = budgets_of(config);
+  std::uint64_t max_units = s.units;
+  if (s.weight_bytes_per_unit > 0) {
+    max_units = s.allowed_chunk(full.weight_chunk_bytes / s.weight_bytes_per_unit);
+  }
+  std::vector<std::uint64_t> chunks;
+  const std::uint64_t align = s.conv && !s.depthwise ? config.slices.cols : 1;
+  for (std::uint64_t u : size_options(max_units, align)) {
+    std::uint64_t balanced = ceil_div(s.units, ceil_div(s.units, u));
+    if (s.within_group) balanced = s.allowed_chunk(u);
+    if (balanced > 0 && std::find(chunks.begin(), chunks.end(), balanced) == chunks.end()) {
+      chunks.push_back(balanced);
+    }
+  }
+  std::vector<Mapping> out;
+  for (const std::uint32_t slices : slice_options(config.slices.count)) {
+    for (const std::uint32_t live : {2u, slices}) {
+      if (live != 2 && slices <= 2) continue;  // one per slice is the double buffer there
+      const Budgets b = budgets_of(config, slices, live);
+      for (const LoopOrder order : {LoopOrder::kWeightsOuter, LoopOrder::kInputOuter}) {
+        if (order == LoopOrder::kInputOuter && !s.input_outer_allowed()) continue;
+        for (const std::uint64_t cu : chunks) {
+          if (order == LoopOrder::kWeightsOuter && s.chunk_weight_bytes(cu) > b.weight_chunk_bytes)
+            continue;
+          for (const std::uint64_t rows : size_options(s.oh, 1)) {
+            // A tile's local memory, and what is shared between tiles, at these sizes.
+            auto fits = [&](std::uint64_t cols) {
+              if (order == LoopOrder::kWeightsOuter)
+                return s.tile_bytes(rows, cols, cu) <= b.tile_bytes;
+              return s.input_bytes(rows, cols, s.c) <= b.weight_chunk_bytes &&
+                     s.chunk_weight_bytes(cu) + s.output_bytes(rows, cols, cu) +
+                             s.residual_bytes(rows, cols, cu) <=
+                         b.tile_bytes;
+            };
+            std::uint64_t cols = s.ow;
+            while (!fits(cols) && cols > 1 && rows == 1) cols = ceil_div(cols, 2);
+            if (!fits(cols)) continue;
+            Mapping m;
+            m.kind = MappingKind::kSpatial;
+            m.tile_rows = rows;
+            m.tile_cols = cols;
+            m.tile_channel_units = cu;
+            m.order = order;
+            m.slices = slices;
+            m.shared_live = live;
+            out.push_back(m);
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 MapSpace spatial_map_space(const GroupContext& ctx) {
   const SpatialLayer s = describe_spatial(ctx.graph, ctx.group, ctx.budgets);
   const std::uint64_t weight_budget = ctx.budgets.weight_chunk_bytes;
@@ -127,6 +226,10 @@ MapSpace spatial_map_space(const GroupContext& ctx) {
     return s.n * ceil_div(s.oh, t[0]) * ceil_div(s.ow, t[1]) * ceil_div(s.units, t[2]);
   };
   space.spread_dim = 0;
+  space.candidates = [s, &config = ctx.config] { return spatial_candidates(s, config); };
+  space.work = [s, slices = ctx.config.slices.count](const Mapping& m) {
+    return spatial_work(s, m, m.slices == 0 ? slices : m.slices);
+  };
   space.to_mapping = [s](const TileSizes& t) {
     Mapping m;
     m.kind = MappingKind::kSpatial;
@@ -138,6 +241,36 @@ MapSpace spatial_map_space(const GroupContext& ctx) {
     return m;
   };
   return space;
+}
+
+GroupWork spatial_work(const SpatialLayer& s, const Mapping& m, std::uint32_t slices) {
+  GroupWork w;
+  w.slices = slices;
+  w.shared_live = m.shared_live;
+  const OpId op = find_op(s.op);
+  const bool input_outer = m.order == LoopOrder::kInputOuter;
+  for (const auto& [nr, rows] : tile_cuts(s.oh, m.tile_rows)) {
+    for (const auto& [nc, cols] : tile_cuts(s.ow, m.tile_cols)) {
+      if (input_outer) w.shared.push_back({s.n * nr * nc, s.input_bytes(rows, cols, s.c)});
+      for (const auto& [nu, units] : tile_cuts(s.units, m.tile_channel_units)) {
+        TileClass t;
+        t.count = s.n * nr * nc * nu;
+        t.op = op;
+        t.shape = s.tile_shape(rows, cols, units);
+        t.load_bytes = input_outer ? s.chunk_weight_bytes(units)
+                                   : s.input_bytes(rows, cols, s.chunk_in_c(units));
+        t.load_bytes += s.residual_bytes(rows, cols, units);
+        t.store_bytes = s.output_bytes(rows, cols, units);
+        w.tiles.push_back(t);
+      }
+    }
+  }
+  if (!input_outer && s.weight_bytes_per_unit > 0) {
+    for (const auto& [nu, units] : tile_cuts(s.units, m.tile_channel_units)) {
+      w.shared.push_back({nu, s.chunk_weight_bytes(units)});
+    }
+  }
+  return w;
 }
 
 }  // namespace npusim

@@ -42,6 +42,17 @@ struct SpatialLayer {
   // Local memory of a tile: its input rows and columns, its share of a fused residual operand,
   // plus its output.
   std::uint64_t tile_bytes(std::uint64_t rows, std::uint64_t cols, std::uint64_t chunk_units) const;
+  // A tile's input (at most; border tiles read fewer rows), its output, a chunk's weights.
+  std::uint64_t input_bytes(std::uint64_t rows, std::uint64_t cols, std::uint64_t in_c) const;
+  std::uint64_t output_bytes(std::uint64_t rows, std::uint64_t cols, std::uint64_t units) const;
+  // A tile's piece of a fused residual operand (0 without one).
+  std::uint64_t residual_bytes(std::uint64_t rows, std::uint64_t cols, std::uint64_t units) const;
+  std::uint64_t chunk_weight_bytes(std::uint64_t units) const;
+  // The shape of a tile of rows x cols output pixels and `units` channel units: the input rows
+  // and columns it reads with the padding folded in, so its output is exactly its pixels.
+  ConvShape tile_shape(std::uint64_t rows, std::uint64_t cols, std::uint64_t units) const;
+  // Loop order kInputOuter shares an input block between chunks: it holds every input channel.
+  bool input_outer_allowed() const { return weight_bytes_per_unit > 0; }
 };
 
 // The units depend on the weight budget: a group whose weights exceed a chunk is cut by output
@@ -51,5 +62,8 @@ SpatialLayer describe_spatial(const Graph& graph, const LayerGroup& group, const
 // Dims: output rows, output columns, channel units per chunk (shrunk in that order: a smaller row
 // tile only re-reads the halo rows, a channel chunk the whole input).
 MapSpace spatial_map_space(const GroupContext& ctx);
+
+// What `mapping` makes the layer do (mapping/work.h).
+GroupWork spatial_work(const SpatialLayer& s, const Mapping& mapping, std::uint32_t slices);
 
 }  // namespace npusim

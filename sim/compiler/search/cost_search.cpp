@@ -1,0 +1,141 @@
+#include "sim/compiler/search/cost_search.h"
+
+#include <algorithm>
+
+#include "sim/compiler/search/greedy.h"
+#include "sim/cost/compute.h"
+#include "sim/util/math.h"
+
+namespace npusim {
+
+TransferCycles::TransferCycles(const HwConfig& config) : dma_(config), dram_(config) {}
+
+cost::Cycles TransferCycles::operator()(std::uint64_t bytes) {
+  if (bytes == 0) return 0;
+  constexpr std::uint64_t kExactBursts = 64;
+  const std::uint64_t burst = dma_.max_burst_bytes;
+  if (dma_.burst_count(bytes) <= kExactBursts) {
+    auto [it, inserted] = memo_.try_emplace(bytes, 0);
+    if (inserted) it->second = cost::isolated_transfer_cycles(bytes, dma_, dram_);
+    return it->second;
+  }
+  // Past the first bursts each burst adds the same cycles (the slower of the port and DRAM).
+  const cost::Cycles at64 = (*this)(kExactBursts * burst);
+  const cost::Cycles at32 = (*this)(kExactBursts / 2 * burst);
+  const std::uint64_t extra = bytes - kExactBursts * burst;
+  return at64 + ceil_div(extra * (at64 - at32), kExactBursts / 2 * burst);
+}
+
+cost::Cycles estimate_work_cycles(const GroupWork& work, const HwConfig& config,
+                                  TransferCycles& transfer) {
+  __extension__ using U128 = unsigned __int128;
+  U128 tiles = 0, compute = 0, dma_in = 0, dma_out = 0, bytes = 0;
+  for (const TileClass& t : work.tiles) {
+    const cost::Cycles c = cost::slice_op_cost(t.op, t.shape, config).cycles;
+    tiles += t.count;
+    // At least a cycle per command even with free dispatch (ideal memory), so that cutting a
+    // layer never looks cheaper for SCALE-Sim's "-1" in each command's cycles.
+    compute += U128{t.count} * (c + std::max<std::uint32_t>(config.dispatch_cycles, 1));
+    const std::uint64_t piece = ceil_div(t.load_bytes, std::max<std::uint32_t>(t.loads, 1));
+    dma_in += U128{t.count} * t.loads * transfer(piece);
+    dma_out += U128{t.count} * transfer(t.store_bytes);
+    bytes += U128{t.count} * (t.load_bytes + t.store_bytes);
+  }
+  for (const SharedLoad& s : work.shared) {
+    dma_in += U128{s.count} * transfer(s.bytes);
+    bytes += U128{s.count} * s.bytes;
+  }
+  std::uint64_t slices = std::max<std::uint32_t>(work.slices, 1);
+  // Only shared_live chunks are live at once: their tiles are all the slices can work on.
+  U128 shared_count = 0;
+  for (const SharedLoad& s : work.shared) shared_count += s.count;
+  if (shared_count > 0 && tiles > 0) {
+    const U128 per_shared = (tiles + shared_count - 1) / shared_count;
+    const U128 busy = per_shared * std::max<std::uint32_t>(work.shared_live, 2);
+    if (busy < slices) slices = static_cast<std::uint64_t>(busy);
+  }
+  // Round-robin: the busiest slice runs ceil(tiles / slices) tiles of the average length.
+  const U128 per_slice = tiles == 0 ? 0 : (tiles + slices - 1) / slices;
+  const U128 busiest = tiles == 0 ? 0 : (compute * per_slice + tiles - 1) / tiles;
+  const U128 in = (dma_in + config.dma.in_channels - 1) / config.dma.in_channels;
+  const U128 out = (dma_out + config.dma.out_channels - 1) / config.dma.out_channels;
+  const cost::DramTiming dram(config);
+  // DRAM moves dram_channels bytes per ticks_per_byte ticks.
+  const U128 dram_cycles =
+      config.ideal_memory ? 0
+                          : (bytes * dram.ticks_per_byte / dram.dram_channels + dram.ticks_per_cycle - 1) /
+                                dram.ticks_per_cycle;
+  U128 steady = std::max(std::max(busiest, in), std::max(out, dram_cycles));
+  // Nothing overlaps the first loads and the last store.
+  if (!work.tiles.empty()) {
+    steady += transfer(work.tiles.front().load_bytes) + transfer(work.tiles.back().store_bytes);
+  }
+  if (!work.shared.empty()) steady += transfer(work.shared.front().bytes);
+  const U128 cap = ~std::uint64_t{0};
+  return static_cast<cost::Cycles>(std::min(steady, cap));
+}
+
+SearchChoice CostSearch::choose_explained(const MapSpace& space, const HwConfig& config) const {
+  SearchChoice choice;
+  std::vector<Mapping> candidates;
+  if (space.candidates) candidates = space.candidates();
+  if (candidates.empty()) {
+    // Not costed, or nothing fits: greedy maps it (and names what does not fit).
+    choice.mapping = GreedySearch().choose(space, config);
+    return choice;
+  }
+  TransferCycles transfer(config);
+  choice.candidates = candidates.size();
+  bool first = true;
+  for (const Mapping& m : candidates) {
+    const std::uint64_t cycles = estimate_work_cycles(space.work(m), config, transfer);
+    if (first || cycles < choice.cycles) {
+      if (!first) {
+        choice.runner_up = choice.mapping;
+        choice.runner_up_cycles = choice.cycles;
+      }
+      choice.mapping = m;
+      choice.cycles = cycles;
+      first = false;
+    } else if (!choice.runner_up || cycles < choice.runner_up_cycles) {
+      choice.runner_up = m;
+      choice.runner_up_cycles = cycles;
+    }
+  }
+  return choice;
+}
+
+std::string describe_mapping(const Mapping& m) {
+  std::string s;
+  auto add = [&s](const char* name, std::uint64_t v) {
+    if (v != 0) s += std::string(s.empty() ? "" : " ") + name + " " + std::to_string(v);
+  };
+  add("rows", m.tile_rows);
+  add("cols", m.tile_cols);
+  add("units", m.tile_channel_units);
+  add("k_step", m.k_step);
+  if (m.row_pieces > 1) add("row_pieces", m.row_pieces);
+  if (m.kind == MappingKind::kSpatial || m.kind == MappingKind::kMatMul) {
+    s += m.order == LoopOrder::kInputOuter ? " input-outer" : " weights-outer";
+  }
+  add("slices", m.slices);
+  if (m.shared_live != 2) add("live", m.shared_live);
+  return s;
+}
+
+std::string describe_choice(const SearchChoice& c) {
+  std::string s = describe_mapping(c.mapping);
+  if (c.candidates == 0) return s + " (greedy)";
+  s += ": " + std::to_string(c.cycles) + " cycles (best of " + std::to_string(c.candidates) + ")";
+  if (c.runner_up) {
+    s += "; runner-up " + describe_mapping(*c.runner_up) + ": " +
+         std::to_string(c.runner_up_cycles) + " cycles";
+  }
+  return s;
+}
+
+Mapping CostSearch::choose(const MapSpace& space, const HwConfig& config) const {
+  return choose_explained(space, config).mapping;
+}
+
+}  // namespace npusim

@@ -1,0 +1,60 @@
+// The cost-model-driven search, the compiler's default: it costs every candidate mapping of a
+// group (map_space.h `candidates`) with the shared cost model (sim/cost/) and keeps the cheapest;
+// kinds without candidates (vector layers, global pools, K-split MatMuls) are mapped greedily.
+// A candidate's cost is that of the group alone (docs/compiler.md, "The cost search"):
+//   max(busiest slice, DMA_IN, DMA_OUT, DRAM) + the first loads and the last store,
+// where the busiest slice runs ceil(tiles / slices) average tiles, and a DMA engine's time is its
+// transfers' isolated cycles over its channels. Ties keep the earlier candidate, so the choice is
+// deterministic and prefers all slices, weights outer, the largest chunks and tiles.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "sim/compiler/mapping/work.h"
+#include "sim/compiler/search/search.h"
+#include "sim/cost/memory.h"
+
+namespace npusim {
+
+// The isolated cycles of a DMA transfer of N bytes, as the cost model gives them
+// (cost::isolated_transfer_cycles), memoised; beyond 64 bursts extrapolated linearly from the
+// steady state of bursts 32 to 64, so costing a candidate never replays a long transfer.
+class TransferCycles {
+ public:
+  explicit TransferCycles(const HwConfig& config);
+  cost::Cycles operator()(std::uint64_t bytes);
+
+ private:
+  cost::DmaTiming dma_;
+  cost::DramTiming dram_;
+  std::map<std::uint64_t, cost::Cycles> memo_;
+};
+
+// The cycles the cost search gives a group's work on `config`.
+cost::Cycles estimate_work_cycles(const GroupWork& work, const HwConfig& config,
+                                  TransferCycles& transfer);
+
+// A search's choice with its cost and the runner-up, for `npusim compile --explain`.
+struct SearchChoice {
+  Mapping mapping;
+  std::uint64_t cycles = 0;  // 0 when the kind is mapped greedily (not costed)
+  std::size_t candidates = 0;
+  std::optional<Mapping> runner_up;
+  std::uint64_t runner_up_cycles = 0;
+};
+
+// "rows 7 cols 7 units 64 weights-outer slices 8 live 8: 15515 cycles (of 42 candidates);
+// runner-up ...": one line for `npusim compile --explain`.
+std::string describe_choice(const SearchChoice& choice);
+std::string describe_mapping(const Mapping& m);
+
+class CostSearch final : public Search {
+ public:
+  Mapping choose(const MapSpace& space, const HwConfig& config) const override;
+  SearchChoice choose_explained(const MapSpace& space, const HwConfig& config) const;
+};
+
+}  // namespace npusim
