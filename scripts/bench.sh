@@ -76,6 +76,11 @@ for f in trace.json trace.pftrace; do
   json="$json, \"resnet50_${f/./_}_bytes\": $bytes"
 done
 
+printf '\nCycles against the achievable bound (docs/compiler.md, "Targets")\n'
+python3 scripts/bound_table.py "$bin" "$tmp/bounds.json" models/zoo/*.json \
+  ../shared/models/onnx/*.onnx -- default server
+json="$json, \"bounds\": $(cat "$tmp/bounds.json")"
+
 printf '\nGoogle Benchmark (SystemC-free parts):\n'
 build/npusim_gbench --benchmark_format=console --benchmark_out="$tmp/gbench.json" \
   --benchmark_out_format=json --benchmark_min_time=0.2 2>/dev/null | grep -E "^BM_|^Benchmark|^-"

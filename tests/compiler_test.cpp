@@ -378,3 +378,56 @@ TEST(CompilerParts, LayerViewsAreTheUntiledGemmsAsScaleSimMapsThem) {
 
 }  // namespace
 }  // namespace npusim
+
+namespace npusim {
+
+// ---- the cost search ----------------------------------------------------------------------------
+
+namespace {
+
+std::uint64_t estimated_cycles(const Graph& graph, const HwConfig& config) {
+  const Schedule s = compile_schedule(graph, config);
+  return estimate(s, config).total_cycles();
+}
+
+}  // namespace
+
+// More hardware never makes a model slower: a config with more slices has every mapping of one
+// with fewer among its candidates (docs/compiler.md, "The cost search").
+TEST(CostSearch, MoreSlicesAreNeverSlower) {
+  const Graph graph = load_graph_json(kZoo + "mobilenetv2.json");
+  for (const char* base : {"default", "server"}) {
+    std::uint64_t previous = ~std::uint64_t{0};
+    for (const char* slices : {"1", "2", "4", "8"}) {
+      const HwConfig config = load_hw_config(base, {std::string("slices.count=") + slices});
+      const std::uint64_t cycles = estimated_cycles(graph, config);
+      EXPECT_LE(cycles, previous) << base << " with " << slices << " slices";
+      previous = cycles;
+    }
+  }
+}
+
+// ResNet-50 on `default` within 1.5x of its achievable bound, computed here from the model:
+//  - compute: each layer's untiled single-array cycles (SCALE-Sim's closed form, which
+//    scalesim_reference_test checks against SCALE-Sim), summed, over the 2 slices;
+//  - memory: weights once plus the input and output once, over the ports and DRAM.
+// The greedy search was at 19.5M cycles, 1.9x.
+TEST(CostSearch, ResNet50OnDefaultIsWithinOneAndAHalfOfItsBound) {
+  const Graph graph = load_graph_json(kZoo + "resnet50.json");
+  const HwConfig config = load_hw_config("default", {});
+  const Schedule s = compile_schedule(graph, config);
+  std::uint64_t ideal = 0;
+  for (const LayerView& layer : s.layers) ideal += layer_info(layer, config).ideal_cycles;
+  const double compute = static_cast<double>(ideal) / config.slices.count;
+  // default: DMA_IN 1 x 8 B/cycle, DMA_OUT 1 x 8 B/cycle, DRAM 12.8 GB/s at 800 MHz = 16 B/cycle.
+  std::uint64_t reads = graph.weights_bytes(), writes = 0;
+  for (std::uint32_t t : graph.inputs) reads += graph.tensors[t].bytes();
+  for (std::uint32_t t : graph.outputs) writes += graph.tensors[t].bytes();
+  const double memory = std::max({reads / 8.0, writes / 8.0, (reads + writes) / 16.0});
+  const double bound = std::max(compute, memory);
+  EXPECT_GT(compute, memory);  // ResNet-50 on 2 slices of 16x16 is compute-bound
+  const std::uint64_t cycles = estimate(s, config).total_cycles();
+  EXPECT_LE(static_cast<double>(cycles), 1.5 * bound) << cycles << " cycles, bound " << bound;
+}
+
+}  // namespace npusim

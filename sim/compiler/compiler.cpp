@@ -40,7 +40,10 @@ Schedule compile_schedule(const Graph& graph, const HwConfig& config,
   for (const LayerGroup& group : groups) {
     const MapSpace space = make_map_space(graph, group, layouts, config);
     SearchChoice choice;
-    if (search_name == "cost") {
+    const GroupKind kind = group_kind(graph, group);
+    if (search_name == "cost" && (kind == GroupKind::kVector || kind == GroupKind::kGlobalPool)) {
+      choice = choose_slices_by_emission(graph, group, layouts, config);
+    } else if (search_name == "cost") {
       choice = cost_search.choose_explained(space, config);
     } else {
       choice.mapping = search->choose(space, config);

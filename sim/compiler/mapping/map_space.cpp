@@ -102,6 +102,7 @@ MapSpace make_map_space(const Graph& graph, const LayerGroup& group, const Tenso
   }
   space.graph = &graph;
   space.group = &group;
+  space.layouts = &layouts;
   space.lram_bytes = config.lram_bytes;
   return space;
 }

@@ -64,6 +64,7 @@ struct MapSpace {
   // For errors: the group and the capacity it did not fit.
   const Graph* graph = nullptr;
   const LayerGroup* group = nullptr;
+  const TensorLayouts* layouts = nullptr;  // for emitting a candidate alone (cost search)
   std::uint64_t lram_bytes = 0;
 
   MappingKind kind = MappingKind::kNone;  // kNone: nothing to choose (views, host layers)

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 
+#include "sim/compiler/emit/emitter.h"
 #include "sim/compiler/search/greedy.h"
 #include "sim/cost/compute.h"
+#include "sim/estimator/estimator.h"
+#include "sim/util/error.h"
 #include "sim/util/math.h"
 
 namespace npusim {
@@ -62,9 +65,10 @@ cost::Cycles estimate_work_cycles(const GroupWork& work, const HwConfig& config,
   const cost::DramTiming dram(config);
   // DRAM moves dram_channels bytes per ticks_per_byte ticks.
   const U128 dram_cycles =
-      config.ideal_memory ? 0
-                          : (bytes * dram.ticks_per_byte / dram.dram_channels + dram.ticks_per_cycle - 1) /
-                                dram.ticks_per_cycle;
+      config.ideal_memory
+          ? 0
+          : (bytes * dram.ticks_per_byte / dram.dram_channels + dram.ticks_per_cycle - 1) /
+                dram.ticks_per_cycle;
   U128 steady = std::max(std::max(busiest, in), std::max(out, dram_cycles));
   // Nothing overlaps the first loads and the last store.
   if (!work.tiles.empty()) {
@@ -75,6 +79,43 @@ cost::Cycles estimate_work_cycles(const GroupWork& work, const HwConfig& config,
   return static_cast<cost::Cycles>(std::min(steady, cap));
 }
 
+namespace {
+
+// The estimator's cycles for the group emitted alone with `m` on `config` (loads wait for
+// nothing), or nullopt when the scratch schedule does not check.
+std::optional<std::uint64_t> emitted_cycles(const Graph& graph, const LayerGroup& group,
+                                            const TensorLayouts& layouts, const HwConfig& config,
+                                            const Mapping& m) {
+  Emitter scratch(graph, config, layouts);
+  scratch.emit_group(group, m);
+  Schedule schedule = scratch.finish();
+  Diagnostics diag(graph.source_file);
+  finalize_schedule(schedule, config, diag);
+  if (!diag.empty()) return std::nullopt;
+  // With free dispatch (ideal memory) a command still counts a cycle, as in the closed form, so
+  // that cutting a layer never wins by SCALE-Sim's "-1" per command.
+  const std::uint64_t per_command = config.dispatch_cycles == 0 ? schedule.commands.size() : 0;
+  return estimate(schedule, config).total_cycles() + per_command;
+}
+
+// Keeps the cheapest in `choice`, the second in its runner-up; ties keep the earlier.
+void consider(SearchChoice& choice, const Mapping& m, std::uint64_t cycles, bool& first) {
+  if (first || cycles < choice.cycles) {
+    if (!first) {
+      choice.runner_up = choice.mapping;
+      choice.runner_up_cycles = choice.cycles;
+    }
+    choice.mapping = m;
+    choice.cycles = cycles;
+    first = false;
+  } else if (!choice.runner_up || cycles < choice.runner_up_cycles) {
+    choice.runner_up = m;
+    choice.runner_up_cycles = cycles;
+  }
+}
+
+}  // namespace
+
 SearchChoice CostSearch::choose_explained(const MapSpace& space, const HwConfig& config) const {
   SearchChoice choice;
   std::vector<Mapping> candidates;
@@ -84,23 +125,62 @@ SearchChoice CostSearch::choose_explained(const MapSpace& space, const HwConfig&
     choice.mapping = GreedySearch().choose(space, config);
     return choice;
   }
+  // Rank every candidate by the closed form, then emit the best few alone and let the estimator
+  // decide among them: it sees the queues, channels and dependencies the closed form averages.
   TransferCycles transfer(config);
+  std::vector<std::pair<std::uint64_t, std::size_t>> ranked;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    ranked.push_back({estimate_work_cycles(space.work(candidates[i]), config, transfer), i});
+  }
+  std::stable_sort(ranked.begin(), ranked.end());
   choice.candidates = candidates.size();
+  // Emitted: at most kEmitted, within 1/kCloseFraction of the best closed form (the rest are
+  // clearly worse), each of at most kEmittedTiles tiles so compiling stays fast; otherwise the
+  // closed form decides alone.
+  constexpr std::size_t kEmitted = 4;
+  constexpr std::uint64_t kCloseFraction = 8;
+  constexpr std::uint64_t kEmittedTiles = 2048;
+  std::size_t emit = 0;
+  bool small = space.layouts != nullptr;
+  while (emit < ranked.size() && emit < kEmitted &&
+         ranked[emit].first <= ranked.front().first + ranked.front().first / kCloseFraction) {
+    std::uint64_t tiles = 0;
+    for (const TileClass& t : space.work(candidates[ranked[emit].second]).tiles) tiles += t.count;
+    small = small && tiles <= kEmittedTiles;
+    ++emit;
+  }
   bool first = true;
-  for (const Mapping& m : candidates) {
-    const std::uint64_t cycles = estimate_work_cycles(space.work(m), config, transfer);
-    if (first || cycles < choice.cycles) {
-      if (!first) {
-        choice.runner_up = choice.mapping;
-        choice.runner_up_cycles = choice.cycles;
-      }
-      choice.mapping = m;
-      choice.cycles = cycles;
-      first = false;
-    } else if (!choice.runner_up || cycles < choice.runner_up_cycles) {
-      choice.runner_up = m;
-      choice.runner_up_cycles = cycles;
+  for (std::size_t r = 0; r < std::max<std::size_t>(emit, 2) && r < ranked.size(); ++r) {
+    const Mapping& m = candidates[ranked[r].second];
+    const std::optional<std::uint64_t> cycles =
+        small && emit > 1 && r < emit
+            ? emitted_cycles(*space.graph, *space.group, *space.layouts, config, m)
+            : std::optional<std::uint64_t>(ranked[r].first);
+    if (cycles) consider(choice, m, *cycles, first);
+  }
+  if (first) choice.mapping = candidates[ranked.front().second];
+  return choice;
+}
+
+SearchChoice choose_slices_by_emission(const Graph& graph, const LayerGroup& group,
+                                       const TensorLayouts& layouts, const HwConfig& config) {
+  SearchChoice choice;
+  bool first = true;
+  for (const std::uint32_t slices : slice_options(config.slices.count)) {
+    HwConfig fewer = config;
+    fewer.slices.count = slices;
+    Mapping m;
+    try {
+      m = GreedySearch().choose(make_map_space(graph, group, layouts, fewer), fewer);
+    } catch (const InputError&) {
+      if (first) throw;  // all slices fail: the error names what does not fit
+      continue;
     }
+    const std::optional<std::uint64_t> cycles = emitted_cycles(graph, group, layouts, fewer, m);
+    if (!cycles) continue;
+    m.slices = slices == config.slices.count ? 0 : slices;
+    ++choice.candidates;
+    consider(choice, m, *cycles, first);
   }
   return choice;
 }

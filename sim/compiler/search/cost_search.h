@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 
+#include "sim/compiler/mapping/map_space.h"
 #include "sim/compiler/mapping/work.h"
 #include "sim/compiler/search/search.h"
 #include "sim/cost/memory.h"
@@ -50,6 +51,12 @@ struct SearchChoice {
 // runner-up ...": one line for `npusim compile --explain`.
 std::string describe_choice(const SearchChoice& choice);
 std::string describe_mapping(const Mapping& m);
+
+// Groups without candidates (vector layers, global pools): the greedy mapping for each slice
+// count of slice_options, each emitted alone into a scratch schedule and estimated; the fastest
+// wins, ties to more slices. So a layer never gets slower with more slices.
+SearchChoice choose_slices_by_emission(const Graph& graph, const LayerGroup& group,
+                                       const TensorLayouts& layouts, const HwConfig& config);
 
 class CostSearch final : public Search {
  public:

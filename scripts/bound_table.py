@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""Cycles against the achievable bound, one row per model x config (scripts/bench.sh runs it).
+
+Achievable bound = the larger of
+  - compute: each layer's untiled single-array closed-form cycles (SCALE-Sim's, stats.json
+    layers[].ideal_array_cycles), summed, over the slices;
+  - memory: the compulsory traffic (weights once, model inputs and outputs once) over the memory
+    roof: reads over the DMA_IN port, writes over the DMA_OUT port, both over DRAM.
+Usage: bound_table.py NPUSIM OUT_JSON MODEL... -- CONFIG...
+"""
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+DTYPE_BYTES = {"int8": 1, "uint8": 1, "bool": 1, "int16": 2, "float16": 2, "bfloat16": 2,
+               "int32": 4, "float32": 4, "uint32": 4, "int64": 8, "float64": 8, "int4": 0.5}
+
+
+def tensor_bytes(t):
+    return math.ceil(math.prod(t["shape"]) * DTYPE_BYTES.get(t["dtype"], 1))
+
+
+def row(npusim, model, config, tmp):
+    schedule = os.path.join(tmp, "s.json")
+    out = os.path.join(tmp, "out")
+    extra = ["--host-fallback"] if model.endswith(".onnx") else []
+    r = subprocess.run([npusim, "compile", model, "-c", config, "-o", schedule, "-q"] + extra,
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        return {"error": r.stderr.strip().splitlines()[-1][:100] if r.stderr else "compile failed"}
+    r = subprocess.run([npusim, "run", schedule, "-c", config, "-o", out, "-q"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        return {"error": "run failed"}
+    sched = json.load(open(schedule))
+    stats = json.load(open(os.path.join(out, "stats.json")))
+    dev = stats["device"]
+    rt = stats["runtime"]
+    ideal = sum(l.get("ideal_array_cycles") or 0 for l in rt.get("layers", []))
+    compute = ideal / dev["slices"]
+    m = sched["model"]
+    reads = m["weights_bytes"] + sum(tensor_bytes(t) for t in m["inputs"])
+    writes = sum(tensor_bytes(t) for t in m["outputs"])
+    clock_hz = dev["clock_mhz"] * 1e6
+    per_cycle = lambda gbps: gbps * 1e9 / clock_hz
+    memory = max(reads / per_cycle(dev["dma_in_port_gbps"]),
+                 writes / per_cycle(dev["dma_out_port_gbps"]),
+                 (reads + writes) / per_cycle(dev["dram_bandwidth_gbps"]))
+    bound = max(compute, memory, 1)
+    cycles = rt["total_cycles"]
+    return {"cycles": cycles, "bound": round(bound), "ratio": cycles / bound,
+            "bound_kind": "compute" if compute >= memory else "memory",
+            "mac_util_pct": rt["mac_utilization"] * 100,
+            "binding": stats["bounds"]["binding"]}
+
+
+def main():
+    npusim, out_json = sys.argv[1], sys.argv[2]
+    rest = sys.argv[3:]
+    split = rest.index("--")
+    models, configs = rest[:split], rest[split + 1:]
+    rows = {}
+    print(f"{'model':<34} {'config':<8} {'cycles':>12} {'bound':>12} {'ratio':>7} "
+          f"{'MAC %':>7}  bound of / binding")
+    with tempfile.TemporaryDirectory() as tmp:
+        for model in models:
+            for config in configs:
+                name = os.path.basename(model)
+                r = row(npusim, model, config, tmp)
+                rows[f"{name}/{config}"] = r
+                if "error" in r:
+                    print(f"{name:<34} {config:<8} {r['error']}")
+                    continue
+                print(f"{name:<34} {config:<8} {r['cycles']:>12} {r['bound']:>12} "
+                      f"{r['ratio']:>7.2f} {r['mac_util_pct']:>7.2f}  {r['bound_kind']} / {r['binding']}")
+    json.dump(rows, open(out_json, "w"), indent=1, sort_keys=True)
+
+
+if __name__ == "__main__":
+    main()
