@@ -309,13 +309,15 @@ TEST_F(Cli, ResNet50LimitsOnDefault) {
   EXPECT_GT(w["dram_cycles"], w["dma_in_port_cycles"]);
   EXPECT_GT(w["dram_cycles"], w["dma_out_port_cycles"]);
   EXPECT_EQ(w["binding"], "array");
-  // ... and then doubling DRAM bandwidth (12.8 -> 25.6 GB/s) takes more than 5 % off.
+  // ... and then doubling DRAM bandwidth (12.8 -> 25.6 GB/s) takes some cycles off. (Only about
+  // 1 %: with the residual Adds fused into the convs, DRAM moves a quarter less and the array
+  // binds more tightly; before that fusion it took more than 5 % off.)
   const Json wide_fast = run("wide_fast", {"dma.bytes_per_cycle=64", "dram.bandwidth_gbps=25.6"});
   EXPECT_EQ(wide_fast["bounds"]["dram_cycles"],
             (wide_fast["dram_read_bytes"].get<std::uint64_t>() +
              wide_fast["dram_write_bytes"].get<std::uint64_t>() + 31) /
                 32);
-  EXPECT_LT(total(wide_fast), 0.95 * total(wide));
+  EXPECT_LT(total(wide_fast), total(wide));
 }
 
 // Bad input: exit 2, a message naming the file and the field, and no output at all.

@@ -544,14 +544,98 @@ TEST(OnnxImport, HostLayersCompileToHostCommands) {
 TEST(OnnxImport, AllUnsupportedOpsAreReportedTogether) {
   ModelBuilder m;
   m.input("x", {std::int64_t{1}, std::int64_t{4}});
-  m.node("Neg", {"x"}, {"a"}, "neg0");
+  m.node("Softsign", {"x"}, {"a"}, "softsign0");
   m.node("Relu", {"a"}, {"b"}, "relu0");
   m.node("Softplus", {"x"}, {"c"}, "softplus0");
   m.output("b").output("c");
   const std::string e = import_error(m.save("two_unsupported.onnx"));
-  EXPECT_THAT(e, HasSubstr("node 'neg0' (Neg): unsupported op 'Neg'"));
+  EXPECT_THAT(e, HasSubstr("node 'softsign0' (Softsign): unsupported op 'Softsign'"));
   EXPECT_THAT(e, HasSubstr("node 'softplus0' (Softplus): unsupported op 'Softplus'"));
   EXPECT_THAT(e, ::testing::Not(HasSubstr("relu0")));
+}
+
+// A chain of unsupported nodes, each after the other (and a supported one between them): every
+// one is reported, not only the first, since the later ones get their shapes from ONNX shape
+// inference as a Host layer would.
+TEST(OnnxImport, EveryUnsupportedNodeOfAChainIsReported) {
+  ModelBuilder m;
+  m.input("x", {std::int64_t{1}, std::int64_t{3}, std::int64_t{8}, std::int64_t{8}});
+  m.node("Softsign", {"x"}, {"a"}, "first");
+  m.node("Relu", {"a"}, {"b"}, "between");
+  m.node("Softplus", {"b"}, {"c"}, "second");
+  m.node("Celu", {"c"}, {"d"}, "third");
+  m.output("d");
+  const std::string e = import_error(m.save("chain_unsupported.onnx"));
+  EXPECT_THAT(e, HasSubstr("node 'first' (Softsign): unsupported op 'Softsign'"));
+  EXPECT_THAT(e, HasSubstr("node 'second' (Softplus): unsupported op 'Softplus'"));
+  EXPECT_THAT(e, HasSubstr("node 'third' (Celu): unsupported op 'Celu'"));
+  EXPECT_THAT(e, ::testing::Not(HasSubstr("between")));
+}
+
+// The LayerNorm of a TensorFlow BERT as tf2onnx exports it: SquaredDifference as Sub + Mul, Rsqrt
+// as Sqrt + Reciprocal, and the affine part as x * s + (beta - mean * s), s = gamma / std. It
+// imports and compiles without --host-fallback: Sqrt + Reciprocal become one Rsqrt, the rest
+// stays element-wise vector layers.
+TEST(OnnxImport, TensorFlowLayerNormWithReciprocalCompilesOnTheNpu) {
+  ModelBuilder m;
+  m.input("x", {std::int64_t{1}, std::int64_t{7}, std::int64_t{16}})
+      .scalar("eps", 1e-12f)
+      .weight("gamma", {16})
+      .weight("beta", {16});
+  set_ints(m.node("ReduceMean", {"x"}, {"mean"}, "LayerNorm/moments/mean"), "axes", {-1});
+  m.node("Sub", {"x", "mean"}, {"d"}, "LayerNorm/moments/SquaredDifference");
+  m.node("Mul", {"d", "d"}, {"d2"}, "LayerNorm/moments/SquaredDifference__1");
+  set_ints(m.node("ReduceMean", {"d2"}, {"var"}, "LayerNorm/moments/variance"), "axes", {-1});
+  m.node("Add", {"var", "eps"}, {"ve"}, "LayerNorm/batchnorm/add");
+  m.node("Sqrt", {"ve"}, {"sq"}, "LayerNorm/batchnorm/Rsqrt");
+  m.node("Reciprocal", {"sq"}, {"rs"}, "LayerNorm/batchnorm/Rsqrt__1");
+  m.node("Mul", {"rs", "gamma"}, {"s"}, "LayerNorm/batchnorm/mul");
+  m.node("Mul", {"x", "s"}, {"xs"}, "LayerNorm/batchnorm/mul_1");
+  m.node("Mul", {"mean", "s"}, {"ms"}, "LayerNorm/batchnorm/mul_2");
+  m.node("Sub", {"beta", "ms"}, {"sh"}, "LayerNorm/batchnorm/sub");
+  m.node("Add", {"xs", "sh"}, {"y"}, "LayerNorm/batchnorm/add_1");
+  m.output("y");
+  const Graph g = import_onnx(m.save("tf_layer_norm.onnx"), {});
+  check_graph(g);
+  EXPECT_THAT(ops_of(g), ElementsAre("ReduceMean", "Sub", "Mul", "ReduceMean", "Add", "Rsqrt",
+                                     "Mul", "Mul", "Mul", "Sub", "Add"));
+  EXPECT_EQ(g.layers[5].name, "LayerNorm/batchnorm/Rsqrt");
+  EXPECT_EQ(g.layers[5].attrs.get_string("fused_nodes", ""),
+            "LayerNorm/batchnorm/Rsqrt+LayerNorm/batchnorm/Rsqrt__1");
+  // [1, 7, 1] in, [1, 7, 1] out.
+  EXPECT_EQ(out_of(g, 5).shape, (Shape{1, 7, 1}));
+  const Schedule s = compile_schedule(g, load_hw_config("default"));
+  bool rsqrt = false;
+  for (const Command& c : s.commands) {
+    EXPECT_NE(c.engine, EngineKind::kHost);
+    rsqrt = rsqrt || (c.engine == EngineKind::kVector && op_table()[c.op].name == "Rsqrt");
+  }
+  EXPECT_TRUE(rsqrt);
+}
+
+// The element-wise ops that have a vector op of their own import as it; a Reciprocal whose input
+// is not a Sqrt stays a Reciprocal, and Div(1, Sqrt) is an Rsqrt too.
+TEST(OnnxImport, UnaryMathOpsRunOnTheVectorUnit) {
+  ModelBuilder m;
+  m.input("x", {std::int64_t{1}, std::int64_t{4}, std::int64_t{8}})
+      .input("z", {std::int64_t{1}, std::int64_t{4}, std::int64_t{8}})
+      .scalar("one", 1.0f);
+  m.node("Reciprocal", {"x"}, {"a"}, "recip");
+  m.node("Neg", {"a"}, {"b"}, "neg");
+  m.node("Abs", {"b"}, {"c"}, "abs");
+  m.node("Log", {"c"}, {"d"}, "log");
+  m.node("Sqrt", {"d"}, {"e"}, "sqrt");
+  m.node("Div", {"one", "e"}, {"f"}, "inv");
+  m.node("Max", {"f", "z", "x"}, {"g"}, "max");
+  m.node("Min", {"g", "z"}, {"y"}, "min");
+  m.output("y");
+  const Graph g = import_onnx(m.save("unary_math.onnx"), {});
+  check_graph(g);
+  EXPECT_THAT(ops_of(g),
+              ElementsAre("Reciprocal", "Neg", "Abs", "Log", "Rsqrt", "Max", "Max", "Min"));
+  EXPECT_EQ(g.layers[6].name, "max/max2");
+  const Schedule s = compile_schedule(g, load_hw_config("default"));
+  for (const Command& c : s.commands) EXPECT_NE(c.engine, EngineKind::kHost);
 }
 
 // ---- (f) files that are not ONNX models
@@ -597,13 +681,16 @@ TEST(OnnxImport, QdqWeightFoldsIntoInt8Constant) {
   m.output("y");
   const Graph g = import_onnx(m.save("qdq.onnx"), {});
   check_graph(g);
-  ASSERT_THAT(ops_of(g), ElementsAre("Quantize", "Dequantize", "Conv"));
+  // The activation's DequantizeLinear folds into its reader: the Conv reads the uint8 tensor.
+  ASSERT_THAT(ops_of(g), ElementsAre("Quantize", "Conv"));
   EXPECT_EQ(out_of(g, 0).dtype, DType::kUInt8);
   EXPECT_NEAR(g.layers[0].attrs.get_float("scale", 0), 0.05, 1e-7);
   EXPECT_EQ(g.layers[0].attrs.get_int("zero_point", 0), 128);
-  EXPECT_EQ(out_of(g, 1).dtype, DType::kFloat32);
-  EXPECT_EQ(in_of(g, 2, 1).name, "wq");  // the int8 weight itself
-  EXPECT_EQ(in_of(g, 2, 1).dtype, DType::kInt8);
+  EXPECT_EQ(in_of(g, 1, 0).name, "xq");
+  EXPECT_EQ(in_of(g, 1, 0).dtype, DType::kUInt8);
+  EXPECT_EQ(in_of(g, 1, 1).name, "wq");  // the int8 weight itself
+  EXPECT_EQ(in_of(g, 1, 1).dtype, DType::kInt8);
+  EXPECT_FALSE(g.find_tensor("xd").has_value());
   EXPECT_EQ(g.weights_bytes(), 32u);
 }
 
@@ -803,8 +890,12 @@ const std::vector<RealModel>& real_models() {
       {"mnist-8.onnx", {}, 11},
       {"mnist_cnn_pytorch.onnx", {}, 12},
       {"mnist_int8_dynamic.onnx", {}, 20},
-      {"mobilenetv2_qdq_int8.onnx", {{"image", {1, 3, 244, 244}}}, 242},
-      {"qdq_mobilenet_edgetpu_block.onnx", {}, 27},
+      // QDQ: 182 DequantizeLinear - 52 weights - 52 biases - 2 of the Gemm = 76 on activations;
+      // all but the one whose output is the graph output fold into their readers: 242 - 75.
+      {"mobilenetv2_qdq_int8.onnx", {{"image", {1, 3, 244, 244}}}, 167},
+      // 9 QuantizeLinear, 6 Conv, 3 Add and 21 - 12 (the convs' weights and biases) = 9
+      // activation DequantizeLinear, of which one writes a graph output: 27 - 8.
+      {"qdq_mobilenet_edgetpu_block.onnx", {}, 19},
       {"ultraface_rfb_320.onnx", {}, 126},
   };
   return models;
@@ -919,7 +1010,9 @@ TEST(OnnxImportRealModels, MobilenetV2QdqKeepsInt8Weights) {
   }
   EXPECT_EQ(depthwise, 17u);
   EXPECT_EQ(count_op(g, "Quantize"), 66u);
-  EXPECT_EQ(count_op(g, "Dequantize"), 76u);  // 182 minus 52 weights, 52 biases, Gemm's 2
+  // 182 minus 52 weights, 52 biases, Gemm's 2 = 76 on activations; all fold into their readers
+  // but the last, whose output is the graph output.
+  EXPECT_EQ(count_op(g, "Dequantize"), 1u);
   EXPECT_EQ(g.tensors[g.outputs[0]].shape, (Shape{1, 1000}));
 }
 

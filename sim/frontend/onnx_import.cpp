@@ -11,6 +11,7 @@
 #include <queue>
 #include <set>
 
+#include "sim/compiler/passes/fold_dequantize.h"
 #include "sim/compiler/passes/fuse_layer_norm_gelu.h"
 #include "sim/frontend/onnx_infer.h"
 #include "sim/util/error.h"
@@ -81,6 +82,12 @@ const std::set<std::string>& live_ops() {
                                             "Erf",
                                             "Exp",
                                             "Sqrt",
+                                            "Reciprocal",
+                                            "Log",
+                                            "Neg",
+                                            "Abs",
+                                            "Min",
+                                            "Max",
                                             "Add",
                                             "Sub",
                                             "Mul",
@@ -151,6 +158,8 @@ class Importer {
     // Decomposed LayerNorm and GELU become one layer each: a graph pass, given the values of
     // the scalar constants it needs, which only the importer knows.
     fuse_layer_norm_gelu(g_, scalar_values());
+    // QDQ models: readers of a dequantised activation read the integer tensor itself.
+    fold_dequantize(g_);
     return std::move(g_);
   }
 
@@ -443,11 +452,18 @@ class Importer {
     if (!reason.empty()) {
       if (!options_.host_fallback) {
         diag_.error(where(n), reason + " (--host-fallback runs it on the host)");
-        poison(n);
-        return;
+        // Keep going past it, so that every unsupported node is reported at once: its outputs
+        // get the shapes a Host layer would, and only when there are none are they poisoned
+        // (and their readers skipped).
+        if (!outs) outs = shapes_for_report(n, ins);
+        if (!outs) {
+          poison(n);
+          return;
+        }
+      } else {
+        host_[static_cast<std::size_t>(n)] = true;
+        if (!outs) outs = host_shapes(n, ins);
       }
-      host_[static_cast<std::size_t>(n)] = true;
-      if (!outs) outs = host_shapes(n, ins);
     }
     live_[static_cast<std::size_t>(n)] = true;
     for (std::size_t k = 0; k < outs->size() && k < static_cast<std::size_t>(node.output_size());
@@ -460,6 +476,21 @@ class Importer {
       v.tensor = name;
       values_[name] = std::move(v);
     }
+  }
+
+  // host_shapes for a node that is already an error: no notes, and nothing when ONNX shape
+  // inference cannot tell.
+  std::optional<std::vector<Value>> shapes_for_report(int n, const std::vector<const Value*>& ins) {
+    std::vector<std::string>* notes = notes_;
+    notes_ = nullptr;
+    std::optional<std::vector<Value>> outs;
+    try {
+      outs = host_shapes(n, ins);
+    } catch (const OpError&) {
+      outs.reset();
+    }
+    notes_ = notes;
+    return outs;
   }
 
   // Output shapes of an op npusim does not know, from ONNX's own shape inference run on the
@@ -760,7 +791,10 @@ class Importer {
     if (op == "Gemm" || op == "MatMul" || op == "MatMulInteger" || op == "QLinearMatMul") {
       return emit_matmul(n);
     }
-    if (op == "Sum") {
+    if (op == "Sum" || op == "Min" || op == "Max") {
+      // Variadic: a chain of the binary op (Sum -> Add).
+      const std::string binary = op == "Sum" ? "Add" : op;
+      const std::string lower = op == "Sum" ? "add" : op == "Min" ? "min" : "max";
       std::vector<std::string> xs;
       for (const auto& x : node.input()) {
         if (!x.empty()) xs.push_back(x);
@@ -774,10 +808,11 @@ class Importer {
         std::string out = y;
         if (k + 1 < xs.size()) {
           const Dims shape = onnx_detail::broadcast_dims(value(acc).shape, value(xs[k]).shape);
-          out = aux_value(y + "/sum" + std::to_string(k), value(y).elem_type, shape);
+          out = aux_value(y + "/" + (op == "Sum" ? "sum" : lower) + std::to_string(k),
+                          value(y).elem_type, shape);
         }
-        add_layer(n, "Add", {acc, xs[k]}, {out},
-                  k == 1 ? "" : node_name(n) + "/add" + std::to_string(k));
+        add_layer(n, binary, {acc, xs[k]}, {out},
+                  k == 1 ? "" : node_name(n) + "/" + lower + std::to_string(k));
         acc = out;
       }
       return;
@@ -992,7 +1027,7 @@ class Importer {
       add_layer(n, op, {in(n, 0), in(n, 1)}, {y});
       return;
     }
-    // Unary vector ops: Relu Sigmoid HardSwish Tanh Erf Exp Sqrt.
+    // Unary vector ops: Relu Sigmoid HardSwish Tanh Erf Exp Sqrt Reciprocal Log Neg Abs.
     add_layer(n, op, {in(n, 0)}, {y});
   }
 

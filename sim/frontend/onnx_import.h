@@ -15,12 +15,17 @@
 //     constant, which keeps its integer dtype;
 //  4. maps the remaining nodes to graph ops (table below). An op with no graph op is an
 //     InputError naming the node and op type, or, with host_fallback, a "Host" layer with string
-//     attr "onnx_op" whose output shapes come from ONNX shape inference;
+//     attr "onnx_op" whose output shapes come from ONNX shape inference. Without host_fallback
+//     the walk goes on past such a node (its outputs take those inferred shapes), so every
+//     unsupported node is reported in one error, also one that reads another's output;
 //  5. fuses decomposed LayerNorm (ReduceMean, Sub, Pow 2, ReduceMean, Add eps, Sqrt, Div, and the
 //     optional Mul scale and Add bias) and decomposed GELU (Div sqrt2 or Mul 1/sqrt2, Erf, Add 1,
 //     Mul x, Mul 0.5, in any of the usual orders) into one LayerNorm / Gelu layer when their
 //     intermediate tensors have no other consumers: the graph pass
-//     sim/compiler/passes/fuse_layer_norm_gelu.h, given the values of the scalar constants.
+//     sim/compiler/passes/fuse_layer_norm_gelu.h, given the values of the scalar constants. The
+//     same pass makes Sqrt then Reciprocal (or Div(1, Sqrt)) one Rsqrt layer;
+//  6. folds each DequantizeLinear of an activation into its readers, which then read the integer
+//     tensor (sim/compiler/passes/fold_dequantize.h): a QDQ model moves int8 activations.
 //
 // ONNX op -> graph op (layer inputs in brackets; constant inputs that only configure the op,
 // such as a Reshape's shape or a Slice's starts, become attributes):
@@ -31,8 +36,9 @@
 //       MatMulInteger, QLinearMatMul -> MatMul [a, b];
 //       a 1-d operand gets a Reshape layer (or a reshaped constant) on each side
 //   BatchNormalization -> BatchNormalization [x, scale, bias, mean, var]
-//   Relu Sigmoid Tanh Erf Exp Sqrt HardSwish LeakyRelu HardSigmoid -> same op; Clip -> Clip [x]
-//       with float attrs min/max; Add Sub Mul Div Pow -> same op; Sum -> a chain of Add
+//   Relu Sigmoid Tanh Erf Exp Sqrt Reciprocal Log Neg Abs HardSwish LeakyRelu HardSigmoid -> same
+//       op; Clip -> Clip [x] with float attrs min/max; Add Sub Mul Div Pow -> same op; Sum -> a
+//       chain of Add; Min, Max -> a chain of the binary Min / Max
 //   ReduceMean, Softmax, LogSoftmax, LRN, MaxPool, AveragePool, GlobalAveragePool -> same op
 //       (axes normalised to non-negative); GlobalMaxPool -> MaxPool over the whole plane
 //   LayerNormalization -> LayerNorm [x, scale, bias?]
@@ -55,10 +61,11 @@
 // (uint16/uint32/uint64 to the signed type of the same size); float64 and strings are errors.
 //
 // Not supported yet: Conv and pools other than 2-d (Host with host_fallback); ConvTranspose,
-// InstanceNormalization, Elu, PRelu, Softplus, Neg, Abs, Log, Min/Max, comparisons and other ops
+// InstanceNormalization, Elu, PRelu, Softplus, comparisons and other ops
 // on activations that have no graph op (Host); control flow (If, Loop, Scan: a Host layer sees
 // only the explicit inputs, not the values its subgraphs read); LayerNorm written with
-// Reciprocal or with a non-constant scale, and the tanh approximation of GELU, stay decomposed.
+// Reciprocal (it compiles as its vector ops, with one Rsqrt) or with a non-constant scale, and
+// the tanh approximation of GELU, stay decomposed.
 #pragma once
 
 #include <cstdint>

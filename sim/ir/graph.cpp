@@ -178,6 +178,13 @@ OpClass classify_op(std::string_view op) {
       {"Mul", OpClass::kVector},
       {"Div", OpClass::kVector},
       {"Pow", OpClass::kVector},
+      {"Min", OpClass::kVector},
+      {"Max", OpClass::kVector},
+      {"Reciprocal", OpClass::kVector},
+      {"Rsqrt", OpClass::kVector},
+      {"Log", OpClass::kVector},
+      {"Neg", OpClass::kVector},
+      {"Abs", OpClass::kVector},
       {"Softmax", OpClass::kVector},
       {"LogSoftmax", OpClass::kVector},
       {"LayerNorm", OpClass::kVector},
@@ -416,7 +423,8 @@ void check_graph(const Graph& g) {
         continue;
       }
       expect_shape({x.shape[0], x.shape[1], 1, 1});
-    } else if (l.op == "Add" || l.op == "Sub" || l.op == "Mul" || l.op == "Div" || l.op == "Pow") {
+    } else if (l.op == "Add" || l.op == "Sub" || l.op == "Mul" || l.op == "Div" || l.op == "Pow" ||
+               l.op == "Min" || l.op == "Max") {
       if (!need_inputs(2)) continue;
       const auto want = broadcast(g.tensors[l.inputs[0]].shape, g.tensors[l.inputs[1]].shape);
       if (!want) {

@@ -11,8 +11,9 @@
 //   MaxPool, AveragePool  kernel_shape[2], strides[2]=1, pads[4]=0, ceil_mode=0.
 //   GlobalAveragePool  [N,C,H,W] -> [N,C,1,1].
 //   Unary vector ops   Relu Clip LeakyRelu Sigmoid HardSigmoid HardSwish Tanh Erf Exp Sqrt Gelu
-//                      Quantize Dequantize; output shape = input shape.
-//   Binary vector ops  Add Sub Mul Div Pow; numpy broadcasting.
+//                      Reciprocal Rsqrt Log Neg Abs Quantize Dequantize; output shape = input
+//                      shape.
+//   Binary vector ops  Add Sub Mul Div Pow Min Max; numpy broadcasting.
 //   Softmax LogSoftmax LayerNorm ReduceMean LRN   vector ops; output shape declared.
 //   Copy ops           Concat Transpose Resize Pad Slice Split Gather Cast: move data on the
 //                      vector unit; output shapes declared by the front-end.

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "sim/compiler/emit/emitter.h"
+#include "sim/compiler/emit/epilogue.h"
 #include "sim/compiler/mapping/spatial.h"
 #include "sim/util/math.h"
 
@@ -54,7 +55,10 @@ void Emitter::emit_spatial(const LayerGroup& group, const Mapping& mapping) {
                        const std::vector<Piece>& pieces, CommandIndex shared,
                        std::vector<CommandIndex>& computes, bool last) {
     const ConvShape shape = s.tile_shape(v.r1 - v.r0, v.c1 - v.c0, cu);
-    computes.push_back(tile(next_slice(), group, pieces, s.op, shape, shared,
+    // A fused residual adds its piece to the tile's loads (emit/epilogue.h).
+    const std::vector<Piece> loads = with_residual(g_, group, layouts_, s, pieces, img, v.r0, v.r1,
+                                                   v.c0, v.c1, cu * s.out_per_unit);
+    computes.push_back(tile(next_slice(), group, loads, s.op, shape, shared,
                             s.output_bytes(v.r1 - v.r0, v.c1 - v.c0, cu),
                             (img * s.oh + v.r0) * y_row_bytes, (img * s.oh + v.r1) * y_row_bytes,
                             last ? &computes : nullptr));

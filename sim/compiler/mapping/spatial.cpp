@@ -31,12 +31,17 @@ std::uint64_t SpatialLayer::in_cols(std::uint64_t cols) const {
 std::uint64_t SpatialLayer::tile_bytes(std::uint64_t rows, std::uint64_t cols,
                                        std::uint64_t chunk_units) const {
   return in_rows(rows) * in_cols(cols) * chunk_in_c(chunk_units) * in_elem_bytes +
-         rows * cols * chunk_units * out_per_unit * out_elem_bytes;
+         rows * cols * chunk_units * out_per_unit * (out_elem_bytes + residual_elem_bytes);
 }
 
 std::uint64_t SpatialLayer::input_bytes(std::uint64_t rows, std::uint64_t cols,
                                         std::uint64_t in_c) const {
   return in_rows(rows) * in_cols(cols) * in_c * in_elem_bytes;
+}
+
+std::uint64_t SpatialLayer::residual_bytes(std::uint64_t rows, std::uint64_t cols,
+                                           std::uint64_t chunk_units) const {
+  return rows * cols * chunk_units * out_per_unit * residual_elem_bytes;
 }
 
 std::uint64_t SpatialLayer::output_bytes(std::uint64_t rows, std::uint64_t cols,
@@ -92,6 +97,7 @@ SpatialLayer describe_spatial(const Graph& graph, const LayerGroup& group, const
   s.op = s.conv ? (s.depthwise ? "DepthwiseConv" : "Conv") : l.op;
   s.in_elem_bytes = dtype_bytes(x.dtype);
   s.out_elem_bytes = dtype_bytes(y.dtype);
+  if (group.residual) s.residual_elem_bytes = dtype_bytes(graph.tensors[*group.residual].dtype);
 
   // Channels are chunked in units: one input channel for depthwise and pools, whole groups for
   // grouped convs, one output channel otherwise.
@@ -169,7 +175,9 @@ std::vector<Mapping> spatial_candidates(const SpatialLayer& s, const HwConfig& c
               if (order == LoopOrder::kWeightsOuter)
                 return s.tile_bytes(rows, cols, cu) <= b.tile_bytes;
               return s.input_bytes(rows, cols, s.c) <= b.weight_chunk_bytes &&
-                     s.chunk_weight_bytes(cu) + s.output_bytes(rows, cols, cu) <= b.tile_bytes;
+                     s.chunk_weight_bytes(cu) + s.output_bytes(rows, cols, cu) +
+                             s.residual_bytes(rows, cols, cu) <=
+                         b.tile_bytes;
             };
             std::uint64_t cols = s.ow;
             while (!fits(cols) && cols > 1 && rows == 1) cols = ceil_div(cols, 2);
@@ -251,6 +259,7 @@ GroupWork spatial_work(const SpatialLayer& s, const Mapping& m, std::uint32_t sl
         t.shape = s.tile_shape(rows, cols, units);
         t.load_bytes = input_outer ? s.chunk_weight_bytes(units)
                                    : s.input_bytes(rows, cols, s.chunk_in_c(units));
+        t.load_bytes += s.residual_bytes(rows, cols, units);
         t.store_bytes = s.output_bytes(rows, cols, units);
         w.tiles.push_back(t);
       }

@@ -22,6 +22,7 @@ struct SpatialLayer {
   std::uint64_t span_h = 1, span_w = 1;  // input rows and columns one output pixel reads
   std::uint64_t group_count = 1;         // the Conv's `group`
   std::uint64_t in_elem_bytes = 1, out_elem_bytes = 1;
+  std::uint64_t residual_elem_bytes = 0;  // a fused residual Add's operand, loaded per tile; or 0
   // Channel units: one output channel (ungrouped Conv, or within a group too large for a chunk),
   // one group (grouped Conv), one input channel with its outputs (depthwise, pools).
   std::uint64_t units = 0;
@@ -38,11 +39,14 @@ struct SpatialLayer {
   std::uint64_t chunk_in_c(std::uint64_t chunk_units) const;
   std::uint64_t in_rows(std::uint64_t rows) const;
   std::uint64_t in_cols(std::uint64_t cols) const;
-  // Local memory of a tile: its input rows and columns plus its output.
+  // Local memory of a tile: its input rows and columns, its share of a fused residual operand,
+  // plus its output.
   std::uint64_t tile_bytes(std::uint64_t rows, std::uint64_t cols, std::uint64_t chunk_units) const;
   // A tile's input (at most; border tiles read fewer rows), its output, a chunk's weights.
   std::uint64_t input_bytes(std::uint64_t rows, std::uint64_t cols, std::uint64_t in_c) const;
   std::uint64_t output_bytes(std::uint64_t rows, std::uint64_t cols, std::uint64_t units) const;
+  // A tile's piece of a fused residual operand (0 without one).
+  std::uint64_t residual_bytes(std::uint64_t rows, std::uint64_t cols, std::uint64_t units) const;
   std::uint64_t chunk_weight_bytes(std::uint64_t units) const;
   // The shape of a tile of rows x cols output pixels and `units` channel units: the input rows
   // and columns it reads with the padding folded in, so its output is exactly its pixels.

@@ -16,6 +16,7 @@ class Grouper {
   explicit Grouper(const Graph& graph) : g_(graph) {
     for (std::uint32_t l = 0; l < g_.layers.size(); ++l) {
       for (std::uint32_t t : g_.layers[l].inputs) consumers_[t].push_back(l);
+      for (std::uint32_t t : g_.layers[l].outputs) producer_[t] = l;
     }
   }
 
@@ -41,37 +42,119 @@ class Grouper {
     return it->second.front();
   }
 
+  // An array layer's group is its head, then as many of these epilogue stages as match, in
+  // order: a batch norm (Conv) or a constant bias Add (MatMul); the residual Add of an earlier
+  // activation (Conv); one activation, or x * f(x) with f Sigmoid or HardSigmoid (SiLU, HardSwish);
+  // a Quantize (requantisation). A vector layer's group may end with a Quantize too.
   LayerGroup make_group(std::uint32_t first) const {
     LayerGroup group;
     group.layers = {first};
     const Layer& head = g_.layers[first];
     group.output = head.outputs.at(0);
-    if (classify_op(head.op) == OpClass::kArray) {
-      auto next = sole_consumer(group.output);
-      if (next && head.op == "Conv" && g_.layers[*next].op == "BatchNormalization") {
-        group.layers.push_back(*next);
-        group.output = g_.layers[*next].outputs.at(0);
-        next = sole_consumer(group.output);
-      } else if (next && head.op == "MatMul" && g_.layers[*next].op == "Add" &&
-                 g_.layers[*next].inputs.size() == 2) {
-        // A bias: the Add's other operand is a constant.
-        const Layer& add = g_.layers[*next];
-        const std::uint32_t other = add.inputs[0] == group.output ? add.inputs[1] : add.inputs[0];
-        if (g_.tensors[other].constant) {
-          group.layers.push_back(*next);
-          group.extra_constants.push_back(other);
-          group.output = add.outputs.at(0);
-          next = sole_consumer(group.output);
-        }
-      }
-      if (next && std::find(kFusableActivations.begin(), kFusableActivations.end(),
-                            g_.layers[*next].op) != kFusableActivations.end()) {
-        group.layers.push_back(*next);
-        group.output = g_.layers[*next].outputs.at(0);
-      }
+    const OpClass cls = classify_op(head.op);
+    if (cls == OpClass::kArray) {
+      fuse_affine(group);
+      if (head.op == "Conv") fuse_residual(group);
+      if (!fuse_activation(group)) fuse_gated_activation(group);
+    }
+    if (cls == OpClass::kArray || (cls == OpClass::kVector && head.op != "Quantize" &&
+                                   head.op != "Dequantize" && head.outputs.size() == 1)) {
+      fuse_quantize(group);
     }
     name_group(group);
     return group;
+  }
+
+  void append(LayerGroup& group, std::uint32_t layer) const {
+    group.layers.push_back(layer);
+    group.output = g_.layers[layer].outputs.at(0);
+  }
+
+  // A Conv's BatchNormalization, or a MatMul's Add of a constant (a bias, loaded with the weights).
+  void fuse_affine(LayerGroup& group) const {
+    const auto next = sole_consumer(group.output);
+    if (!next) return;
+    const Layer& head = g_.layers[group.layers[0]];
+    const Layer& l = g_.layers[*next];
+    if (head.op == "Conv" && l.op == "BatchNormalization") {
+      append(group, *next);
+    } else if (head.op == "MatMul" && l.op == "Add" && l.inputs.size() == 2) {
+      const std::uint32_t other = l.inputs[0] == group.output ? l.inputs[1] : l.inputs[0];
+      if (g_.tensors[other].constant) {
+        group.extra_constants.push_back(other);
+        append(group, *next);
+      }
+    }
+  }
+
+  // Conv[+BN] -> Add(y, r): r an activation of y's shape and dtype that is written before the
+  // group runs (a graph input, or the output of an earlier layer). Each tile also loads its rows
+  // of r. In a ResNet block with a projection shortcut, the later of the two convs takes the Add.
+  void fuse_residual(LayerGroup& group) const {
+    const auto next = sole_consumer(group.output);
+    if (!next || g_.layers[*next].op != "Add" || g_.layers[*next].inputs.size() != 2) return;
+    const Layer& add = g_.layers[*next];
+    const std::uint32_t y = group.output;
+    const std::uint32_t r = add.inputs[0] == y ? add.inputs[1] : add.inputs[0];
+    const Tensor& rt = g_.tensors[r];
+    if (r == y || rt.constant || rt.shape != g_.tensors[y].shape ||
+        rt.dtype != g_.tensors[y].dtype) {
+      return;
+    }
+    const auto producer = producer_.find(r);
+    const bool written_before =
+        producer == producer_.end()
+            ? std::find(g_.inputs.begin(), g_.inputs.end(), r) != g_.inputs.end()
+            : producer->second < group.layers[0];
+    if (!written_before) return;
+    group.residual = r;
+    append(group, *next);
+  }
+
+  bool fuse_activation(LayerGroup& group) const {
+    const auto next = sole_consumer(group.output);
+    if (!next || std::find(kFusableActivations.begin(), kFusableActivations.end(),
+                           g_.layers[*next].op) == kFusableActivations.end()) {
+      return false;
+    }
+    append(group, *next);
+    return true;
+  }
+
+  // x * f(x), f Sigmoid (SiLU / Swish, as YOLOv5, YOLOX and EfficientNet export it) or HardSigmoid
+  // (HardSwish written out): x has exactly two readers, the f and the Mul, and f(x) only the Mul.
+  void fuse_gated_activation(LayerGroup& group) const {
+    const std::uint32_t x = group.output;
+    const auto it = consumers_.find(x);
+    if (it == consumers_.end() || it->second.size() != 2 || is_graph_output(x)) return;
+    for (int k = 0; k < 2; ++k) {
+      const std::uint32_t f = it->second[static_cast<std::size_t>(k)];
+      const std::uint32_t mul = it->second[static_cast<std::size_t>(1 - k)];
+      const Layer& fl = g_.layers[f];
+      const Layer& ml = g_.layers[mul];
+      if ((fl.op != "Sigmoid" && fl.op != "HardSigmoid") || fl.inputs.size() != 1) continue;
+      if (ml.op != "Mul" || ml.inputs.size() != 2) continue;
+      const std::uint32_t fx = fl.outputs.at(0);
+      const bool operands =
+          (ml.inputs[0] == x && ml.inputs[1] == fx) || (ml.inputs[0] == fx && ml.inputs[1] == x);
+      if (!operands || sole_consumer(fx) != mul) continue;
+      append(group, f);
+      append(group, mul);
+      return;
+    }
+  }
+
+  // A QuantizeLinear of the group's output: the group stores the quantised tensor.
+  void fuse_quantize(LayerGroup& group) const {
+    const auto next = sole_consumer(group.output);
+    if (next && g_.layers[*next].op == "Quantize" && !g_.layers[*next].inputs.empty() &&
+        g_.layers[*next].inputs[0] == group.output) {
+      append(group, *next);
+    }
+  }
+
+  bool is_graph_output(std::uint32_t tensor) const {
+    return std::find(g_.outputs.begin(), g_.outputs.end(), tensor) != g_.outputs.end();
   }
 
   void name_group(LayerGroup& group) const {
@@ -95,6 +178,7 @@ class Grouper {
 
   const Graph& g_;
   std::map<std::uint32_t, std::vector<std::uint32_t>> consumers_;
+  std::map<std::uint32_t, std::uint32_t> producer_;  // tensor -> the layer that writes it
 };
 
 }  // namespace

@@ -1,11 +1,15 @@
 // Pass: cuts the graph's layers into layer groups, the unit the compiler tiles and emits. A group
-// is one layer, or an array layer with the layers it fuses: a Conv with the BatchNormalization
-// after it, a MatMul with the Add of a constant bias after it, and then one activation. A layer
-// fuses only when it is the only reader of the previous one's output and that output is not a
-// graph output (docs/compiler.md, "Groups and fusion").
+// is one layer, or an array layer with the layers it fuses into its epilogue, in this order: a
+// Conv's BatchNormalization or a MatMul's Add of a constant bias; a Conv's residual Add of an
+// earlier activation; one activation, or x * sigmoid(x) / x * hardsigmoid(x) (SiLU, HardSwish,
+// the Mul reading x a second time); a Quantize. A vector layer's group may end with a Quantize.
+// A layer fuses only when it is the only reader of the previous one's output (the x * f(x) form:
+// the f and the Mul are x's only two readers) and that output is not a graph output
+// (docs/compiler.md, "Groups and fusion").
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,8 +22,11 @@ struct LayerGroup {
   std::vector<std::uint32_t> layers;           // indices into Graph::layers; the first is the head
   std::uint32_t output = 0;                    // the tensor the group writes
   std::vector<std::uint32_t> extra_constants;  // fused bias tensors, loaded with the weights
-  std::string name;                            // the layer's, or fused(<name>+<name>+...)
-  std::string loc;                             // the layer's, or loc(fused[<loc>, <loc>, ...])
+  // A fused residual Add's other operand: each tile also loads its share of it (same shape and
+  // dtype as the Add's output).
+  std::optional<std::uint32_t> residual;
+  std::string name;  // the layer's, or fused(<name>+<name>+...)
+  std::string loc;   // the layer's, or loc(fused[<loc>, <loc>, ...])
 };
 
 // How a group compiles, by its head layer's op (docs/compiler.md, "What each kind of layer

@@ -37,6 +37,10 @@ class Fuser {
       if (fused_of_[l] >= 0) continue;
       if (is(static_cast<int>(l), "Div")) match_layer_norm(static_cast<int>(l));
       if (is(static_cast<int>(l), "Erf")) match_gelu(static_cast<int>(l));
+      if (unfused(static_cast<int>(l)) &&
+          (is(static_cast<int>(l), "Reciprocal") || is(static_cast<int>(l), "Div"))) {
+        match_rsqrt(static_cast<int>(l));
+      }
     }
     if (!fused_.empty()) rebuild();
     return fused_.size();
@@ -127,6 +131,7 @@ class Fuser {
 
   void match_layer_norm(int div);
   void match_gelu(int erf);
+  void match_rsqrt(int inverse);
   void rebuild();
 
   Graph& g_;
@@ -261,6 +266,22 @@ void Fuser::match_gelu(int erf) {
   f.inputs = {*x};
   f.output = out;
   add_fused(std::move(f), group);
+}
+
+// 1 / sqrt(x), as Reciprocal(Sqrt(x)) (TensorFlow's Rsqrt, exported by tf2onnx) or Div(1, Sqrt(x)).
+void Fuser::match_rsqrt(int inverse) {
+  const Layer& inv = layer(inverse);
+  if (inv.inputs.empty()) return;
+  const bool reciprocal = inv.op == "Reciprocal";
+  if (!reciprocal && (inv.inputs.size() != 2 || !scalar_is(inv.inputs[0], 1.0, 0.0))) return;
+  const std::uint32_t root_out = inv.inputs[reciprocal ? 0 : 1];
+  const int root = live_producer(root_out);
+  if (!is(root, "Sqrt") || layer(root).inputs.empty() || sole_consumer(root_out) != inverse) return;
+  Fused f;
+  f.op = "Rsqrt";
+  f.inputs = {layer(root).inputs[0]};
+  f.output = inv.outputs.at(0);
+  add_fused(std::move(f), {root, inverse});
 }
 
 // Each match becomes one layer in its last layer's place; tensors that only removed layers

@@ -1,0 +1,246 @@
+// Epilogue fusion (docs/compiler.md, "Groups and fusion") on the patterns real exports have:
+// SiLU / HardSwish written as x * f(x), ResNet's residual Add + Relu, and QDQ requantisation.
+// Expected values are worked out by hand in the comments.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "sim/compiler/compiler.h"
+#include "sim/compiler/passes/fuse_layer_groups.h"
+#include "sim/frontend/graph_json.h"
+#include "sim/frontend/onnx_import.h"
+#include "sim/ir/engines.h"
+
+namespace npusim {
+namespace {
+
+const std::string kShared = std::string(NPUSIM_SHARED_MODELS) + "/onnx/";
+const std::string kZoo = std::string(NPUSIM_SOURCE_DIR) + "/models/zoo/";
+
+std::uint64_t graph_macs(const Graph& g) {
+  std::uint64_t macs = 0;
+  for (const Layer& l : g.layers) macs += layer_macs(g, l);
+  return macs;
+}
+
+std::uint64_t schedule_macs(const Schedule& s) {
+  std::uint64_t macs = 0;
+  for (const Command& c : s.commands) macs += c.macs + c.vector_macs;
+  return macs;
+}
+
+std::uint64_t bytes_of(const Schedule& s, EngineKind engine, const std::string& layer = "") {
+  std::uint64_t bytes = 0;
+  for (const Command& c : s.commands) {
+    if (c.engine == engine && (layer.empty() || c.layer == layer)) bytes += c.bytes;
+  }
+  return bytes;
+}
+
+std::vector<std::string> program_names(const Schedule& s) {
+  std::vector<std::string> names;
+  for (const auto& p : s.programs) names.push_back(p.name);
+  return names;
+}
+
+// The block YOLOv5's Conv module exports (BN folded into the conv's bias, act = SiLU):
+//   Conv(x, w, b) -> c;  Sigmoid(c) -> s;  Mul(c, s) -> y
+// (YOLOX and EfficientNet write the same x * sigmoid(x); MobileNetV3 exports HardSwish as
+// x * HardSigmoid(x)), followed by a 1x1 conv.
+Graph gated_block(const std::string& gate, bool mul_gate_first) {
+  const std::string mul_inputs = mul_gate_first ? R"(["s", "c"])" : R"(["c", "s"])";
+  const Json doc = Json::parse(R"({
+    "format": "npusim-graph", "version": 1, "name": "silu",
+    "tensors": [
+      {"name": "x", "shape": [1, 16, 8, 8]},
+      {"name": "w1", "shape": [32, 16, 3, 3], "constant": true},
+      {"name": "b1", "shape": [32], "constant": true},
+      {"name": "c", "shape": [1, 32, 8, 8]},
+      {"name": "s", "shape": [1, 32, 8, 8]},
+      {"name": "y1", "shape": [1, 32, 8, 8]},
+      {"name": "w2", "shape": [8, 32, 1, 1], "constant": true},
+      {"name": "y", "shape": [1, 8, 8, 8]}
+    ],
+    "inputs": ["x"], "outputs": ["y"],
+    "layers": [
+      {"name": "model.0.conv", "op": "Conv", "inputs": ["x", "w1", "b1"], "outputs": ["c"],
+       "attrs": {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}},
+      {"name": "model.0.act", "op": ")" +
+                               gate + R"(", "inputs": ["c"], "outputs": ["s"]},
+      {"name": "model.0.mul", "op": "Mul", "inputs": )" +
+                               mul_inputs + R"(, "outputs": ["y1"]},
+      {"name": "model.1.conv", "op": "Conv", "inputs": ["y1", "w2"], "outputs": ["y"],
+       "attrs": {"kernel_shape": [1, 1]}}
+    ]})");
+  return parse_graph_json(doc, "silu.json");
+}
+
+TEST(Fusion, SiluTwoReaderFormFusesIntoTheConvEpilogue) {
+  for (const std::string gate : {"Sigmoid", "HardSigmoid"}) {
+    for (bool gate_first : {false, true}) {
+      const Graph g = gated_block(gate, gate_first);
+      const Schedule s = compile_schedule(g, load_hw_config("default"));
+      EXPECT_THAT(
+          program_names(s),
+          ::testing::ElementsAre("fused(model.0.conv+model.0.act+model.0.mul)", "model.1.conv"))
+          << gate;
+      // No vector command: the gate and the product are applied to the array's output.
+      for (const Command& c : s.commands) EXPECT_NE(c.engine, EngineKind::kVector) << c.id;
+      // Every byte stored is stored once, however the layers are tiled: group 0 stores the Mul's
+      // output, 8*8*32 = 2048 bytes, and model.1.conv its 8*8*8 = 512. c and s never reach DRAM
+      // (unfused: 2048 more stored for c, and 2048 for s; and 2048 + 4096 loaded by the
+      // Sigmoid and the Mul).
+      const std::string g0 = "fused(model.0.conv+model.0.act+model.0.mul)";
+      EXPECT_EQ(bytes_of(s, EngineKind::kDmaOut, g0), 2048u);
+      EXPECT_EQ(bytes_of(s, EngineKind::kDmaOut), 2048u + 512u);
+      EXPECT_EQ(schedule_macs(s), graph_macs(g));
+    }
+  }
+}
+
+TEST(Fusion, SiluDoesNotFuseWhenTheGateHasAnotherReader) {
+  Graph g = gated_block("Sigmoid", false);
+  // The gate is also a graph output: it must reach DRAM, so nothing past the conv fuses.
+  g.outputs.push_back(*g.find_tensor("s"));
+  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
+  ASSERT_EQ(groups.size(), 4u);
+  EXPECT_EQ(groups[0].name, "model.0.conv");
+}
+
+// A bottleneck-style identity block: conv1 (1x1, 32 -> 32) + relu, then conv2 (1x1) whose
+// output is added to conv1's and rectified: y = relu(conv2(c) + c).
+Graph residual_block() {
+  const Json doc = Json::parse(R"({
+    "format": "npusim-graph", "version": 1, "name": "res",
+    "tensors": [
+      {"name": "x", "shape": [1, 32, 8, 8]},
+      {"name": "w1", "shape": [32, 32, 1, 1], "constant": true},
+      {"name": "c0", "shape": [1, 32, 8, 8]},
+      {"name": "c", "shape": [1, 32, 8, 8]},
+      {"name": "w2", "shape": [32, 32, 1, 1], "constant": true},
+      {"name": "d", "shape": [1, 32, 8, 8]},
+      {"name": "e", "shape": [1, 32, 8, 8]},
+      {"name": "y", "shape": [1, 32, 8, 8]}
+    ],
+    "inputs": ["x"], "outputs": ["y"],
+    "layers": [
+      {"name": "conv1", "op": "Conv", "inputs": ["x", "w1"], "outputs": ["c0"], "attrs": {"kernel_shape": [1, 1]}},
+      {"name": "relu1", "op": "Relu", "inputs": ["c0"], "outputs": ["c"]},
+      {"name": "conv2", "op": "Conv", "inputs": ["c", "w2"], "outputs": ["d"], "attrs": {"kernel_shape": [1, 1]}},
+      {"name": "add", "op": "Add", "inputs": ["d", "c"], "outputs": ["e"]},
+      {"name": "relu", "op": "Relu", "inputs": ["e"], "outputs": ["y"]}
+    ]})");
+  return parse_graph_json(doc, "res.json");
+}
+
+TEST(Fusion, ResidualAddAndReluFuseIntoTheConvEpilogue) {
+  const Graph g = residual_block();
+  const Schedule s = compile_schedule(g, load_hw_config("default"));
+  ASSERT_THAT(program_names(s),
+              ::testing::ElementsAre("fused(conv1+relu1)", "fused(conv2+add+relu)"));
+  // Whatever the tiling, each conv2 compute reads its weights, its input rows of c and its
+  // residual piece of c: the tile's output pixels times its channels (1x1, stride 1: in_h x
+  // in_w x out_c of its shape, at 1 byte), and that load waits only for stores of conv1's group.
+  std::vector<std::uint32_t> conv1_stores;
+  std::size_t conv2_tiles = 0;
+  for (std::uint32_t i = 0; i < s.commands.size(); ++i) {
+    const Command& c = s.commands[i];
+    if (c.layer == "fused(conv1+relu1)" && c.engine == EngineKind::kDmaOut)
+      conv1_stores.push_back(i);
+    if (c.layer != "fused(conv2+add+relu)" || c.engine != EngineKind::kArray) continue;
+    ++conv2_tiles;
+    const auto& shape = std::get<ConvShape>(c.shape);
+    std::size_t loads = 0;
+    for (std::uint32_t d : c.deps) {
+      if (s.commands[d].engine == EngineKind::kDmaIn && s.commands[d].layer == c.layer) ++loads;
+    }
+    ASSERT_GE(c.deps.size(), 3u);
+    // The last load before the compute is the residual piece.
+    const Command& residual = s.commands[c.deps.back()];
+    EXPECT_EQ(residual.engine, EngineKind::kDmaIn);
+    EXPECT_EQ(residual.bytes, shape.in_h * shape.in_w * shape.out_c);
+    EXPECT_FALSE(residual.deps.empty());
+    for (std::uint32_t d : residual.deps) {
+      EXPECT_NE(std::find(conv1_stores.begin(), conv1_stores.end(), d), conv1_stores.end())
+          << s.commands[d].id;
+    }
+    EXPECT_GE(loads, 2u);  // input (or weights, when the input block is shared) and residual
+  }
+  EXPECT_GT(conv2_tiles, 0u);
+  // The group stores the Relu's output, each byte once: 8*8*32 = 2048 bytes; conv1's group its
+  // 2048. The Add's output and conv2's never reach DRAM, and the Add costs nothing.
+  EXPECT_EQ(bytes_of(s, EngineKind::kDmaOut, "fused(conv2+add+relu)"), 2048u);
+  EXPECT_EQ(bytes_of(s, EngineKind::kDmaOut), 2u * 2048u);
+  // MACs: two 1x1 convs of 8*8 pixels * 32 * 32 = 65536 each; the Add adds none.
+  EXPECT_EQ(schedule_macs(s), 2u * 65536u);
+  EXPECT_EQ(schedule_macs(s), graph_macs(g));
+}
+
+// ResNet-50 has 16 bottleneck blocks (3 + 4 + 6 + 3), each ending in Add + Relu. In the 4 with a
+// projection shortcut, the downsample conv comes after conv3 in layer order, so the downsample
+// conv takes the Add (conv3's output is already written by then).
+TEST(Fusion, ResNet50ResidualAddsFuse) {
+  const Graph g = load_graph_json(kZoo + "resnet50.json");
+  std::size_t residual = 0, downsample = 0;
+  for (const LayerGroup& group : fuse_layer_groups(g)) {
+    if (!group.residual) continue;
+    ++residual;
+    EXPECT_EQ(g.layers[group.layers.back()].op, "Relu") << group.name;
+    if (g.layers[group.layers[0]].name.find("downsample") != std::string::npos) ++downsample;
+  }
+  EXPECT_EQ(residual, 16u);
+  EXPECT_EQ(downsample, 4u);
+  EXPECT_EQ(graph_macs(g), 4089184256u);
+  for (const std::string config : {"default", "server"}) {
+    const Schedule s = compile_schedule(g, load_hw_config(config));
+    EXPECT_EQ(schedule_macs(s), graph_macs(g)) << config;
+    for (const Command& c : s.commands) {
+      if (c.engine == EngineKind::kVector) {
+        EXPECT_NE(op_table()[c.op].name, "Add") << c.layer;
+      }
+    }
+  }
+}
+
+// A real QDQ export (tf2onnx, MobileNet-EdgeTPU, three inverted-residual blocks on a
+// [1, 32, 56, 56] float input): 9 QuantizeLinear, 6 Conv, 3 Add, and 9 DequantizeLinear of
+// activations. One Q quantises the graph input; each conv's output is quantised (6); the first
+// two Adds' outputs are quantised (2); the last Add writes the float graph output, and the DQ of
+// the second Add's Q is a graph output too.
+TEST(Fusion, QdqPairsBecomeInt8TensorsWithNoExtraRoundTrip) {
+  const Graph g = import_onnx(kShared + "qdq_mobilenet_edgetpu_block.onnx", {});
+  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
+  // 1 input Quantize + 6 fused(Conv+Quantize) + 2 fused(Add+Quantize) + the last Add + the
+  // graph output's Dequantize = 11 groups; 27 layers before (9 Q + 9 DQ + 6 Conv + 3 Add).
+  ASSERT_EQ(groups.size(), 11u);
+  std::size_t conv_q = 0, add_q = 0;
+  for (const LayerGroup& group : groups) {
+    const std::string& head = g.layers[group.layers[0]].op;
+    const std::string& last = g.layers[group.layers.back()].op;
+    if (head == "Conv") {
+      EXPECT_EQ(last, "Quantize") << group.name;
+      // It reads an integer tensor: the dequantisation is folded into its load.
+      const Tensor& x = g.tensors[g.layers[group.layers[0]].inputs[0]];
+      EXPECT_EQ(dtype_bytes(x.dtype), 1u) << group.name;
+      ++conv_q;
+    }
+    if (head == "Add" && last == "Quantize") ++add_q;
+  }
+  EXPECT_EQ(conv_q, 6u);
+  EXPECT_EQ(add_q, 2u);
+  const Schedule s = compile_schedule(g, load_hw_config("server"));
+  for (const LayerGroup& group : groups) {
+    if (g.layers[group.layers[0]].op != "Conv") continue;
+    // Each conv group stores its quantised output once, one byte per element.
+    EXPECT_EQ(bytes_of(s, EngineKind::kDmaOut, group.name), g.tensors[group.output].elements())
+        << group.name;
+  }
+  EXPECT_EQ(schedule_macs(s), graph_macs(g));
+}
+
+}  // namespace
+}  // namespace npusim
