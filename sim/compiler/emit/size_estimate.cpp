@@ -43,9 +43,11 @@ std::uint64_t commands_of(const Graph& g, const LayerGroup& group, const Mapping
       const std::uint64_t blocks =
           mul(s.n, mul(ceil_div(s.oh, m.tile_rows), ceil_div(s.ow, m.tile_cols)));
       const std::uint64_t tiles = mul(chunks, blocks);
+      // Load, compute, store; and a fused residual Add's operand is one more load per tile.
+      const std::uint64_t per_tile = s.residual_elem_bytes > 0 ? 4 : 3;
       // One shared load per chunk (weights outer) or per input block (input outer).
-      if (m.order == LoopOrder::kInputOuter) return add(blocks, mul(3, tiles));
-      return add(s.weight_bytes_per_unit > 0 ? chunks : 0, mul(3, tiles));
+      if (m.order == LoopOrder::kInputOuter) return add(blocks, mul(per_tile, tiles));
+      return add(s.weight_bytes_per_unit > 0 ? chunks : 0, mul(per_tile, tiles));
     }
     case MappingKind::kMatMul: {
       const MatMulLayer mm = describe_matmul(g, group);
