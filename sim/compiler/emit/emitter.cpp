@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "sim/util/error.h"
+#include "sim/util/math.h"
 
 namespace npusim {
 
@@ -185,10 +186,21 @@ Emitter::CommandIndex Emitter::load_weights(std::uint64_t bytes, const LayerGrou
     --shared_fence_left_;
     after.insert(after.end(), shared_fence_.begin(), shared_fence_.end());
   }
-  Command c = dma(EngineKind::kDmaIn, bytes);
-  weights_buffer_ = buffer_name();
-  c.alloc.push_back({weights_buffer_, c.bytes});
-  return emit(std::move(c), "DI", di_, group, std::move(after));
+  // One transfer runs on one DMA channel: a chunk is loaded as up to one piece per DMA_IN
+  // channel, cut at bursts, so that all channels bring it in at once.
+  const std::uint64_t bursts = ceil_div(std::max<std::uint64_t>(bytes, 1), cfg_.dma.burst_bytes);
+  const std::uint64_t pieces =
+      cfg_.ideal_memory ? 1 : std::min<std::uint64_t>(cfg_.dma.in_channels, bursts);
+  const std::uint64_t piece_bytes = ceil_div(bursts, pieces) * cfg_.dma.burst_bytes;
+  weights_buffers_.clear();
+  weights_pieces_.clear();
+  for (std::uint64_t lo = 0; lo < std::max<std::uint64_t>(bytes, 1); lo += piece_bytes) {
+    Command c = dma(EngineKind::kDmaIn, std::min(bytes, lo + piece_bytes) - lo);
+    weights_buffers_.push_back(buffer_name());
+    c.alloc.push_back({weights_buffers_.back(), c.bytes});
+    weights_pieces_.push_back(emit(std::move(c), "DI", di_, group, after));
+  }
+  return weights_pieces_.front();
 }
 
 // The store of the tile two back on `slice`, or kNone. A slice holds two tiles at most: a new
@@ -224,7 +236,9 @@ Emitter::CommandIndex Emitter::tile(std::uint32_t slice, const LayerGroup& group
     c.alloc.push_back({in_buffers.back(), c.bytes});
     compute_deps.push_back(emit(std::move(c), "DI", di_, group, std::move(deps)));
   }
-  if (weights != kNone) compute_deps.push_back(weights);
+  if (weights != kNone) {
+    compute_deps.insert(compute_deps.end(), weights_pieces_.begin(), weights_pieces_.end());
+  }
   if (ring_wait != kNone) compute_deps.push_back(ring_wait);
   Command s;
   s.op = find_op(op);
@@ -242,7 +256,7 @@ Emitter::CommandIndex Emitter::tile(std::uint32_t slice, const LayerGroup& group
   if (frees_weights) {
     const std::vector<CommandIndex> last = last_per_queue(*other_readers);
     store_deps.insert(store_deps.end(), last.begin(), last.end());
-    o.free.push_back(weights_buffer_);
+    o.free.insert(o.free.end(), weights_buffers_.begin(), weights_buffers_.end());
   }
   const CommandIndex store = emit(std::move(o), "DO", do_, group, std::move(store_deps));
   if (frees_weights) weight_frees_.push_back(store);

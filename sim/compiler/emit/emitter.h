@@ -82,7 +82,10 @@ class Emitter {
   std::uint32_t slices_;
   std::vector<std::vector<CommandIndex>> stores_;  // per slice: its tiles' stores, in order
   std::vector<CommandIndex> weight_frees_;         // stores whose ends free weight chunks
-  std::string weights_buffer_;                     // the chunk most recently loaded
+  // The pieces of the shared chunk most recently loaded, and their buffers: every tile of the
+  // chunk waits for all of them, and the chunk's last store frees them all.
+  std::vector<CommandIndex> weights_pieces_;
+  std::vector<std::string> weights_buffers_;
   Schedule sched_;
   WriterIndex writers_;  // which stores wrote which bytes of each tensor (joins edit sched_)
   std::uint64_t di_ = 0, do_ = 0, s_ = 0, h_ = 0, buffers_ = 0;

@@ -1,6 +1,7 @@
 #include "sim/compiler/search/cost_search.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "sim/compiler/emit/emitter.h"
 #include "sim/compiler/emit/size_estimate.h"
@@ -45,8 +46,17 @@ cost::Cycles estimate_work_cycles(const GroupWork& work, const HwConfig& config,
     dma_out += U128{t.count} * transfer(t.store_bytes);
     bytes += U128{t.count} * (t.load_bytes + t.store_bytes);
   }
+  // A shared chunk is loaded as one piece per DMA_IN channel (Emitter::load_weights).
+  auto shared_piece = [&config](std::uint64_t chunk) {
+    const std::uint64_t bursts =
+        ceil_div(std::max<std::uint64_t>(chunk, 1), config.dma.burst_bytes);
+    const std::uint64_t pieces =
+        config.ideal_memory ? 1 : std::min<std::uint64_t>(config.dma.in_channels, bursts);
+    return std::pair{pieces, std::min(chunk, ceil_div(bursts, pieces) * config.dma.burst_bytes)};
+  };
   for (const SharedLoad& s : work.shared) {
-    dma_in += U128{s.count} * transfer(s.bytes);
+    const auto [pieces, piece] = shared_piece(s.bytes);
+    dma_in += U128{s.count} * pieces * transfer(piece);
     bytes += U128{s.count} * s.bytes;
   }
   for (const SharedLoad& s : work.stores) {
@@ -79,7 +89,7 @@ cost::Cycles estimate_work_cycles(const GroupWork& work, const HwConfig& config,
   if (!work.tiles.empty()) {
     steady += transfer(work.tiles.front().load_bytes) + transfer(work.tiles.back().store_bytes);
   }
-  if (!work.shared.empty()) steady += transfer(work.shared.front().bytes);
+  if (!work.shared.empty()) steady += transfer(shared_piece(work.shared.front().bytes).second);
   const U128 cap = ~std::uint64_t{0};
   return static_cast<cost::Cycles>(std::min(steady, cap));
 }
