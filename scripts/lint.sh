@@ -18,9 +18,15 @@ echo "lint: clang-format on ${#cxx[@]} files"
 clang-format --dry-run --Werror "${cxx[@]}"
 
 base="${1:-HEAD~1}"
-git rev-parse --verify -q "$base" >/dev/null || base=$(git rev-list --max-parents=0 HEAD | tail -n 1)
+if ! git rev-parse --verify -q "$base" >/dev/null; then
+  echo "lint: $base does not exist (a shallow clone?); clang-tidy skipped"
+  exit 0
+fi
+# Files with clang-tidy findings from before lint ran in CI (scripts/lint-baseline.txt): known
+# debt, listed so that they are fixed when next reworked rather than by whoever touches a line.
+mapfile -t baseline < <(grep -v '^#' scripts/lint-baseline.txt 2>/dev/null | grep -v '^$' || true)
 mapfile -t changed < <(git diff --name-only --diff-filter=AM "$base" -- '*.cpp' |
-                       grep -v '^tests/fuzz/corpus/' || true)
+                       grep -v '^tests/fuzz/corpus/' | grep -vxF -f <(printf '%s\n' "${baseline[@]}" "") || true)
 if [ ${#changed[@]} -eq 0 ]; then
   echo "lint: no C++ source changed since $base; clang-tidy skipped"
   exit 0

@@ -423,7 +423,8 @@ TEST(CostSearch, ResNet50OnDefaultIsWithinOneAndAHalfOfItsBound) {
   std::uint64_t reads = graph.weights_bytes(), writes = 0;
   for (std::uint32_t t : graph.inputs) reads += graph.tensors[t].bytes();
   for (std::uint32_t t : graph.outputs) writes += graph.tensors[t].bytes();
-  const double memory = std::max({reads / 8.0, writes / 8.0, (reads + writes) / 16.0});
+  const auto r = static_cast<double>(reads), w = static_cast<double>(writes);
+  const double memory = std::max({r / 8.0, w / 8.0, (r + w) / 16.0});
   const double bound = std::max(compute, memory);
   EXPECT_GT(compute, memory);  // ResNet-50 on 2 slices of 16x16 is compute-bound
   const std::uint64_t cycles = estimate(s, config).total_cycles();
