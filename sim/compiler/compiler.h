@@ -1,14 +1,14 @@
 // The compiler: a Graph and a HwConfig in, an op schedule out (docs/compiler.md).
 //
-// Per layer group (an array op with the batch-norm and activation that follow it fused in, or one
-// vector op) it picks a tiling whose working set fits local memory with double buffering, spreads
-// the tiles round-robin over the slices, and emits per tile DMA_IN of its inputs, one slice op and
-// DMA_OUT of its result; weights are loaded in chunks shared by all slices. Memory stays within
-// the capacity by construction: weight chunks take at most a quarter of it each with two live,
-// and each slice holds at most two tiles (inputs and output) of at most capacity / (4 * slices):
-// a tile's loads wait for the store of the tile two back on its slice.
-// Every command depends only on commands emitted before it, so the in-order queues never
-// deadlock.
+// Per layer group (an array op with the epilogue that follows it fused in, or one vector op) the
+// cost search (search/cost_search.h) costs candidate mappings with the shared cost model: tile
+// sizes, loop order (which operand is shared by the slices), slices used and shared chunks
+// live; the emitter then emits per tile DMA_IN of its inputs, one slice op and DMA_OUT of its
+// result. Memory stays within the capacity by construction: shared chunks take at most half of
+// it together, and each slice holds at most two tiles of at most capacity / (4 * slices used):
+// a tile's loads wait for the store of the tile two back on its slice, and a group with other
+// budgets than the last waits for its tiles to be gone. Every command depends only on commands
+// emitted before it, so the in-order queues never deadlock.
 //
 // compiler.cpp is the driver; the passes are in passes/, the map spaces and the Mapping type in
 // mapping/, the search strategies in search/, the emission in emit/ (docs/compiler.md, "Where
