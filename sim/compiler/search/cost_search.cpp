@@ -157,8 +157,8 @@ SearchChoice CostSearch::choose_explained(const MapSpace& space, const HwConfig&
   // closed forms err differently) and any within 1/kCloseFraction of the best, at most kEmitted,
   // each of at most kEmittedTiles tiles so compiling stays fast; otherwise the closed form
   // decides alone.
-  constexpr std::size_t kEmitted = 6;
-  constexpr std::uint64_t kCloseFraction = 8;
+  constexpr std::size_t kEmitted = 10;
+  constexpr std::uint64_t kCloseFraction = 4;
   constexpr std::uint64_t kEmittedTiles = 2048;
   std::vector<std::size_t> picked;  // positions in `ranked`
   std::vector<std::pair<MappingKind, LoopOrder>> families;
