@@ -69,6 +69,38 @@ std::vector<std::uint32_t> slice_options(std::uint32_t slices) {
   return counts;
 }
 
+std::vector<std::uint64_t> balanced_sizes(std::uint64_t total,
+                                          const std::vector<std::uint64_t>& options) {
+  std::vector<std::uint64_t> sizes;
+  for (const std::uint64_t size : options) {
+    const std::uint64_t balanced = ceil_div(total, ceil_div(total, size));
+    if (std::find(sizes.begin(), sizes.end(), balanced) == sizes.end()) sizes.push_back(balanced);
+  }
+  return sizes;
+}
+
+Mapping ResourceOption::mapping(MappingKind kind) const {
+  Mapping m;
+  m.kind = kind;
+  m.order = order;
+  m.slices = slices;
+  m.shared_live = shared_live;
+  return m;
+}
+
+std::vector<ResourceOption> resource_options(const HwConfig& config) {
+  std::vector<ResourceOption> options;
+  for (const std::uint32_t slices : slice_options(config.slices.count)) {
+    for (const std::uint32_t live : {2u, slices}) {
+      if (live != 2 && slices <= 2) continue;  // one per slice is the double buffer there
+      for (const LoopOrder order : {LoopOrder::kWeightsOuter, LoopOrder::kInputOuter}) {
+        options.push_back({slices, live, order, budgets_of(config, slices, live)});
+      }
+    }
+  }
+  return options;
+}
+
 void throw_cannot_fit(const Graph& graph, const LayerGroup& group, std::uint64_t lram_bytes,
                       std::uint64_t need_bytes, const std::string& what) {
   throw InputError(graph.source_file, "layer '" + group.name + "' " + group.loc,

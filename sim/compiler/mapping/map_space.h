@@ -103,6 +103,25 @@ std::vector<std::pair<std::uint64_t, std::uint64_t>> tile_cuts(std::uint64_t ful
 // Slice counts worth costing for a config of `slices`: all of them, then halvings down to 1.
 std::vector<std::uint32_t> slice_options(std::uint32_t slices);
 
+// The sizes of `options` balanced over a dimension of `total` (ceil(total / pieces) for the
+// pieces each makes), without repeats, in the order of `options`.
+std::vector<std::uint64_t> balanced_sizes(std::uint64_t total,
+                                          const std::vector<std::uint64_t>& options);
+
+// What a spatial or MatMul candidate is costed under besides its tile sizes: the slices it uses,
+// the shared chunks live, its loop order, and the budgets those give.
+struct ResourceOption {
+  std::uint32_t slices = 1;
+  std::uint32_t shared_live = 2;
+  LoopOrder order = LoopOrder::kWeightsOuter;
+  Budgets budgets;
+  // A Mapping of `kind` with these choices, for the caller to give its sizes.
+  Mapping mapping(MappingKind kind) const;
+};
+// For each of slice_options: 2 shared chunks live, and one per slice where there are more than
+// 2; each with weights outer, then input outer.
+std::vector<ResourceOption> resource_options(const HwConfig& config);
+
 // InputError naming the group: `what` needs `need_bytes` of local memory, more than its share.
 [[noreturn]] void throw_cannot_fit(const Graph& graph, const LayerGroup& group,
                                    std::uint64_t lram_bytes, std::uint64_t need_bytes,

@@ -54,39 +54,25 @@ MapSpace ksplit_map_space(const GroupContext& ctx, const MatMulLayer& mm) {
 // balanced and include multiples of the array's columns, rows multiples of its rows.
 std::vector<Mapping> matmul_candidates(const MatMulLayer& mm, const HwConfig& config,
                                        std::uint64_t max_cols) {
-  std::vector<std::uint64_t> col_sizes;
-  for (std::uint64_t c : size_options(max_cols, config.slices.cols)) {
-    const std::uint64_t balanced = ceil_div(mm.n, ceil_div(mm.n, c));
-    if (std::find(col_sizes.begin(), col_sizes.end(), balanced) == col_sizes.end()) {
-      col_sizes.push_back(balanced);
-    }
-  }
+  const std::vector<std::uint64_t> col_sizes =
+      balanced_sizes(mm.n, size_options(max_cols, config.slices.cols));
   std::vector<Mapping> out;
-  for (const std::uint32_t slices : slice_options(config.slices.count)) {
-    for (const std::uint32_t live : {2u, slices}) {
-      if (live != 2 && slices <= 2) continue;  // one per slice is the double buffer there
-      const Budgets b = budgets_of(config, slices, live);
-      for (const LoopOrder order : {LoopOrder::kWeightsOuter, LoopOrder::kInputOuter}) {
-        for (const std::uint64_t cols : col_sizes) {
-          if (order == LoopOrder::kWeightsOuter && cols * mm.bytes_per_col > b.weight_chunk_bytes)
-            continue;
-          for (const std::uint64_t rows : size_options(mm.rows_total, config.slices.rows)) {
-            const bool fits =
-                order == LoopOrder::kWeightsOuter
-                    ? mm.tile_bytes(rows, cols) <= b.tile_bytes
-                    : rows * mm.k * mm.a_elem_bytes <= b.weight_chunk_bytes &&
-                          cols * mm.bytes_per_col + rows * cols * mm.out_elem_bytes <= b.tile_bytes;
-            if (!fits) continue;
-            Mapping m;
-            m.kind = MappingKind::kMatMul;
-            m.tile_rows = rows;
-            m.tile_cols = cols;
-            m.order = order;
-            m.slices = slices;
-            m.shared_live = live;
-            out.push_back(m);
-          }
-        }
+  for (const ResourceOption& r : resource_options(config)) {
+    const bool weights_outer = r.order == LoopOrder::kWeightsOuter;
+    const Budgets& b = r.budgets;
+    for (const std::uint64_t cols : col_sizes) {
+      if (weights_outer && cols * mm.bytes_per_col > b.weight_chunk_bytes) continue;
+      for (const std::uint64_t rows : size_options(mm.rows_total, config.slices.rows)) {
+        const bool fits =
+            weights_outer
+                ? mm.tile_bytes(rows, cols) <= b.tile_bytes
+                : rows * mm.k * mm.a_elem_bytes <= b.weight_chunk_bytes &&
+                      cols * mm.bytes_per_col + rows * cols * mm.out_elem_bytes <= b.tile_bytes;
+        if (!fits) continue;
+        Mapping m = r.mapping(MappingKind::kMatMul);
+        m.tile_rows = rows;
+        m.tile_cols = cols;
+        out.push_back(m);
       }
     }
   }

@@ -150,49 +150,43 @@ std::vector<Mapping> spatial_candidates(const SpatialLayer& s, const HwConfig& c
   if (s.weight_bytes_per_unit > 0) {
     max_units = s.allowed_chunk(full.weight_chunk_bytes / s.weight_bytes_per_unit);
   }
-  std::vector<std::uint64_t> chunks;
+  // Within a group a chunk must divide the group's channels, which balancing would not keep.
   const std::uint64_t align = s.conv && !s.depthwise ? config.slices.cols : 1;
-  for (std::uint64_t u : size_options(max_units, align)) {
-    std::uint64_t balanced = ceil_div(s.units, ceil_div(s.units, u));
-    if (s.within_group) balanced = s.allowed_chunk(u);
-    if (balanced > 0 && std::find(chunks.begin(), chunks.end(), balanced) == chunks.end()) {
-      chunks.push_back(balanced);
+  std::vector<std::uint64_t> chunks;
+  if (s.within_group) {
+    for (const std::uint64_t u : size_options(max_units, align)) {
+      const std::uint64_t allowed = s.allowed_chunk(u);
+      if (allowed > 0 && std::find(chunks.begin(), chunks.end(), allowed) == chunks.end()) {
+        chunks.push_back(allowed);
+      }
     }
+  } else {
+    chunks = balanced_sizes(s.units, size_options(max_units, align));
   }
   std::vector<Mapping> out;
-  for (const std::uint32_t slices : slice_options(config.slices.count)) {
-    for (const std::uint32_t live : {2u, slices}) {
-      if (live != 2 && slices <= 2) continue;  // one per slice is the double buffer there
-      const Budgets b = budgets_of(config, slices, live);
-      for (const LoopOrder order : {LoopOrder::kWeightsOuter, LoopOrder::kInputOuter}) {
-        if (order == LoopOrder::kInputOuter && !s.input_outer_allowed()) continue;
-        for (const std::uint64_t cu : chunks) {
-          if (order == LoopOrder::kWeightsOuter && s.chunk_weight_bytes(cu) > b.weight_chunk_bytes)
-            continue;
-          for (const std::uint64_t rows : size_options(s.oh, 1)) {
-            // A tile's local memory, and what is shared between tiles, at these sizes.
-            auto fits = [&](std::uint64_t cols) {
-              if (order == LoopOrder::kWeightsOuter)
-                return s.tile_bytes(rows, cols, cu) <= b.tile_bytes;
-              return s.input_bytes(rows, cols, s.c) <= b.weight_chunk_bytes &&
-                     s.chunk_weight_bytes(cu) + s.output_bytes(rows, cols, cu) +
-                             s.residual_bytes(rows, cols, cu) <=
-                         b.tile_bytes;
-            };
-            std::uint64_t cols = s.ow;
-            while (!fits(cols) && cols > 1 && rows == 1) cols = ceil_div(cols, 2);
-            if (!fits(cols)) continue;
-            Mapping m;
-            m.kind = MappingKind::kSpatial;
-            m.tile_rows = rows;
-            m.tile_cols = cols;
-            m.tile_channel_units = cu;
-            m.order = order;
-            m.slices = slices;
-            m.shared_live = live;
-            out.push_back(m);
-          }
-        }
+  for (const ResourceOption& r : resource_options(config)) {
+    const bool weights_outer = r.order == LoopOrder::kWeightsOuter;
+    if (!weights_outer && !s.input_outer_allowed()) continue;
+    const Budgets& b = r.budgets;
+    for (const std::uint64_t cu : chunks) {
+      if (weights_outer && s.chunk_weight_bytes(cu) > b.weight_chunk_bytes) continue;
+      for (const std::uint64_t rows : size_options(s.oh, 1)) {
+        // A tile's local memory, and what is shared between tiles, at these sizes.
+        auto fits = [&](std::uint64_t cols) {
+          if (weights_outer) return s.tile_bytes(rows, cols, cu) <= b.tile_bytes;
+          return s.input_bytes(rows, cols, s.c) <= b.weight_chunk_bytes &&
+                 s.chunk_weight_bytes(cu) + s.output_bytes(rows, cols, cu) +
+                         s.residual_bytes(rows, cols, cu) <=
+                     b.tile_bytes;
+        };
+        std::uint64_t cols = s.ow;
+        while (!fits(cols) && cols > 1 && rows == 1) cols = ceil_div(cols, 2);
+        if (!fits(cols)) continue;
+        Mapping m = r.mapping(MappingKind::kSpatial);
+        m.tile_rows = rows;
+        m.tile_cols = cols;
+        m.tile_channel_units = cu;
+        out.push_back(m);
       }
     }
   }
