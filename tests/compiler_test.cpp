@@ -381,6 +381,77 @@ TEST(CompilerParts, LayerViewsAreTheUntiledGemmsAsScaleSimMapsThem) {
 
 namespace npusim {
 
+// conv1 of two_convs (3x3, 16 -> 32, pad 1, 8x8, int8) + bn1 + relu1, emitted alone with a mapping
+// given here, so that the emission of each loop order is checked against hand arithmetic.
+Schedule emit_conv1(const HwConfig& config, const Mapping& mapping) {
+  const Graph g = two_convs();
+  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
+  const TensorLayouts layouts = assign_layouts(g, groups);
+  Emitter scratch(g, config, layouts);
+  scratch.emit_group(groups[0], mapping);
+  return scratch.finish();
+}
+
+TEST(CompilerParts, InputOuterLoadsTheInputOnceAndSpreadsChannelChunksOverSlices) {
+  const HwConfig config = parse_hw_config("{}", "default.json");  // 1 DMA_IN channel
+  Mapping m;
+  m.kind = MappingKind::kSpatial;
+  m.tile_rows = 8;
+  m.tile_cols = 8;
+  m.tile_channel_units = 16;  // two chunks of 16 output channels
+  m.order = LoopOrder::kInputOuter;
+  m.slices = 2;
+  const Schedule s = emit_conv1(config, m);
+  // The input block once: 8 x 8 x 16 = 1024 bytes. Per chunk: its weights, 16 x (16 x 3 x 3) =
+  // 2304 bytes from byte 16 x 144 on for the second; a Conv reading 10 x 10 (padding folded in)
+  // x 16 channels into 16; its output 8 x 8 x 16 = 1024 bytes.
+  std::vector<std::string> ids;
+  for (const Command& c : s.commands) ids.push_back(c.id);
+  ASSERT_EQ(ids, (std::vector<std::string>{"DI0", "DI1", "S0", "DO0", "DI2", "S1", "DO1"}));
+  EXPECT_EQ(s.commands[0].bytes, 1024u);
+  EXPECT_EQ(s.commands[1].bytes, 2304u);
+  EXPECT_EQ(s.commands[4].bytes, 2304u);
+  for (const std::size_t i : {2u, 5u}) {
+    const auto& shape = std::get<ConvShape>(s.commands[i].shape);
+    EXPECT_EQ(shape.in_h, 10u);
+    EXPECT_EQ(shape.in_w, 10u);
+    EXPECT_EQ(shape.in_c, 16u);
+    EXPECT_EQ(shape.out_c, 16u);
+  }
+  EXPECT_EQ(s.commands[2].slice, 0u);  // the chunks go round-robin over the 2 slices
+  EXPECT_EQ(s.commands[5].slice, 1u);
+  EXPECT_EQ(s.commands[2].deps, (std::vector<std::uint32_t>{0, 1}));
+  EXPECT_EQ(s.commands[5].deps, (std::vector<std::uint32_t>{0, 4}));
+  EXPECT_EQ(s.commands[3].bytes, 1024u);
+  // The last chunk's store waits for both computes and frees the shared block, b0.
+  EXPECT_EQ(s.commands[6].deps, (std::vector<std::uint32_t>{2, 5}));
+  EXPECT_NE(std::find(s.commands[6].free.begin(), s.commands[6].free.end(), "b0"),
+            s.commands[6].free.end());
+}
+
+TEST(CompilerParts, ASharedChunkLoadsInPiecesOverTheDmaChannels) {
+  // server: 4 DMA_IN channels, bursts of 1024 bytes.
+  const HwConfig config = load_hw_config("server");
+  Mapping m;
+  m.kind = MappingKind::kSpatial;
+  m.tile_rows = 8;
+  m.tile_cols = 8;
+  m.tile_channel_units = 32;  // one chunk: 32 x 144 = 4608 bytes of weights
+  const Schedule s = emit_conv1(config, m);
+  // 4608 bytes are 5 bursts; over at most 4 channels a piece is ceil(5 / 4) = 2 bursts, 2048
+  // bytes: pieces of 2048, 2048 and 512. Then the tile's input (1024), its compute, its store.
+  std::vector<std::uint64_t> loads;
+  for (std::size_t i = 0; i < 4; ++i) loads.push_back(s.commands[i].bytes);
+  EXPECT_EQ(loads, (std::vector<std::uint64_t>{2048, 2048, 512, 1024}));
+  ASSERT_EQ(s.commands.size(), 6u);
+  EXPECT_EQ(s.commands[4].deps, (std::vector<std::uint32_t>{0, 1, 2, 3}));  // every piece
+  // The store frees the output and the three pieces' buffers b0, b1, b2.
+  EXPECT_EQ(s.commands[5].free.size(), 4u);
+  const SharedPieces p = shared_pieces(4608, config);
+  EXPECT_EQ(p.count, 3u);
+  EXPECT_EQ(p.piece_bytes, 2048u);
+}
+
 // ---- the cost search ----------------------------------------------------------------------------
 
 namespace {

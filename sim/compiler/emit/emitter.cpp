@@ -186,12 +186,8 @@ Emitter::CommandIndex Emitter::load_weights(std::uint64_t bytes, const LayerGrou
     --shared_fence_left_;
     after.insert(after.end(), shared_fence_.begin(), shared_fence_.end());
   }
-  // One transfer runs on one DMA channel: a chunk is loaded as up to one piece per DMA_IN
-  // channel, cut at bursts, so that all channels bring it in at once.
-  const std::uint64_t bursts = ceil_div(std::max<std::uint64_t>(bytes, 1), cfg_.dma.burst_bytes);
-  const std::uint64_t pieces =
-      cfg_.ideal_memory ? 1 : std::min<std::uint64_t>(cfg_.dma.in_channels, bursts);
-  const std::uint64_t piece_bytes = ceil_div(bursts, pieces) * cfg_.dma.burst_bytes;
+  // One piece per DMA_IN channel at most, so that all channels bring the chunk in at once.
+  const std::uint64_t piece_bytes = shared_pieces(bytes, cfg_).piece_bytes;
   weights_buffers_.clear();
   weights_pieces_.clear();
   for (std::uint64_t lo = 0; lo < std::max<std::uint64_t>(bytes, 1); lo += piece_bytes) {

@@ -79,6 +79,16 @@ std::vector<std::uint64_t> balanced_sizes(std::uint64_t total,
   return sizes;
 }
 
+SharedPieces shared_pieces(std::uint64_t bytes, const HwConfig& config) {
+  const std::uint64_t burst = config.dma.burst_bytes;
+  const std::uint64_t bursts = ceil_div(std::max<std::uint64_t>(bytes, 1), burst);
+  const std::uint64_t most =
+      config.ideal_memory ? 1 : std::min<std::uint64_t>(config.dma.in_channels, bursts);
+  const std::uint64_t piece_bytes =
+      std::min(std::max<std::uint64_t>(bytes, 1), ceil_div(bursts, most) * burst);
+  return {ceil_div(std::max<std::uint64_t>(bytes, 1), piece_bytes), piece_bytes};
+}
+
 Mapping ResourceOption::mapping(MappingKind kind) const {
   Mapping m;
   m.kind = kind;

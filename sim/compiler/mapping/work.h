@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "sim/config/hw_config.h"
 #include "sim/ir/ops.h"
 #include "sim/ir/schedule.h"
 
@@ -27,6 +28,14 @@ struct SharedLoad {
   std::uint64_t count = 0;
   std::uint64_t bytes = 0;
 };
+
+// A shared chunk of `bytes` loads as pieces of whole bursts, up to one per DMA_IN channel (one
+// transfer runs on one channel), all of `piece_bytes` but the last; one piece with ideal memory.
+struct SharedPieces {
+  std::uint64_t count = 1;
+  std::uint64_t piece_bytes = 0;
+};
+SharedPieces shared_pieces(std::uint64_t bytes, const HwConfig& config);
 
 struct GroupWork {
   std::vector<TileClass> tiles;

@@ -46,17 +46,11 @@ cost::Cycles estimate_work_cycles(const GroupWork& work, const HwConfig& config,
     dma_out += U128{t.count} * transfer(t.store_bytes);
     bytes += U128{t.count} * (t.load_bytes + t.store_bytes);
   }
-  // A shared chunk is loaded as one piece per DMA_IN channel (Emitter::load_weights).
-  auto shared_piece = [&config](std::uint64_t chunk) {
-    const std::uint64_t bursts =
-        ceil_div(std::max<std::uint64_t>(chunk, 1), config.dma.burst_bytes);
-    const std::uint64_t pieces =
-        config.ideal_memory ? 1 : std::min<std::uint64_t>(config.dma.in_channels, bursts);
-    return std::pair{pieces, std::min(chunk, ceil_div(bursts, pieces) * config.dma.burst_bytes)};
-  };
+  // A shared chunk loads in pieces over the DMA_IN channels (shared_pieces); the last may be
+  // shorter, which the estimate ignores.
   for (const SharedLoad& s : work.shared) {
-    const auto [pieces, piece] = shared_piece(s.bytes);
-    dma_in += U128{s.count} * pieces * transfer(piece);
+    const SharedPieces p = shared_pieces(s.bytes, config);
+    dma_in += U128{s.count} * p.count * transfer(p.piece_bytes);
     bytes += U128{s.count} * s.bytes;
   }
   for (const SharedLoad& s : work.stores) {
@@ -89,7 +83,9 @@ cost::Cycles estimate_work_cycles(const GroupWork& work, const HwConfig& config,
   if (!work.tiles.empty()) {
     steady += transfer(work.tiles.front().load_bytes) + transfer(work.tiles.back().store_bytes);
   }
-  if (!work.shared.empty()) steady += transfer(shared_piece(work.shared.front().bytes).second);
+  if (!work.shared.empty()) {
+    steady += transfer(shared_pieces(work.shared.front().bytes, config).piece_bytes);
+  }
   const U128 cap = ~std::uint64_t{0};
   return static_cast<cost::Cycles>(std::min(steady, cap));
 }
