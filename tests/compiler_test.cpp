@@ -452,6 +452,38 @@ TEST(CompilerParts, ASharedChunkLoadsInPiecesOverTheDmaChannels) {
   EXPECT_EQ(p.piece_bytes, 2048u);
 }
 
+TEST(CompilerParts, KSplitTilesGoStepMajorOneTilePerSlice) {
+  // [4, 64] x [64, 32] int8, K-split into output tiles of 4 x 16 and steps of 32: 2 tiles of 2
+  // steps. Emitted step-major over the 2 slices: tile 0 step 0, tile 1 step 0, tile 0 step 1,
+  // tile 1 step 1, so the in-order DMA_IN queue feeds both slices at once; then the 2 stores.
+  const Json doc = Json::parse(R"({"format": "npusim-graph", "version": 1, "name": "mm",
+    "tensors": [{"name": "a", "shape": [4, 64]}, {"name": "b", "shape": [64, 32], "constant": true},
+                {"name": "y", "shape": [4, 32]}],
+    "inputs": ["a"], "outputs": ["y"],
+    "layers": [{"name": "mm", "op": "MatMul", "inputs": ["a", "b"], "outputs": ["y"]}]})");
+  const Graph g = parse_graph_json(doc, "mm.json");
+  const HwConfig config = parse_hw_config("{}", "default.json");
+  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
+  const TensorLayouts layouts = assign_layouts(g, groups);
+  Mapping m;
+  m.kind = MappingKind::kMatMulKSplit;
+  m.tile_rows = 4;
+  m.tile_cols = 16;
+  m.k_step = 32;
+  Emitter scratch(g, config, layouts);
+  scratch.emit_group(groups[0], m);
+  const Schedule s = scratch.finish();
+  std::vector<std::string> order;
+  for (const Command& c : s.commands) {
+    order.push_back(on_slice(c.engine) ? "S@" + std::to_string(c.slice)
+                                       : c.id.substr(0, 2) + std::to_string(c.bytes));
+  }
+  // A step loads 4 x 32 = 128 bytes of A and 32 x 16 = 512 of B; a tile stores 4 x 16 = 64.
+  EXPECT_EQ(order,
+            (std::vector<std::string>{"DI128", "DI512", "S@0", "DI128", "DI512", "S@1", "DI128",
+                                      "DI512", "S@0", "DI128", "DI512", "S@1", "DO64", "DO64"}));
+}
+
 // ---- the cost search ----------------------------------------------------------------------------
 
 namespace {
