@@ -78,9 +78,11 @@ TEST(Compiler, FusesConvBatchNormAndActivation) {
   EXPECT_EQ(s.programs[0].loc,
             "loc(fused[\"two.json\":/layers/0, \"two.json\":/layers/1, \"two.json\":/layers/2])");
   EXPECT_EQ(s.programs[1].name, "conv2");
+  // Only convs, and the partial sums of a conv split over the slices: the batch norm and the
+  // activation are applied to the array's output, not on the vector unit.
   for (const Command& c : s.commands) {
     if (on_slice(c.engine)) {
-      EXPECT_EQ(op_table()[c.op].name, "Conv");
+      EXPECT_THAT(std::string(op_table()[c.op].name), ::testing::AnyOf("Conv", "PartialSum"));
     }
   }
 }
@@ -139,12 +141,18 @@ TEST(Compiler, ATransposeWaitsForEveryStoreOfItsInput) {
   }
   ASSERT_GT(mm_stores.size(), 1u);
   ASSERT_TRUE(first_transpose_load.has_value());
-  for (std::uint32_t store : mm_stores) {
-    EXPECT_NE(std::find(s.commands[*first_transpose_load].deps.begin(),
-                        s.commands[*first_transpose_load].deps.end(), store),
-              s.commands[*first_transpose_load].deps.end())
-        << s.commands[store].id;
+  // It waits for each store directly or through the dependencies of a store it waits for (a
+  // join, emit/writer_index.h): every command it reaches through dependencies has ended first.
+  std::vector<bool> reached(s.commands.size(), false);
+  std::vector<std::uint32_t> stack = {*first_transpose_load};
+  while (!stack.empty()) {
+    const std::uint32_t c = stack.back();
+    stack.pop_back();
+    for (const std::uint32_t d : s.commands[c].deps) {
+      if (!reached[d]) stack.push_back(d), reached[d] = true;
+    }
   }
+  for (std::uint32_t store : mm_stores) EXPECT_TRUE(reached[store]) << s.commands[store].id;
 }
 
 TEST(Compiler, MacsEqualTheGraphsAnalyticCount) {
@@ -402,30 +410,32 @@ TEST(CompilerParts, InputOuterLoadsTheInputOnceAndSpreadsChannelChunksOverSlices
   m.order = LoopOrder::kInputOuter;
   m.slices = 2;
   const Schedule s = emit_conv1(config, m);
-  // The input block once: 8 x 8 x 16 = 1024 bytes. Per chunk: its weights, 16 x (16 x 3 x 3) =
-  // 2304 bytes from byte 16 x 144 on for the second; a Conv reading 10 x 10 (padding folded in)
-  // x 16 channels into 16; its output 8 x 8 x 16 = 1024 bytes.
+  // Per chunk its weights, 16 x (16 x 3 x 3) = 2304 bytes, first (they wait for no activation, so
+  // they load while an earlier layer computes); then the input block once, 8 x 8 x 16 = 1024
+  // bytes; then per chunk a Conv reading 10 x 10 (padding folded in) x 16 channels into 16, and
+  // its output, 8 x 8 x 16 = 1024 bytes.
   std::vector<std::string> ids;
   for (const Command& c : s.commands) ids.push_back(c.id);
-  ASSERT_EQ(ids, (std::vector<std::string>{"DI0", "DI1", "S0", "DO0", "DI2", "S1", "DO1"}));
-  EXPECT_EQ(s.commands[0].bytes, 1024u);
+  ASSERT_EQ(ids, (std::vector<std::string>{"DI0", "DI1", "DI2", "S0", "DO0", "S1", "DO1"}));
+  EXPECT_EQ(s.commands[0].bytes, 2304u);
   EXPECT_EQ(s.commands[1].bytes, 2304u);
-  EXPECT_EQ(s.commands[4].bytes, 2304u);
-  for (const std::size_t i : {2u, 5u}) {
+  EXPECT_EQ(s.commands[2].bytes, 1024u);
+  for (const std::size_t i : {3u, 5u}) {
     const auto& shape = std::get<ConvShape>(s.commands[i].shape);
     EXPECT_EQ(shape.in_h, 10u);
     EXPECT_EQ(shape.in_w, 10u);
     EXPECT_EQ(shape.in_c, 16u);
     EXPECT_EQ(shape.out_c, 16u);
   }
-  EXPECT_EQ(s.commands[2].slice, 0u);  // the chunks go round-robin over the 2 slices
+  EXPECT_EQ(s.commands[3].slice, 0u);  // the chunks go round-robin over the 2 slices
   EXPECT_EQ(s.commands[5].slice, 1u);
-  EXPECT_EQ(s.commands[2].deps, (std::vector<std::uint32_t>{0, 1}));
-  EXPECT_EQ(s.commands[5].deps, (std::vector<std::uint32_t>{0, 4}));
-  EXPECT_EQ(s.commands[3].bytes, 1024u);
-  // The last chunk's store waits for both computes and frees the shared block, b0.
-  EXPECT_EQ(s.commands[6].deps, (std::vector<std::uint32_t>{2, 5}));
-  EXPECT_NE(std::find(s.commands[6].free.begin(), s.commands[6].free.end(), "b0"),
+  EXPECT_EQ(s.commands[3].deps, (std::vector<std::uint32_t>{0, 2}));
+  EXPECT_EQ(s.commands[5].deps, (std::vector<std::uint32_t>{1, 2}));
+  EXPECT_EQ(s.commands[4].bytes, 1024u);
+  // The last chunk's store waits for both computes and frees the shared block: its buffer is the
+  // third named, b2, after the two chunks' weights.
+  EXPECT_EQ(s.commands[6].deps, (std::vector<std::uint32_t>{3, 5}));
+  EXPECT_NE(std::find(s.commands[6].free.begin(), s.commands[6].free.end(), "b2"),
             s.commands[6].free.end());
 }
 
@@ -482,6 +492,60 @@ TEST(CompilerParts, KSplitTilesGoStepMajorOneTilePerSlice) {
   EXPECT_EQ(order,
             (std::vector<std::string>{"DI128", "DI512", "S@0", "DI128", "DI512", "S@1", "DI128",
                                       "DI512", "S@0", "DI128", "DI512", "S@1", "DO64", "DO64"}));
+}
+
+TEST(CompilerParts, AConvSplitOverSlicesAddsItsPartialSums) {
+  // conv1 of two_convs (3x3, 16 -> 32, pad 1, 8x8, int8, batch norm folded) as one tile of 8 x 8
+  // pixels and 32 channels, its 16 input channels split into 2 parts of 8 on the 2 slices of
+  // `default` (1 DMA_IN and 1 DMA_OUT channel).
+  const HwConfig config = parse_hw_config("{}", "default.json");
+  Mapping m;
+  m.kind = MappingKind::kSpatial;
+  m.tile_rows = 8;
+  m.tile_cols = 8;
+  m.tile_channel_units = 32;
+  m.order = LoopOrder::kInputOuter;
+  m.slices = 2;
+  m.k_parts = 2;
+  Schedule s = emit_conv1(config, m);
+  std::vector<std::string> order;
+  for (const Command& c : s.commands) {
+    order.push_back(on_slice(c.engine)
+                        ? std::string(op_table()[c.op].name) + "@" + std::to_string(c.slice)
+                        : c.id.substr(0, 2) + std::to_string(c.bytes));
+  }
+  // Each part's weights first: half of 32 x 16 x 3 x 3 = 4608 bytes, 2304. Then the input block,
+  // 8 x 8 x 16 = 1024. Then a Conv per part; the reduction in pieces of whole rows, at most one per
+  // part: 2 pieces of 4 rows, one on each part's slice; one store (one DMA_OUT channel) of the
+  // 8 x 8 x 32 = 2048 output bytes.
+  ASSERT_EQ(order, (std::vector<std::string>{"DI2304", "DI2304", "DI1024", "Conv@0", "Conv@1",
+                                             "PartialSum@0", "PartialSum@1", "DO2048"}));
+  for (const std::size_t i : {3u, 4u}) {
+    const auto& shape = std::get<ConvShape>(s.commands[i].shape);
+    EXPECT_EQ(shape.in_c, 8u);  // its part of the input channels
+    EXPECT_EQ(shape.out_c, 32u);
+    EXPECT_EQ(shape.in_h, 10u);
+    // Partial sums at 4 bytes: a buffer per piece of 4 x 8 x 32 x 4 = 4096 bytes.
+    ASSERT_EQ(s.commands[i].alloc.size(), 2u);
+    EXPECT_EQ(s.commands[i].alloc[0].bytes, 4096u);
+    EXPECT_EQ(s.commands[i].alloc[1].bytes, 4096u);
+  }
+  EXPECT_EQ(s.commands[3].deps, (std::vector<std::uint32_t>{0, 2}));  // its weights, the block
+  EXPECT_EQ(s.commands[4].deps, (std::vector<std::uint32_t>{1, 2}));
+  for (const std::size_t i : {5u, 6u}) {
+    // One partial added to the other over 4 x 8 x 32 = 1024 elements; the output piece is 1024
+    // bytes at int8; it frees one partial buffer of each Conv.
+    EXPECT_EQ(std::get<ElementsShape>(s.commands[i].shape).elements, 1024u);
+    EXPECT_EQ(s.commands[i].deps, (std::vector<std::uint32_t>{3, 4}));
+    EXPECT_EQ(s.commands[i].alloc.at(0).bytes, 1024u);
+    EXPECT_EQ(s.commands[i].free.size(), 2u);
+  }
+  EXPECT_EQ(s.commands[7].deps, (std::vector<std::uint32_t>{3, 4, 5, 6}));
+  // The MACs are the layer's, split: 8 x 8 pixels x 32 channels x (16 x 3 x 3) = 294912.
+  Diagnostics diag("two.json");
+  finalize_schedule(s, config, diag);
+  ASSERT_TRUE(diag.empty());
+  EXPECT_EQ(schedule_macs(s), 294912u);
 }
 
 // ---- the cost search ----------------------------------------------------------------------------

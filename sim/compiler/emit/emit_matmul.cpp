@@ -128,8 +128,8 @@ void Emitter::emit_matmul_ksplit(const LayerGroup& group, const Mapping& mapping
   struct OutTile {
     std::uint64_t r0, r1, c0, nc;
     std::uint32_t slice;
+    std::uint64_t bytes;
     CommandIndex ring_wait;
-    std::vector<CommandIndex> fence;
     std::string out_buffer;
     std::vector<CommandIndex> steps;
   };
@@ -149,8 +149,9 @@ void Emitter::emit_matmul_ksplit(const LayerGroup& group, const Mapping& mapping
         o.c0 = origins[t].second;
         o.nc = std::min(mm.n, o.c0 + cols) - o.c0;
         o.slice = next_slice();
-        o.ring_wait = two_back(o.slice);
-        take_fence(o.slice, o.fence);
+        // The slice holds the output and two steps' inputs.
+        o.bytes = (o.r1 - o.r0) * o.nc * ey + 2 * ((o.r1 - o.r0) * kc * ea + kc * o.nc * eb);
+        o.ring_wait = ring_wait(o.bytes);
         o.out_buffer = buffer_name();
         batch.push_back(std::move(o));
       }
@@ -159,11 +160,11 @@ void Emitter::emit_matmul_ksplit(const LayerGroup& group, const Mapping& mapping
         for (OutTile& o : batch) {
           // The first two steps wait for the tile two back instead.
           const CommandIndex wait = o.steps.size() >= 2 ? o.steps[o.steps.size() - 2] : o.ring_wait;
-          std::vector<CommandIndex> a_deps = o.fence;
+          std::vector<CommandIndex> a_deps;
           reader_deps(mm.a, ranges.a_rows ? (a_base + o.r0) * a_row_bytes : 0,
                       ranges.a_rows ? (a_base + o.r1) * a_row_bytes : a.bytes(), a_deps);
           if (wait != kNone) a_deps.push_back(wait);
-          std::vector<CommandIndex> b_deps = o.fence;
+          std::vector<CommandIndex> b_deps;
           if (!b.constant) {
             reader_deps(mm.b, ranges.b_exact ? b_base * b_batch_bytes : 0,
                         ranges.b_exact ? (b_base + 1) * b_batch_bytes : b.bytes(), b_deps);
@@ -197,7 +198,7 @@ void Emitter::emit_matmul_ksplit(const LayerGroup& group, const Mapping& mapping
         const CommandIndex st = emit(std::move(store), "DO", do_, group, {o.steps.back()});
         record_write(group.output, (y_base + o.r0) * y_row_bytes, (y_base + o.r1) * y_row_bytes,
                      st);
-        stores_[o.slice].push_back(st);
+        push_ring(st, o.bytes);
       }
     }
   }

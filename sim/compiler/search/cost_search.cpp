@@ -34,13 +34,17 @@ cost::Cycles TransferCycles::operator()(std::uint64_t bytes) {
 cost::Cycles estimate_work_cycles(const GroupWork& work, const HwConfig& config,
                                   TransferCycles& transfer) {
   __extension__ using U128 = unsigned __int128;
-  U128 tiles = 0, compute = 0, dma_in = 0, dma_out = 0, bytes = 0;
+  // Per slice unit (array, vector): the tiles it runs and their cycles.
+  U128 unit_tiles[2] = {0, 0}, unit_compute[2] = {0, 0};
+  U128 tiles = 0, dma_in = 0, dma_out = 0, bytes = 0;
   for (const TileClass& t : work.tiles) {
     const cost::Cycles c = cost::slice_op_cost(t.op, t.shape, config).cycles;
+    const std::size_t unit = op_table()[t.op].unit == EngineKind::kArray ? 0 : 1;
     tiles += t.count;
+    unit_tiles[unit] += t.count;
     // At least a cycle per command even with free dispatch (ideal memory), so that cutting a
     // layer never looks cheaper for SCALE-Sim's "-1" in each command's cycles.
-    compute += U128{t.count} * (c + std::max<std::uint32_t>(config.dispatch_cycles, 1));
+    unit_compute[unit] += U128{t.count} * (c + std::max<std::uint32_t>(config.dispatch_cycles, 1));
     const std::uint64_t piece = ceil_div(t.load_bytes, std::max<std::uint32_t>(t.loads, 1));
     dma_in += U128{t.count} * t.loads * transfer(piece);
     dma_out += U128{t.count} * transfer(t.store_bytes);
@@ -61,14 +65,21 @@ cost::Cycles estimate_work_cycles(const GroupWork& work, const HwConfig& config,
   // Only shared_live chunks are live at once: their tiles are all the slices can work on.
   U128 shared_count = 0;
   for (const SharedLoad& s : work.shared) shared_count += s.count;
-  if (shared_count > 0 && tiles > 0) {
-    const U128 per_shared = (tiles + shared_count - 1) / shared_count;
+  // (A split reduction's vector tiles run beside its array tiles: count the array's.)
+  const U128 spread = unit_tiles[0] > 0 ? unit_tiles[0] : tiles;
+  if (shared_count > 0 && spread > 0) {
+    const U128 per_shared = (spread + shared_count - 1) / shared_count;
     const U128 busy = per_shared * std::max<std::uint32_t>(work.shared_live, 2);
     if (busy < slices) slices = static_cast<std::uint64_t>(busy);
   }
-  // Round-robin: the busiest slice runs ceil(tiles / slices) tiles of the average length.
-  const U128 per_slice = tiles == 0 ? 0 : (tiles + slices - 1) / slices;
-  const U128 busiest = tiles == 0 ? 0 : (compute * per_slice + tiles - 1) / tiles;
+  // Round-robin: the busiest slice's unit runs ceil(tiles / slices) of its tiles of the average
+  // length; a slice's array and vector unit overlap.
+  U128 busiest = 0;
+  for (std::size_t u = 0; u < 2; ++u) {
+    if (unit_tiles[u] == 0) continue;
+    const U128 per_slice = (unit_tiles[u] + slices - 1) / slices;
+    busiest = std::max(busiest, (unit_compute[u] * per_slice + unit_tiles[u] - 1) / unit_tiles[u]);
+  }
   const U128 in = (dma_in + config.dma.in_channels - 1) / config.dma.in_channels;
   const U128 out = (dma_out + config.dma.out_channels - 1) / config.dma.out_channels;
   const cost::DramTiming dram(config);
@@ -236,6 +247,7 @@ std::string describe_mapping(const Mapping& m) {
   }
   add("slices", m.slices);
   if (m.shared_live != 2) add("live", m.shared_live);
+  if (m.k_parts > 1) add("k_parts", m.k_parts);
   return s;
 }
 
