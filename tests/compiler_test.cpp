@@ -489,9 +489,11 @@ TEST(CompilerParts, KSplitTilesGoStepMajorOneTilePerSlice) {
                                        : c.id.substr(0, 2) + std::to_string(c.bytes));
   }
   // A step loads 4 x 32 = 128 bytes of A and 32 x 16 = 512 of B; a tile stores 4 x 16 = 64.
+  // Within a step, both tiles' B parts come first (weights wait for no activation), then each
+  // tile's A part and its Gemm.
   EXPECT_EQ(order,
-            (std::vector<std::string>{"DI128", "DI512", "S@0", "DI128", "DI512", "S@1", "DI128",
-                                      "DI512", "S@0", "DI128", "DI512", "S@1", "DO64", "DO64"}));
+            (std::vector<std::string>{"DI512", "DI512", "DI128", "S@0", "DI128", "S@1", "DI512",
+                                      "DI512", "DI128", "S@0", "DI128", "S@1", "DO64", "DO64"}));
 }
 
 TEST(CompilerParts, AConvSplitOverSlicesAddsItsPartialSums) {
@@ -546,6 +548,56 @@ TEST(CompilerParts, AConvSplitOverSlicesAddsItsPartialSums) {
   finalize_schedule(s, config, diag);
   ASSERT_TRUE(diag.empty());
   EXPECT_EQ(schedule_macs(s), 294912u);
+}
+
+TEST(CompilerParts, AnOutputKeptOnChipIsReadWithoutALoad) {
+  // two_convs on `default` (2 slices): conv1 in two tiles of 4 rows (weights outer), keeping its
+  // output on chip; conv2 (1x1, 32 -> 8) input outer as one block of all 8 x 8 pixels, which reads
+  // conv1's output from the buffers its tiles wrote instead of loading it.
+  const Graph g = two_convs();
+  const HwConfig config = parse_hw_config("{}", "default.json");
+  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
+  const TensorLayouts layouts = assign_layouts(g, groups);
+  Emitter emitter(g, config, layouts);
+  Mapping m0;
+  m0.kind = MappingKind::kSpatial;
+  m0.tile_rows = 4;
+  m0.tile_cols = 8;
+  m0.tile_channel_units = 32;
+  Mapping m1 = m0;
+  m1.tile_rows = 8;
+  m1.tile_channel_units = 8;
+  m1.order = LoopOrder::kInputOuter;
+  emitter.emit_group(groups[0], m0, /*keep_output=*/true);
+  emitter.emit_group(groups[1], m1);
+  Schedule s = emitter.finish();
+  std::vector<std::string> ids;
+  for (const Command& c : s.commands) ids.push_back(c.id);
+  // conv1: weights b0; tile 0 loads b1, writes b2; tile 1 loads b3, writes b4. conv2: its weights
+  // (8 x 32 = 256 bytes, b5) and no load of its input; its Conv writes b6; one store.
+  ASSERT_EQ(ids, (std::vector<std::string>{"DI0", "DI1", "S0", "DO0", "DI2", "S1", "DO1", "DI3",
+                                           "S2", "DO2"}));
+  // conv1's stores still write its output to DRAM, but keep the buffers: DO1 frees only the
+  // weights.
+  EXPECT_TRUE(s.commands[3].free.empty());
+  EXPECT_EQ(s.commands[6].free, (std::vector<std::string>{"b0"}));
+  EXPECT_EQ(s.commands[7].bytes, 256u);
+  // conv2's Conv waits for its weights and for conv1's last Conv on each slice's array.
+  EXPECT_EQ(s.commands[8].deps, (std::vector<std::uint32_t>{2, 5, 7}));
+  // Its store (8 x 8 x 8 = 512 bytes) waits for every writer of the kept output and frees it.
+  EXPECT_EQ(s.commands[9].bytes, 512u);
+  EXPECT_EQ(s.commands[9].deps, (std::vector<std::uint32_t>{2, 5, 8}));
+  for (const char* kept : {"b2", "b4", "b6"}) {
+    EXPECT_NE(std::find(s.commands[9].free.begin(), s.commands[9].free.end(), kept),
+              s.commands[9].free.end())
+        << kept;
+  }
+  // The schedule checks (every buffer freed by a command that depends on its allocator) and the
+  // work is the graph's.
+  Diagnostics diag("two.json");
+  finalize_schedule(s, config, diag);
+  ASSERT_TRUE(diag.empty());
+  EXPECT_EQ(schedule_macs(s), graph_macs(g));
 }
 
 // ---- the cost search ----------------------------------------------------------------------------

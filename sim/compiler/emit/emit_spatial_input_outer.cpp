@@ -56,6 +56,7 @@ void Emitter::emit_spatial_input_outer(const LayerGroup& group, const SpatialLay
       const TileWindow v = s.window(t, rows, cols);
       const std::uint64_t tr = v.r1 - v.r0, tc = v.c1 - v.c0;
       std::vector<CommandIndex> computes;  // every Conv that read the block
+      const bool reads_kept = kept_ && kept_->tensor == s.input;
       for (std::uint64_t first = 0; first < chunks; first += wave_chunks) {
         const std::uint64_t last = std::min(chunks, first + wave_chunks);
         // 1. The weights of the wave.
@@ -80,8 +81,11 @@ void Emitter::emit_spatial_input_outer(const LayerGroup& group, const SpatialLay
             parts.push_back(std::move(p));
           }
         }
-        // 2. The input block.
-        if (first == 0) {
+        // 2. The input block, or the last group's output kept on chip.
+        if (first == 0 && reads_kept) {
+          weights_pieces_ = last_per_queue(kept_->writers);
+          weights_buffers_ = kept_->buffers;
+        } else if (first == 0) {
           std::vector<CommandIndex> after;
           reader_deps(s.input, x_image ? (img * s.h + v.lo) * x_row_bytes : 0,
                       x_image ? (img * s.h + v.hi) * x_row_bytes : g_.tensors[s.input].bytes(),
@@ -131,6 +135,16 @@ void Emitter::emit_spatial_input_outer(const LayerGroup& group, const SpatialLay
               (img * s.oh + v.r1) * y_row_bytes, frees_block ? &computes : nullptr);
           push_ring(store, p.bytes);
         }
+      }
+      // The kept output is freed with the block, by its last store: from there the ring counts it.
+      // That store waits for every writer of it (the Convs wait only for the last on each queue).
+      if (reads_kept) {
+        std::vector<CommandIndex>& deps = sched_.commands[weight_frees_.back()].deps;
+        deps.insert(deps.end(), kept_->writers.begin(), kept_->writers.end());
+        std::sort(deps.begin(), deps.end());
+        deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+        push_ring(weight_frees_.back(), kept_->bytes);
+        kept_.reset();
       }
     }
   }
@@ -211,8 +225,7 @@ void Emitter::emit_split_tile(const LayerGroup& group, const SpatialLayer& s,
         store_tile(group, adds, out_buffers[i0], s.output_bytes(r1 - r0, tc, cu),
                    (img * s.oh + r0) * y_row_bytes, (img * s.oh + r1) * y_row_bytes,
                    last && frees_block ? &computes : nullptr);
-    for (std::uint64_t i = i0 + 1; i < i1; ++i)
-      sched_.commands[store].free.push_back(out_buffers[i]);
+    for (std::uint64_t i = i0 + 1; i < i1; ++i) release_output(store, group, out_buffers[i], adds);
     for (std::uint64_t i = i0; i < i1; ++i) store_of_piece[i] = store;
   }
   for (std::size_t j = 0; j < parts.size(); ++j) {

@@ -51,7 +51,7 @@ Emitter::Emitter(const Graph& graph, const HwConfig& config, const TensorLayouts
       slices_(config.slices.count),
       writers_(graph.tensors.size(), sched_.commands) {}
 
-void Emitter::emit_group(const LayerGroup& group, const Mapping& mapping) {
+void Emitter::emit_group(const LayerGroup& group, const Mapping& mapping, bool keep_output) {
   const Layer& l = g_.layers[group.layers[0]];
   const GroupKind kind = group_kind(g_, group);
   if (kind == GroupKind::kView) return emit_view(l);
@@ -63,6 +63,7 @@ void Emitter::emit_group(const LayerGroup& group, const Mapping& mapping) {
   sched_.programs.push_back({group.name, group.loc});
   const std::size_t first_command = sched_.commands.size();
   begin_slices(mapping);
+  if (keep_output) keeping_ = OnChip{group.output, g_.tensors[group.output].bytes(), {}, {}};
   if (kind == GroupKind::kHost) {
     emit_host(group);
   } else if (mapping.kind == MappingKind::kSpatial) {
@@ -77,6 +78,11 @@ void Emitter::emit_group(const LayerGroup& group, const Mapping& mapping) {
     emit_vector(group, mapping);
   }
   end_slices();
+  // The next group reads what was kept; what this group was given must have been read.
+  if (kept_)
+    throw std::logic_error("emit_group: '" + group.name + "' did not read its input on chip");
+  kept_ = std::move(keeping_);
+  keeping_.reset();
   if (sched_.commands.size() == first_command) sched_.programs.pop_back();
   // Other outputs of the group's last layer (a quantize's scale, say) come from the same stores.
   for (std::uint32_t out : g_.layers[group.layers.back()].outputs) {
@@ -198,12 +204,28 @@ Emitter::CommandIndex Emitter::load_weights(std::uint64_t bytes, const LayerGrou
   return weights_pieces_.front();
 }
 
+void Emitter::release_output(CommandIndex store, const LayerGroup& group, const std::string& buffer,
+                             const std::vector<CommandIndex>& writers) {
+  if (keeping_ && keeping_->tensor == group.output) {
+    keeping_->buffers.push_back(buffer);
+    keeping_->writers.insert(keeping_->writers.end(), writers.begin(), writers.end());
+    return;
+  }
+  sched_.commands[store].free.push_back(buffer);
+}
+
+std::uint64_t Emitter::ring_budget() const {
+  const std::uint64_t kept = (keeping_ ? keeping_->bytes : 0) + (kept_ ? kept_->bytes : 0);
+  const std::uint64_t half = cfg_.lram_bytes / 2;
+  return half > kept ? half - kept : 0;
+}
+
 // What a new tile of `bytes` must wait for: the store of the newest tile that must be gone so
 // that the live tiles of all slices, this one included, hold at most half the local memory
-// (docs/compiler.md, "Memory budgets"); kNone if none must. At most 4 tiles per slice are live.
+// (docs/compiler.md, "Memory budgets"); kNone if none must. At most 8 tiles per slice are live.
 Emitter::CommandIndex Emitter::ring_wait(std::uint64_t bytes) const {
-  const std::uint64_t budget = cfg_.lram_bytes / 2;
-  const std::size_t depth = 4 * std::size_t{slices_};
+  const std::uint64_t budget = ring_budget();
+  const std::size_t depth = 8 * std::size_t{slices_};
   std::uint64_t live = bytes;
   for (std::size_t i = ring_.size(), seen = 1; i > 0; --i, ++seen) {
     live += ring_[i - 1].bytes;
@@ -266,15 +288,16 @@ Emitter::CommandIndex Emitter::store_tile(const LayerGroup& group, std::vector<C
                                           const std::string& out_buffer, std::uint64_t out_bytes,
                                           std::uint64_t out_lo, std::uint64_t out_hi,
                                           const std::vector<CommandIndex>* other_readers) {
+  std::vector<CommandIndex> writers = after;
   std::vector<CommandIndex> store_deps = std::move(after);
   Command o = dma(EngineKind::kDmaOut, out_bytes);
-  o.free.push_back(out_buffer);
   if (other_readers != nullptr) {
     const std::vector<CommandIndex> last = last_per_queue(*other_readers);
     store_deps.insert(store_deps.end(), last.begin(), last.end());
     o.free.insert(o.free.end(), weights_buffers_.begin(), weights_buffers_.end());
   }
   const CommandIndex store = emit(std::move(o), "DO", do_, group, std::move(store_deps));
+  release_output(store, group, out_buffer, writers);
   if (other_readers != nullptr) weight_frees_.push_back(store);
   writers_.add(group.output, out_lo, out_hi, store);
   return store;

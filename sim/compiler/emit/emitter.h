@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,8 +34,16 @@ class Emitter {
 
   // Appends the group's commands, tiled as `mapping` says (which must be of the group's kind);
   // a group that emits any command is one program. Throws InputError for an op the NPU cannot
-  // run, or when the schedule would pass kMaxCommands.
-  void emit_group(const LayerGroup& group, const Mapping& mapping);
+  // run, or when the schedule would pass kMaxCommands. With `keep_output`, the group's output
+  // stays in local memory for the next group, which must read it as its one input block
+  // (output_stays_on_chip).
+  void emit_group(const LayerGroup& group, const Mapping& mapping, bool keep_output = false);
+
+  // For costing a group alone: its input `tensor` is taken to be the last group's output kept on
+  // chip (with no writer), so the group must read it whole, as one block.
+  void assume_on_chip(std::uint32_t tensor) {
+    kept_ = OnChip{tensor, g_.tensors[tensor].bytes(), {}, {}};
+  }
 
   // Room for `commands` commands (the driver's estimate), so the schedule does not reallocate.
   void reserve(std::uint64_t commands) { sched_.commands.reserve(commands); }
@@ -103,6 +112,21 @@ class Emitter {
   const TensorLayouts& layouts_;
   Budgets budgets_;
   std::uint32_t slices_;
+  // A group's output kept in local memory for the next group (docs/compiler.md, "Outputs kept on
+  // chip"): its tiles' output buffers, the commands that wrote them, and its bytes.
+  struct OnChip {
+    std::uint32_t tensor = 0;
+    std::uint64_t bytes = 0;
+    std::vector<std::string> buffers;
+    std::vector<CommandIndex> writers;
+  };
+  std::optional<OnChip> keeping_;  // the current group's output, being written
+  std::optional<OnChip> kept_;     // the last group's output, read by the current group
+  // The bytes the live tiles may hold: half the local memory, less what is kept on chip.
+  std::uint64_t ring_budget() const;
+  // The store frees `buffer`, a tile's output, unless the output stays on chip.
+  void release_output(CommandIndex store, const LayerGroup& group, const std::string& buffer,
+                      const std::vector<CommandIndex>& writers);
   // Every slice's tiles, in order: the store whose end frees each, and the bytes it holds.
   struct RingEntry {
     CommandIndex store;

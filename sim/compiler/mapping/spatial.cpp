@@ -272,6 +272,8 @@ MapSpace spatial_map_space(const GroupContext& ctx) {
   };
   space.spread_dim = 0;
   space.candidates = [s, &config = ctx.config] { return spatial_candidates(s, config); };
+  space.input_tensor = s.input;
+  space.reads_input_whole = [s](const Mapping& m) { return s.reads_input_whole(m); };
   space.work = [s, slices = ctx.config.slices.count,
                 out_channels = ctx.config.dma.out_channels](const Mapping& m) {
     return spatial_work(s, m, m.slices == 0 ? slices : m.slices, out_channels);

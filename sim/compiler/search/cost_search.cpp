@@ -107,8 +107,10 @@ namespace {
 // nothing), or nullopt when the scratch schedule does not check.
 std::optional<std::uint64_t> emitted_cycles(const Graph& graph, const LayerGroup& group,
                                             const TensorLayouts& layouts, const HwConfig& config,
-                                            const Mapping& m) {
+                                            const Mapping& m,
+                                            std::optional<std::uint32_t> on_chip_input) {
   Emitter scratch(graph, config, layouts);
+  if (on_chip_input) scratch.assume_on_chip(*on_chip_input);
   scratch.emit_group(group, m);
   Schedule schedule = scratch.finish();
   Diagnostics diag(graph.source_file);
@@ -156,7 +158,10 @@ SearchChoice CostSearch::choose_explained(const MapSpace& space, const HwConfig&
   TransferCycles transfer(config);
   std::vector<std::pair<std::uint64_t, std::size_t>> ranked;
   for (std::size_t i = 0; i < candidates.size(); ++i) {
-    ranked.push_back({estimate_work_cycles(space.work(candidates[i]), config, transfer), i});
+    GroupWork work = space.work(candidates[i]);
+    // Read from the last group's output on chip, the input block is not loaded.
+    if (space.input_on_chip(candidates[i])) work.shared.clear();
+    ranked.push_back({estimate_work_cycles(work, config, transfer), i});
   }
   std::stable_sort(ranked.begin(), ranked.end());
   choice.candidates = candidates.size();
@@ -190,7 +195,8 @@ SearchChoice CostSearch::choose_explained(const MapSpace& space, const HwConfig&
   for (const std::size_t r : picked) {
     const Mapping& m = candidates[ranked[r].second];
     const std::optional<std::uint64_t> cycles =
-        small ? emitted_cycles(*space.graph, *space.group, *space.layouts, config, m)
+        small ? emitted_cycles(*space.graph, *space.group, *space.layouts, config, m,
+                               space.input_on_chip(m) ? space.on_chip_input : std::nullopt)
               : std::optional<std::uint64_t>(ranked[r].first);
     if (cycles) consider(choice, m, *cycles, first);
   }
@@ -223,7 +229,8 @@ SearchChoice choose_slices_by_emission(const Graph& graph, const LayerGroup& gro
       }
       continue;
     }
-    const std::optional<std::uint64_t> cycles = emitted_cycles(graph, group, layouts, fewer, m);
+    const std::optional<std::uint64_t> cycles =
+        emitted_cycles(graph, group, layouts, fewer, m, std::nullopt);
     if (!cycles) continue;
     m.slices = slices == config.slices.count ? 0 : slices;
     ++choice.candidates;
