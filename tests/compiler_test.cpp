@@ -600,6 +600,47 @@ TEST(CompilerParts, AnOutputKeptOnChipIsReadWithoutALoad) {
   EXPECT_EQ(schedule_macs(s), graph_macs(g));
 }
 
+TEST(CompilerParts, AnOutputOnlyTheNextGroupReadsIsNotWrittenToDram) {
+  // As above, but conv1's output has no other reader, so it is not written to DRAM: tile 0 has no
+  // store (its Conv stands for it in the ring); tile 1's store remains, because it is what frees
+  // the weight chunk after both Convs, and it writes its 4 x 8 x 32 = 1024 bytes.
+  const Graph g = two_convs();
+  const HwConfig config = parse_hw_config("{}", "default.json");
+  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
+  const TensorLayouts layouts = assign_layouts(g, groups);
+  Emitter emitter(g, config, layouts);
+  Mapping m0;
+  m0.kind = MappingKind::kSpatial;
+  m0.tile_rows = 4;
+  m0.tile_cols = 8;
+  m0.tile_channel_units = 32;
+  Mapping m1 = m0;
+  m1.tile_rows = 8;
+  m1.tile_channel_units = 8;
+  m1.order = LoopOrder::kInputOuter;
+  emitter.emit_group(groups[0], m0, /*keep_output=*/true, /*on_chip_only=*/true);
+  emitter.emit_group(groups[1], m1);
+  Schedule s = emitter.finish();
+  std::vector<std::string> ids;
+  for (const Command& c : s.commands) ids.push_back(c.id);
+  ASSERT_EQ(ids,
+            (std::vector<std::string>{"DI0", "DI1", "S0", "DI2", "S1", "DO0", "DI3", "S2", "DO1"}));
+  EXPECT_EQ(s.commands[5].bytes, 1024u);
+  EXPECT_EQ(s.commands[5].deps, (std::vector<std::uint32_t>{2, 4}));
+  EXPECT_EQ(s.commands[5].free, (std::vector<std::string>{"b0"}));  // the weights only
+  EXPECT_EQ(s.commands[7].deps, (std::vector<std::uint32_t>{2, 4, 6}));
+  EXPECT_EQ(s.commands[8].deps, (std::vector<std::uint32_t>{2, 4, 7}));
+  for (const char* kept : {"b2", "b4", "b6"}) {
+    EXPECT_NE(std::find(s.commands[8].free.begin(), s.commands[8].free.end(), kept),
+              s.commands[8].free.end())
+        << kept;
+  }
+  Diagnostics diag("two.json");
+  finalize_schedule(s, config, diag);
+  ASSERT_TRUE(diag.empty());
+  EXPECT_EQ(schedule_macs(s), graph_macs(g));
+}
+
 // ---- the cost search ----------------------------------------------------------------------------
 
 namespace {

@@ -95,13 +95,14 @@ TEST(Fusion, SiluTwoReaderFormFusesIntoTheConvEpilogue) {
           EXPECT_EQ(op_table()[c.op].name, "PartialSum") << c.id;
         }
       }
-      // Every byte stored is stored once, however the layers are tiled: group 0 stores the Mul's
-      // output, 8*8*32 = 2048 bytes, and model.1.conv its 8*8*8 = 512. c and s never reach DRAM
-      // (unfused: 2048 more stored for c, and 2048 for s; and 2048 + 4096 loaded by the
-      // Sigmoid and the Mul).
+      // No byte is stored twice, however the layers are tiled: group 0 stores at most the Mul's
+      // output, 8*8*32 = 2048 bytes (less when model.1.conv reads it whole from local memory,
+      // docs/compiler.md "Outputs kept on chip"), and model.1.conv its 8*8*8 = 512. c and s never
+      // reach DRAM (unfused: 2048 more stored for c, and 2048 for s; and 2048 + 4096 loaded by
+      // the Sigmoid and the Mul).
       const std::string g0 = "fused(model.0.conv+model.0.act+model.0.mul)";
-      EXPECT_EQ(bytes_of(s, EngineKind::kDmaOut, g0), 2048u);
-      EXPECT_EQ(bytes_of(s, EngineKind::kDmaOut), 2048u + 512u);
+      EXPECT_LE(bytes_of(s, EngineKind::kDmaOut, g0), 2048u);
+      EXPECT_EQ(bytes_of(s, EngineKind::kDmaOut, "model.1.conv"), 512u);
       EXPECT_EQ(schedule_macs(s), graph_macs(g));
     }
   }

@@ -18,12 +18,14 @@
 // where they are known, in the ONNX importer. On a graph JSON or topology it could never match.
 #include "sim/compiler/compiler.h"
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "sim/compiler/emit/emitter.h"
 #include "sim/compiler/emit/size_estimate.h"
+#include "sim/compiler/mapping/global_pool.h"
 #include "sim/compiler/mapping/map_space.h"
 #include "sim/compiler/mapping/spatial.h"
 #include "sim/compiler/passes/assign_layouts.h"
@@ -112,16 +114,35 @@ bool can_keep_output(const Graph& graph, const HwConfig& config, const LayerGrou
 }
 
 // Whether `group`'s output stays in local memory for `next`, the group emitted after it
-// (docs/compiler.md, "Outputs kept on chip"): `next` is a conv that reads it, all of it, as its
-// one input block (input outer). Its stores still write it to DRAM for any other reader; `next`
-// reads it from the buffers its tiles wrote.
+// (docs/compiler.md, "Outputs kept on chip"): `next` is a conv or pool each of whose tiles reads
+// all its pixels (SpatialLayer::reads_input_whole), or a global pool, of one image. Its stores
+// still write it to DRAM for any other reader; `next` reads it from the buffers its tiles wrote.
 bool output_stays_on_chip(const Graph& graph, const HwConfig& config, const LayerGroup& group,
                           const Mapping& m, const LayerGroup& next, const Mapping& next_m) {
-  if (!can_keep_output(graph, config, group, m) || group_kind(graph, next) != GroupKind::kSpatial) {
-    return false;
+  if (!can_keep_output(graph, config, group, m)) return false;
+  if (group_kind(graph, next) == GroupKind::kGlobalPool) {
+    const GlobalPoolLayer p = describe_global_pool(graph, next);
+    return p.input == group.output && p.n == 1;
   }
+  if (group_kind(graph, next) != GroupKind::kSpatial) return false;
   const SpatialLayer s = describe_spatial(graph, next, budgets_of(config));
   return s.input == group.output && s.reads_input_whole(next_m);
+}
+
+// Whether `group`'s output is read by `next`'s head alone, as its input: it is no graph output,
+// the only output of the group's last layer, and no other layer (a residual Add of `next`
+// included, which loads it from DRAM) reads it.
+bool read_only_by(const Graph& graph, const LayerGroup& group, const LayerGroup& next) {
+  const std::uint32_t t = group.output;
+  if (std::find(graph.outputs.begin(), graph.outputs.end(), t) != graph.outputs.end()) return false;
+  if (graph.layers[group.layers.back()].outputs.size() != 1) return false;
+  for (std::uint32_t l = 0; l < graph.layers.size(); ++l) {
+    const std::vector<std::uint32_t>& in = graph.layers[l].inputs;
+    const auto reads = std::count(in.begin(), in.end(), t);
+    if (reads == 0) continue;
+    if (l != next.layers.front() || reads != 1 || in.front() != t) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -173,7 +194,8 @@ Schedule compile_schedule(const Graph& graph, const HwConfig& config,
       const bool keep =
           i + 1 < mappings.size() && output_stays_on_chip(graph, config, groups[i], mappings[i],
                                                           groups[i + 1], mappings[i + 1]);
-      emitter.emit_group(groups[i], mappings[i], keep);
+      emitter.emit_group(groups[i], mappings[i], keep,
+                         keep && read_only_by(graph, groups[i], groups[i + 1]));
       continue;
     }
     const Mapping mapping = choose(groups[i], std::nullopt);

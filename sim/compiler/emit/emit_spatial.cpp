@@ -52,6 +52,12 @@ void Emitter::emit_spatial(const LayerGroup& group, const Mapping& mapping) {
                             last ? &computes : nullptr));
   };
   if (mapping.order == LoopOrder::kInputOuter) return emit_spatial_input_outer(group, s, mapping);
+  // Reading the last group's output kept on chip (each tile reads all its pixels): no input load;
+  // each compute waits for the writers' last command on each queue, and the last store frees it,
+  // waiting for every writer.
+  const bool reads_kept = kept_ && kept_->tensor == s.input && s.reads_input_whole(mapping);
+  const std::vector<CommandIndex> kept_last =
+      reads_kept ? last_per_queue(kept_->writers) : std::vector<CommandIndex>{};
   for (std::uint64_t ch = 0; ch < chunks; ++ch) {
     const std::uint64_t u0 = ch * chunk_units;
     const std::uint64_t cu = std::min(s.units, u0 + chunk_units) - u0;
@@ -62,10 +68,14 @@ void Emitter::emit_spatial(const LayerGroup& group, const Mapping& mapping) {
       for (std::uint64_t t = 0; t < tiles_per_image; ++t) {
         const Window v = window(t);
         const bool last = img == s.n - 1 && t == tiles_per_image - 1;
-        emit_tile(img, v, cu, {input_piece(img, v, s.chunk_in_c(cu))}, weights, computes, last);
+        std::vector<Piece> pieces;
+        if (!reads_kept) pieces.push_back(input_piece(img, v, s.chunk_in_c(cu)));
+        emit_tile(img, v, cu, pieces, weights, computes, last);
+        if (reads_kept) add_deps(computes.back(), kept_last);
       }
     }
   }
+  if (reads_kept) release_kept(ring_.back().store);
 }
 
 }  // namespace npusim

@@ -84,7 +84,7 @@ void Emitter::emit_spatial_input_outer(const LayerGroup& group, const SpatialLay
         // 2. The input block, or the last group's output kept on chip.
         if (first == 0 && reads_kept) {
           weights_pieces_ = last_per_queue(kept_->writers);
-          weights_buffers_ = kept_->buffers;
+          weights_buffers_.clear();  // release_kept frees them
         } else if (first == 0) {
           std::vector<CommandIndex> after;
           reader_deps(s.input, x_image ? (img * s.h + v.lo) * x_row_bytes : 0,
@@ -136,16 +136,8 @@ void Emitter::emit_spatial_input_outer(const LayerGroup& group, const SpatialLay
           push_ring(store, p.bytes);
         }
       }
-      // The kept output is freed with the block, by its last store: from there the ring counts it.
-      // That store waits for every writer of it (the Convs wait only for the last on each queue).
-      if (reads_kept) {
-        std::vector<CommandIndex>& deps = sched_.commands[weight_frees_.back()].deps;
-        deps.insert(deps.end(), kept_->writers.begin(), kept_->writers.end());
-        std::sort(deps.begin(), deps.end());
-        deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
-        push_ring(weight_frees_.back(), kept_->bytes);
-        kept_.reset();
-      }
+      // The kept output is freed with the block, by its last store.
+      if (reads_kept) release_kept(weight_frees_.back());
     }
   }
 }

@@ -44,19 +44,30 @@ void Emitter::emit_global_pool(const LayerGroup& group, const Mapping& mapping) 
   const std::uint64_t ex = p.in_elem_bytes, ey = p.out_elem_bytes;
   const std::uint64_t image_bytes = p.h * p.w * p.c * ex;
   const bool x_image = layouts_.is_image(p.input);
+  // The last group's output kept on chip (one image): no loads; each tile waits for its writers'
+  // last command on each queue, and the last store frees it.
+  const bool reads_kept = kept_ && kept_->tensor == p.input && p.n == 1;
+  const std::vector<CommandIndex> kept_last =
+      reads_kept ? last_per_queue(kept_->writers) : std::vector<CommandIndex>{};
   for (std::uint64_t img = 0; img < p.n; ++img) {
     for (std::uint64_t c0 = 0; c0 < p.c; c0 += cc) {
       const std::uint64_t k = std::min(p.c, c0 + cc) - c0;
-      const Piece piece{p.input, x_image ? img * image_bytes : 0,
-                        x_image ? (img + 1) * image_bytes : p.input_bytes, p.h * p.w * k * ex};
+      std::vector<Piece> pieces;
+      if (!reads_kept) {
+        pieces.push_back({p.input, x_image ? img * image_bytes : 0,
+                          x_image ? (img + 1) * image_bytes : p.input_bytes, p.h * p.w * k * ex});
+      }
       ConvShape shape;
       shape.in_h = shape.kernel_h = p.h;
       shape.in_w = shape.kernel_w = p.w;
       shape.in_c = shape.out_c = k;
-      tile(next_slice(), group, {piece}, "GlobalAveragePool", shape, kNone, k * ey,
-           (img * p.c + c0) * ey, (img * p.c + c0 + k) * ey, nullptr);
+      const CommandIndex compute =
+          tile(next_slice(), group, pieces, "GlobalAveragePool", shape, kNone, k * ey,
+               (img * p.c + c0) * ey, (img * p.c + c0 + k) * ey, nullptr);
+      if (reads_kept) add_deps(compute, kept_last);
     }
   }
+  if (reads_kept) release_kept(ring_.back().store);
 }
 
 }  // namespace npusim

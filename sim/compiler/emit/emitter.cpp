@@ -51,7 +51,8 @@ Emitter::Emitter(const Graph& graph, const HwConfig& config, const TensorLayouts
       slices_(config.slices.count),
       writers_(graph.tensors.size(), sched_.commands) {}
 
-void Emitter::emit_group(const LayerGroup& group, const Mapping& mapping, bool keep_output) {
+void Emitter::emit_group(const LayerGroup& group, const Mapping& mapping, bool keep_output,
+                         bool on_chip_only) {
   const Layer& l = g_.layers[group.layers[0]];
   const GroupKind kind = group_kind(g_, group);
   if (kind == GroupKind::kView) return emit_view(l);
@@ -63,7 +64,9 @@ void Emitter::emit_group(const LayerGroup& group, const Mapping& mapping, bool k
   sched_.programs.push_back({group.name, group.loc});
   const std::size_t first_command = sched_.commands.size();
   begin_slices(mapping);
-  if (keep_output) keeping_ = OnChip{group.output, g_.tensors[group.output].bytes(), {}, {}};
+  if (keep_output) {
+    keeping_ = OnChip{group.output, g_.tensors[group.output].bytes(), on_chip_only, {}, {}};
+  }
   if (kind == GroupKind::kHost) {
     emit_host(group);
   } else if (mapping.kind == MappingKind::kSpatial) {
@@ -214,6 +217,21 @@ void Emitter::release_output(CommandIndex store, const LayerGroup& group, const 
   sched_.commands[store].free.push_back(buffer);
 }
 
+void Emitter::release_kept(CommandIndex store) {
+  add_deps(store, kept_->writers);
+  std::vector<std::string>& free = sched_.commands[store].free;
+  free.insert(free.end(), kept_->buffers.begin(), kept_->buffers.end());
+  push_ring(store, kept_->bytes);
+  kept_.reset();
+}
+
+void Emitter::add_deps(CommandIndex command, const std::vector<CommandIndex>& deps) {
+  std::vector<CommandIndex>& to = sched_.commands[command].deps;
+  to.insert(to.end(), deps.begin(), deps.end());
+  std::sort(to.begin(), to.end());
+  to.erase(std::unique(to.begin(), to.end()), to.end());
+}
+
 std::uint64_t Emitter::ring_budget() const {
   const std::uint64_t kept = (keeping_ ? keeping_->bytes : 0) + (kept_ ? kept_->bytes : 0);
   const std::uint64_t half = cfg_.lram_bytes / 2;
@@ -288,6 +306,15 @@ Emitter::CommandIndex Emitter::store_tile(const LayerGroup& group, std::vector<C
                                           const std::string& out_buffer, std::uint64_t out_bytes,
                                           std::uint64_t out_lo, std::uint64_t out_hi,
                                           const std::vector<CommandIndex>* other_readers) {
+  // An output kept on chip that no other layer reads is not written to DRAM: the tile's last
+  // compute stands for its store (the ring's entry). A tile whose store frees a shared chunk still
+  // stores: the store, not the compute, waits for the chunk's other readers.
+  if (keeping_ && keeping_->tensor == group.output && keeping_->on_chip_only &&
+      other_readers == nullptr) {
+    keeping_->buffers.push_back(out_buffer);
+    keeping_->writers.insert(keeping_->writers.end(), after.begin(), after.end());
+    return *std::max_element(after.begin(), after.end());
+  }
   std::vector<CommandIndex> writers = after;
   std::vector<CommandIndex> store_deps = std::move(after);
   Command o = dma(EngineKind::kDmaOut, out_bytes);

@@ -35,14 +35,15 @@ class Emitter {
   // Appends the group's commands, tiled as `mapping` says (which must be of the group's kind);
   // a group that emits any command is one program. Throws InputError for an op the NPU cannot
   // run, or when the schedule would pass kMaxCommands. With `keep_output`, the group's output
-  // stays in local memory for the next group, which must read it as its one input block
-  // (output_stays_on_chip).
-  void emit_group(const LayerGroup& group, const Mapping& mapping, bool keep_output = false);
+  // stays in local memory for the next group, which must read it whole (output_stays_on_chip);
+  // with `on_chip_only` too, no other layer reads it and it is not written to DRAM at all.
+  void emit_group(const LayerGroup& group, const Mapping& mapping, bool keep_output = false,
+                  bool on_chip_only = false);
 
   // For costing a group alone: its input `tensor` is taken to be the last group's output kept on
   // chip (with no writer), so the group must read it whole, as one block.
   void assume_on_chip(std::uint32_t tensor) {
-    kept_ = OnChip{tensor, g_.tensors[tensor].bytes(), {}, {}};
+    kept_ = OnChip{tensor, g_.tensors[tensor].bytes(), false, {}, {}};
   }
 
   // Room for `commands` commands (the driver's estimate), so the schedule does not reallocate.
@@ -76,6 +77,11 @@ class Emitter {
                           const std::vector<CommandIndex>* other_readers);
   CommandIndex ring_wait(std::uint64_t bytes) const;
   void push_ring(CommandIndex store, std::uint64_t bytes);
+  // `store`, the last of the group that read the kept output, frees it: it waits for every
+  // writer of it, and from there the ring counts its bytes.
+  void release_kept(CommandIndex store);
+  // Adds `deps` (earlier commands) to an emitted command's dependencies.
+  void add_deps(CommandIndex command, const std::vector<CommandIndex>& deps);
   std::uint32_t next_slice();
   void begin_slices(const Mapping& mapping);
   void end_slices();
@@ -117,6 +123,7 @@ class Emitter {
   struct OnChip {
     std::uint32_t tensor = 0;
     std::uint64_t bytes = 0;
+    bool on_chip_only = false;  // not written to DRAM: no other layer reads it
     std::vector<std::string> buffers;
     std::vector<CommandIndex> writers;
   };

@@ -86,6 +86,7 @@ struct MapSpace {
   // tensor, and whether a mapping reads it whole, as one block.
   std::optional<std::uint32_t> input_tensor;
   std::function<bool(const Mapping&)> reads_input_whole;
+  std::function<GroupWork(const Mapping&)> work_on_chip;  // `work` with the input not loaded
   // Set by the driver: the last group's output, which it may keep on chip for this group.
   std::optional<std::uint32_t> on_chip_input;
   // Whether `m` reads its input from the last group's output kept on chip.

@@ -278,6 +278,10 @@ MapSpace spatial_map_space(const GroupContext& ctx) {
                 out_channels = ctx.config.dma.out_channels](const Mapping& m) {
     return spatial_work(s, m, m.slices == 0 ? slices : m.slices, out_channels);
   };
+  space.work_on_chip = [s, slices = ctx.config.slices.count,
+                        out_channels = ctx.config.dma.out_channels](const Mapping& m) {
+    return spatial_work(s, m, m.slices == 0 ? slices : m.slices, out_channels, true);
+  };
   space.to_mapping = [s](const TileSizes& t) {
     Mapping m;
     m.kind = MappingKind::kSpatial;
@@ -328,7 +332,7 @@ void add_part_tiles(GroupWork& w, const SpatialLayer& s, std::uint32_t parts, st
 }  // namespace
 
 GroupWork spatial_work(const SpatialLayer& s, const Mapping& m, std::uint32_t slices,
-                       std::uint32_t out_channels) {
+                       std::uint32_t out_channels, bool input_on_chip) {
   GroupWork w;
   w.slices = slices;
   w.shared_live = m.shared_live;
@@ -336,7 +340,9 @@ GroupWork spatial_work(const SpatialLayer& s, const Mapping& m, std::uint32_t sl
   const bool input_outer = m.order == LoopOrder::kInputOuter;
   for (const auto& [nr, rows] : tile_cuts(s.oh, m.tile_rows)) {
     for (const auto& [nc, cols] : tile_cuts(s.ow, m.tile_cols)) {
-      if (input_outer) w.shared.push_back({s.n * nr * nc, s.input_bytes(rows, cols, s.c)});
+      if (input_outer && !input_on_chip) {
+        w.shared.push_back({s.n * nr * nc, s.input_bytes(rows, cols, s.c)});
+      }
       for (const auto& [nu, units] : tile_cuts(s.units, m.tile_channel_units)) {
         if (m.k_parts > 1) {
           add_part_tiles(w, s, m.k_parts, s.n * nr * nc * nu, rows, cols, units, out_channels);
@@ -346,8 +352,9 @@ GroupWork spatial_work(const SpatialLayer& s, const Mapping& m, std::uint32_t sl
         t.count = s.n * nr * nc * nu;
         t.op = op;
         t.shape = s.tile_shape(rows, cols, units);
-        t.load_bytes = input_outer ? s.chunk_weight_bytes(units)
-                                   : s.input_bytes(rows, cols, s.chunk_in_c(units));
+        t.load_bytes = input_outer     ? s.chunk_weight_bytes(units)
+                       : input_on_chip ? 0
+                                       : s.input_bytes(rows, cols, s.chunk_in_c(units));
         t.load_bytes += s.residual_bytes(rows, cols, units);
         t.store_bytes = s.output_bytes(rows, cols, units);
         w.tiles.push_back(t);

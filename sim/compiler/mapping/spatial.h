@@ -59,11 +59,11 @@ struct SpatialLayer {
   // The shape of a tile of rows x cols output pixels and `units` channel units: the input rows
   // and columns it reads with the padding folded in, so its output is exactly its pixels.
   ConvShape tile_shape(std::uint64_t rows, std::uint64_t cols, std::uint64_t units) const;
-  // Whether `m` loads the whole input as one block (input outer, one image, one tile of pixels):
-  // then the input may be the last group's output kept on chip (docs/compiler.md).
+  // Whether every tile of `m` reads all the input's pixels (one image, one tile of pixels): as one
+  // block (input outer), or its chunk's channels of them (weights outer). Then the input may be
+  // the last group's output kept on chip (docs/compiler.md).
   bool reads_input_whole(const Mapping& m) const {
-    return m.kind == MappingKind::kSpatial && m.order == LoopOrder::kInputOuter && n == 1 &&
-           m.tile_rows >= oh && m.tile_cols >= ow;
+    return m.kind == MappingKind::kSpatial && n == 1 && m.tile_rows >= oh && m.tile_cols >= ow;
   }
   // Loop order kInputOuter shares an input block between chunks: it holds every input channel.
   bool input_outer_allowed() const { return weight_bytes_per_unit > 0; }
@@ -104,7 +104,8 @@ MapSpace spatial_map_space(const GroupContext& ctx);
 
 // What `mapping` makes the layer do (mapping/work.h).
 // `out_channels`: the config's DMA_OUT channels, over which a split tile's stores are spread.
+// `input_on_chip`: the input is the last group's output kept on chip, not loaded.
 GroupWork spatial_work(const SpatialLayer& s, const Mapping& mapping, std::uint32_t slices,
-                       std::uint32_t out_channels);
+                       std::uint32_t out_channels, bool input_on_chip = false);
 
 }  // namespace npusim

@@ -158,9 +158,10 @@ SearchChoice CostSearch::choose_explained(const MapSpace& space, const HwConfig&
   TransferCycles transfer(config);
   std::vector<std::pair<std::uint64_t, std::size_t>> ranked;
   for (std::size_t i = 0; i < candidates.size(); ++i) {
-    GroupWork work = space.work(candidates[i]);
-    // Read from the last group's output on chip, the input block is not loaded.
-    if (space.input_on_chip(candidates[i])) work.shared.clear();
+    // Read from the last group's output kept on chip, the input is not loaded.
+    const GroupWork work = space.input_on_chip(candidates[i]) && space.work_on_chip
+                               ? space.work_on_chip(candidates[i])
+                               : space.work(candidates[i]);
     ranked.push_back({estimate_work_cycles(work, config, transfer), i});
   }
   std::stable_sort(ranked.begin(), ranked.end());
