@@ -628,10 +628,10 @@ bool write_diff(std::ostream& out, const DiffSide& a, const DiffSide& b, const D
   const std::string tol = tolerance_text(tolerance);
   // Values are cycles, or ns printed as µs with 3 decimals (options.in_time).
   const std::string unit = options.in_time ? "us" : "cycles";
-  auto num = [&](std::uint64_t v) {
+  auto value = [&](std::uint64_t v) {
     return options.in_time ? trace_us_text(v) : std::to_string(v);
   };
-  auto delta_text = [&](std::uint64_t x, std::uint64_t y) {
+  auto delta = [&](std::uint64_t x, std::uint64_t y) {
     if (!options.in_time) return profiler::delta_text(x, y);
     return x == y ? std::string("0") : (y > x ? "+" : "-") + trace_us_text(y > x ? y - x : x - y);
   };
@@ -648,8 +648,8 @@ bool write_diff(std::ostream& out, const DiffSide& a, const DiffSide& b, const D
            "cycles\n";
   }
   out << '\n';
-  out << "total " << unit << " (last End): A " << num(r.total_a) << ", B " << num(r.total_b)
-      << ", delta " << delta_text(r.total_a, r.total_b) << " ("
+  out << "total " << unit << " (last End): A " << value(r.total_a) << ", B " << value(r.total_b)
+      << ", delta " << delta(r.total_a, r.total_b) << " ("
       << delta_percent_text(r.total_a, r.total_b) << " %)\n";
   out << "commands: " << r.matched << " matched, " << r.only_a.size() << " only in A, "
       << r.only_b.size() << " only in B\n";
@@ -670,7 +670,7 @@ bool write_diff(std::ostream& out, const DiffSide& a, const DiffSide& b, const D
                         : "all " + std::to_string(n);
   };
   auto mark = [](bool past) { return past ? "! " : "  "; };
-  auto opt = [&](const std::optional<Cycles>& v) { return v ? num(*v) : std::string("-"); };
+  auto opt = [&](const std::optional<Cycles>& v) { return v ? value(*v) : std::string("-"); };
 
   std::size_t layers_past = 0;
   if (r.has_layers) {
@@ -682,9 +682,9 @@ bool write_diff(std::ostream& out, const DiffSide& a, const DiffSide& b, const D
         << pad_left("delta %", 10) << "  layer\n";
     for (std::size_t i = 0; i < shown(r.layers.size()); ++i) {
       const LayerDelta& d = r.layers[i];
-      out << mark(d.past) << pad_left(num(d.a), 14) << pad_left(num(d.b), 14)
-          << pad_left(delta_text(d.a, d.b), 14) << pad_left(delta_percent_text(d.a, d.b), 10)
-          << "  " << d.layer << '\n';
+      out << mark(d.past) << pad_left(value(d.a), 14) << pad_left(value(d.b), 14)
+          << pad_left(delta(d.a, d.b), 14) << pad_left(delta_percent_text(d.a, d.b), 10) << "  "
+          << d.layer << '\n';
     }
   } else {
     std::string why = a.layer_of ? b.no_layers_reason : a.no_layers_reason;
@@ -702,7 +702,7 @@ bool write_diff(std::ostream& out, const DiffSide& a, const DiffSide& b, const D
     const bool both = d.a && d.b;
     out << mark(both && past_tolerance(*d.a, *d.b, tolerance)) << pad_right(d.id, 12)
         << pad_left(opt(d.a), 14) << pad_left(opt(d.b), 14)
-        << pad_left(delta_text(d.a.value_or(0), d.b.value_or(0)), 14)
+        << pad_left(delta(d.a.value_or(0), d.b.value_or(0)), 14)
         << pad_left(both ? delta_percent_text(*d.a, *d.b) : "n/a", 10) << '\n';
   }
   out << '\n';
