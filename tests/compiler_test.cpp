@@ -78,9 +78,11 @@ TEST(Compiler, FusesConvBatchNormAndActivation) {
   EXPECT_EQ(s.programs[0].loc,
             "loc(fused[\"two.json\":/layers/0, \"two.json\":/layers/1, \"two.json\":/layers/2])");
   EXPECT_EQ(s.programs[1].name, "conv2");
+  // Only convs, and the partial sums of a conv split over the slices: the batch norm and the
+  // activation are applied to the array's output, not on the vector unit.
   for (const Command& c : s.commands) {
     if (on_slice(c.engine)) {
-      EXPECT_EQ(op_table()[c.op].name, "Conv");
+      EXPECT_THAT(std::string(op_table()[c.op].name), ::testing::AnyOf("Conv", "PartialSum"));
     }
   }
 }
@@ -139,12 +141,18 @@ TEST(Compiler, ATransposeWaitsForEveryStoreOfItsInput) {
   }
   ASSERT_GT(mm_stores.size(), 1u);
   ASSERT_TRUE(first_transpose_load.has_value());
-  for (std::uint32_t store : mm_stores) {
-    EXPECT_NE(std::find(s.commands[*first_transpose_load].deps.begin(),
-                        s.commands[*first_transpose_load].deps.end(), store),
-              s.commands[*first_transpose_load].deps.end())
-        << s.commands[store].id;
+  // It waits for each store directly or through the dependencies of a store it waits for (a
+  // join, emit/writer_index.h): every command it reaches through dependencies has ended first.
+  std::vector<bool> reached(s.commands.size(), false);
+  std::vector<std::uint32_t> stack = {*first_transpose_load};
+  while (!stack.empty()) {
+    const std::uint32_t c = stack.back();
+    stack.pop_back();
+    for (const std::uint32_t d : s.commands[c].deps) {
+      if (!reached[d]) stack.push_back(d), reached[d] = true;
+    }
   }
+  for (std::uint32_t store : mm_stores) EXPECT_TRUE(reached[store]) << s.commands[store].id;
 }
 
 TEST(Compiler, MacsEqualTheGraphsAnalyticCount) {
@@ -402,30 +410,32 @@ TEST(CompilerParts, InputOuterLoadsTheInputOnceAndSpreadsChannelChunksOverSlices
   m.order = LoopOrder::kInputOuter;
   m.slices = 2;
   const Schedule s = emit_conv1(config, m);
-  // The input block once: 8 x 8 x 16 = 1024 bytes. Per chunk: its weights, 16 x (16 x 3 x 3) =
-  // 2304 bytes from byte 16 x 144 on for the second; a Conv reading 10 x 10 (padding folded in)
-  // x 16 channels into 16; its output 8 x 8 x 16 = 1024 bytes.
+  // Per chunk its weights, 16 x (16 x 3 x 3) = 2304 bytes, first (they wait for no activation, so
+  // they load while an earlier layer computes); then the input block once, 8 x 8 x 16 = 1024
+  // bytes; then per chunk a Conv reading 10 x 10 (padding folded in) x 16 channels into 16, and
+  // its output, 8 x 8 x 16 = 1024 bytes.
   std::vector<std::string> ids;
   for (const Command& c : s.commands) ids.push_back(c.id);
-  ASSERT_EQ(ids, (std::vector<std::string>{"DI0", "DI1", "S0", "DO0", "DI2", "S1", "DO1"}));
-  EXPECT_EQ(s.commands[0].bytes, 1024u);
+  ASSERT_EQ(ids, (std::vector<std::string>{"DI0", "DI1", "DI2", "S0", "DO0", "S1", "DO1"}));
+  EXPECT_EQ(s.commands[0].bytes, 2304u);
   EXPECT_EQ(s.commands[1].bytes, 2304u);
-  EXPECT_EQ(s.commands[4].bytes, 2304u);
-  for (const std::size_t i : {2u, 5u}) {
+  EXPECT_EQ(s.commands[2].bytes, 1024u);
+  for (const std::size_t i : {3u, 5u}) {
     const auto& shape = std::get<ConvShape>(s.commands[i].shape);
     EXPECT_EQ(shape.in_h, 10u);
     EXPECT_EQ(shape.in_w, 10u);
     EXPECT_EQ(shape.in_c, 16u);
     EXPECT_EQ(shape.out_c, 16u);
   }
-  EXPECT_EQ(s.commands[2].slice, 0u);  // the chunks go round-robin over the 2 slices
+  EXPECT_EQ(s.commands[3].slice, 0u);  // the chunks go round-robin over the 2 slices
   EXPECT_EQ(s.commands[5].slice, 1u);
-  EXPECT_EQ(s.commands[2].deps, (std::vector<std::uint32_t>{0, 1}));
-  EXPECT_EQ(s.commands[5].deps, (std::vector<std::uint32_t>{0, 4}));
-  EXPECT_EQ(s.commands[3].bytes, 1024u);
-  // The last chunk's store waits for both computes and frees the shared block, b0.
-  EXPECT_EQ(s.commands[6].deps, (std::vector<std::uint32_t>{2, 5}));
-  EXPECT_NE(std::find(s.commands[6].free.begin(), s.commands[6].free.end(), "b0"),
+  EXPECT_EQ(s.commands[3].deps, (std::vector<std::uint32_t>{0, 2}));
+  EXPECT_EQ(s.commands[5].deps, (std::vector<std::uint32_t>{1, 2}));
+  EXPECT_EQ(s.commands[4].bytes, 1024u);
+  // The last chunk's store waits for both computes and frees the shared block: its buffer is the
+  // third named, b2, after the two chunks' weights.
+  EXPECT_EQ(s.commands[6].deps, (std::vector<std::uint32_t>{3, 5}));
+  EXPECT_NE(std::find(s.commands[6].free.begin(), s.commands[6].free.end(), "b2"),
             s.commands[6].free.end());
 }
 
@@ -479,9 +489,115 @@ TEST(CompilerParts, KSplitTilesGoStepMajorOneTilePerSlice) {
                                        : c.id.substr(0, 2) + std::to_string(c.bytes));
   }
   // A step loads 4 x 32 = 128 bytes of A and 32 x 16 = 512 of B; a tile stores 4 x 16 = 64.
+  // Within a step, both tiles' B parts come first (weights wait for no activation), then each
+  // tile's A part and its Gemm.
   EXPECT_EQ(order,
-            (std::vector<std::string>{"DI128", "DI512", "S@0", "DI128", "DI512", "S@1", "DI128",
-                                      "DI512", "S@0", "DI128", "DI512", "S@1", "DO64", "DO64"}));
+            (std::vector<std::string>{"DI512", "DI512", "DI128", "S@0", "DI128", "S@1", "DI512",
+                                      "DI512", "DI128", "S@0", "DI128", "S@1", "DO64", "DO64"}));
+}
+
+TEST(CompilerParts, AConvSplitOverSlicesAddsItsPartialSums) {
+  // conv1 of two_convs (3x3, 16 -> 32, pad 1, 8x8, int8, batch norm folded) as one tile of 8 x 8
+  // pixels and 32 channels, its 16 input channels split into 2 parts of 8 on the 2 slices of
+  // `default` (1 DMA_IN and 1 DMA_OUT channel).
+  const HwConfig config = parse_hw_config("{}", "default.json");
+  Mapping m;
+  m.kind = MappingKind::kSpatial;
+  m.tile_rows = 8;
+  m.tile_cols = 8;
+  m.tile_channel_units = 32;
+  m.order = LoopOrder::kInputOuter;
+  m.slices = 2;
+  m.k_parts = 2;
+  Schedule s = emit_conv1(config, m);
+  std::vector<std::string> order;
+  for (const Command& c : s.commands) {
+    order.push_back(on_slice(c.engine)
+                        ? std::string(op_table()[c.op].name) + "@" + std::to_string(c.slice)
+                        : c.id.substr(0, 2) + std::to_string(c.bytes));
+  }
+  // Each part's weights first: half of 32 x 16 x 3 x 3 = 4608 bytes, 2304. Then the input block,
+  // 8 x 8 x 16 = 1024. Then a Conv per part; the reduction in pieces of whole rows, at most one per
+  // part: 2 pieces of 4 rows, one on each part's slice; one store (one DMA_OUT channel) of the
+  // 8 x 8 x 32 = 2048 output bytes.
+  ASSERT_EQ(order, (std::vector<std::string>{"DI2304", "DI2304", "DI1024", "Conv@0", "Conv@1",
+                                             "PartialSum@0", "PartialSum@1", "DO2048"}));
+  for (const std::size_t i : {3u, 4u}) {
+    const auto& shape = std::get<ConvShape>(s.commands[i].shape);
+    EXPECT_EQ(shape.in_c, 8u);  // its part of the input channels
+    EXPECT_EQ(shape.out_c, 32u);
+    EXPECT_EQ(shape.in_h, 10u);
+    // Partial sums at 4 bytes: a buffer per piece of 4 x 8 x 32 x 4 = 4096 bytes.
+    ASSERT_EQ(s.commands[i].alloc.size(), 2u);
+    EXPECT_EQ(s.commands[i].alloc[0].bytes, 4096u);
+    EXPECT_EQ(s.commands[i].alloc[1].bytes, 4096u);
+  }
+  EXPECT_EQ(s.commands[3].deps, (std::vector<std::uint32_t>{0, 2}));  // its weights, the block
+  EXPECT_EQ(s.commands[4].deps, (std::vector<std::uint32_t>{1, 2}));
+  for (const std::size_t i : {5u, 6u}) {
+    // One partial added to the other over 4 x 8 x 32 = 1024 elements; the output piece is 1024
+    // bytes at int8; it frees one partial buffer of each Conv.
+    EXPECT_EQ(std::get<ElementsShape>(s.commands[i].shape).elements, 1024u);
+    EXPECT_EQ(s.commands[i].deps, (std::vector<std::uint32_t>{3, 4}));
+    EXPECT_EQ(s.commands[i].alloc.at(0).bytes, 1024u);
+    EXPECT_EQ(s.commands[i].free.size(), 2u);
+  }
+  EXPECT_EQ(s.commands[7].deps, (std::vector<std::uint32_t>{3, 4, 5, 6}));
+  // The MACs are the layer's, split: 8 x 8 pixels x 32 channels x (16 x 3 x 3) = 294912.
+  Diagnostics diag("two.json");
+  finalize_schedule(s, config, diag);
+  ASSERT_TRUE(diag.empty());
+  EXPECT_EQ(schedule_macs(s), 294912u);
+}
+
+TEST(CompilerParts, AnOutputKeptOnChipIsReadWithoutALoad) {
+  // two_convs on `default` (2 slices): conv1 in two tiles of 4 rows (weights outer), keeping its
+  // output on chip; conv2 (1x1, 32 -> 8) input outer as one block of all 8 x 8 pixels, which reads
+  // conv1's output from the buffers its tiles wrote instead of loading it.
+  const Graph g = two_convs();
+  const HwConfig config = parse_hw_config("{}", "default.json");
+  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
+  const TensorLayouts layouts = assign_layouts(g, groups);
+  Emitter emitter(g, config, layouts);
+  Mapping m0;
+  m0.kind = MappingKind::kSpatial;
+  m0.tile_rows = 4;
+  m0.tile_cols = 8;
+  m0.tile_channel_units = 32;
+  Mapping m1 = m0;
+  m1.tile_rows = 8;
+  m1.tile_channel_units = 8;
+  m1.order = LoopOrder::kInputOuter;
+  emitter.emit_group(groups[0], m0, /*keep_output=*/true);
+  emitter.emit_group(groups[1], m1);
+  Schedule s = emitter.finish();
+  std::vector<std::string> ids;
+  for (const Command& c : s.commands) ids.push_back(c.id);
+  // conv1: weights b0; tile 0 loads b1, writes b2; tile 1 loads b3, writes b4. conv2: its weights
+  // (8 x 32 = 256 bytes, b5) and no load of its input; its Conv writes b6; one store.
+  ASSERT_EQ(ids, (std::vector<std::string>{"DI0", "DI1", "S0", "DO0", "DI2", "S1", "DO1", "DI3",
+                                           "S2", "DO2"}));
+  // conv1's stores still write its output to DRAM, but keep the buffers: DO1 frees only the
+  // weights.
+  EXPECT_TRUE(s.commands[3].free.empty());
+  EXPECT_EQ(s.commands[6].free, (std::vector<std::string>{"b0"}));
+  EXPECT_EQ(s.commands[7].bytes, 256u);
+  // conv2's Conv waits for its weights and for conv1's last Conv on each slice's array.
+  EXPECT_EQ(s.commands[8].deps, (std::vector<std::uint32_t>{2, 5, 7}));
+  // Its store (8 x 8 x 8 = 512 bytes) waits for every writer of the kept output and frees it.
+  EXPECT_EQ(s.commands[9].bytes, 512u);
+  EXPECT_EQ(s.commands[9].deps, (std::vector<std::uint32_t>{2, 5, 8}));
+  for (const char* kept : {"b2", "b4", "b6"}) {
+    EXPECT_NE(std::find(s.commands[9].free.begin(), s.commands[9].free.end(), kept),
+              s.commands[9].free.end())
+        << kept;
+  }
+  // The schedule checks (every buffer freed by a command that depends on its allocator) and the
+  // work is the graph's.
+  Diagnostics diag("two.json");
+  finalize_schedule(s, config, diag);
+  ASSERT_TRUE(diag.empty());
+  EXPECT_EQ(schedule_macs(s), graph_macs(g));
 }
 
 // ---- the cost search ----------------------------------------------------------------------------

@@ -25,6 +25,7 @@
 #include "sim/compiler/emit/emitter.h"
 #include "sim/compiler/emit/size_estimate.h"
 #include "sim/compiler/mapping/map_space.h"
+#include "sim/compiler/mapping/spatial.h"
 #include "sim/compiler/passes/assign_layouts.h"
 #include "sim/compiler/passes/fuse_layer_groups.h"
 #include "sim/compiler/passes/layer_views.h"
@@ -100,6 +101,29 @@ std::uint64_t smallest_lram_kib(const Graph& graph, const std::vector<LayerGroup
                    "compiling for this config takes " + what + fix);
 }
 
+// Whether `group`, mapped with `m`, could keep its output on chip: its tiles store their outputs
+// one by one (not a K-split MatMul, a host layer or a view), and the output takes at most an
+// eighth of the local memory.
+bool can_keep_output(const Graph& graph, const HwConfig& config, const LayerGroup& group,
+                     const Mapping& m) {
+  const bool tiled = m.kind == MappingKind::kSpatial || m.kind == MappingKind::kVector ||
+                     m.kind == MappingKind::kGlobalPool || m.kind == MappingKind::kMatMul;
+  return tiled && graph.tensors[group.output].bytes() <= config.lram_bytes / 8;
+}
+
+// Whether `group`'s output stays in local memory for `next`, the group emitted after it
+// (docs/compiler.md, "Outputs kept on chip"): `next` is a conv that reads it, all of it, as its
+// one input block (input outer). Its stores still write it to DRAM for any other reader; `next`
+// reads it from the buffers its tiles wrote.
+bool output_stays_on_chip(const Graph& graph, const HwConfig& config, const LayerGroup& group,
+                          const Mapping& m, const LayerGroup& next, const Mapping& next_m) {
+  if (!can_keep_output(graph, config, group, m) || group_kind(graph, next) != GroupKind::kSpatial) {
+    return false;
+  }
+  const SpatialLayer s = describe_spatial(graph, next, budgets_of(config));
+  return s.input == group.output && s.reads_input_whole(next_m);
+}
+
 }  // namespace
 
 Schedule compile_schedule(const Graph& graph, const HwConfig& config,
@@ -111,8 +135,9 @@ Schedule compile_schedule(const Graph& graph, const HwConfig& config,
   const auto* cost_search = dynamic_cast<const CostSearch*>(search.get());
   const Budgets budgets = budgets_of(config);
   // The mapping of a group, with the search's reasons for `explain`.
-  auto choose = [&](const LayerGroup& group) {
-    const MapSpace space = make_map_space(graph, group, layouts, config);
+  auto choose = [&](const LayerGroup& group, std::optional<std::uint32_t> on_chip_input) {
+    MapSpace space = make_map_space(graph, group, layouts, config);
+    space.on_chip_input = on_chip_input;
     if (cost_search == nullptr) return search->choose(space, config);
     const SearchChoice choice = cost_search->choose_explained(space, config);
     if (explain != nullptr && space.kind != MappingKind::kNone) {
@@ -126,9 +151,15 @@ Schedule compile_schedule(const Graph& graph, const HwConfig& config,
   // from emit_group below, and the groups after it would be checked there.
   std::vector<Mapping> mappings;
   GroupSize total;
-  for (const LayerGroup& group : groups) {
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    const LayerGroup& group = groups[i];
     if (group_kind(graph, group) == GroupKind::kUnknown) break;
-    const Mapping mapping = choose(group);
+    // The last group's output may stay on chip for this one if this one reads it whole.
+    std::optional<std::uint32_t> on_chip_input;
+    if (i > 0 && can_keep_output(graph, config, groups[i - 1], mappings.back())) {
+      on_chip_input = groups[i - 1].output;
+    }
+    const Mapping mapping = choose(group, on_chip_input);
     total = total + estimate_group(graph, group, mapping, layouts, budgets);
     if (!within_limits(total)) {
       throw_too_large(graph, groups, layouts, config, *search, group, total);
@@ -139,10 +170,13 @@ Schedule compile_schedule(const Graph& graph, const HwConfig& config,
   emitter.reserve(total.commands);  // within kMaxCommands: the estimate is exact
   for (std::size_t i = 0; i < groups.size(); ++i) {
     if (i < mappings.size()) {
-      emitter.emit_group(groups[i], mappings[i]);
+      const bool keep =
+          i + 1 < mappings.size() && output_stays_on_chip(graph, config, groups[i], mappings[i],
+                                                          groups[i + 1], mappings[i + 1]);
+      emitter.emit_group(groups[i], mappings[i], keep);
       continue;
     }
-    const Mapping mapping = choose(groups[i]);
+    const Mapping mapping = choose(groups[i], std::nullopt);
     total = total + estimate_group(graph, groups[i], mapping, layouts, budgets);
     if (!within_limits(total)) {
       throw_too_large(graph, groups, layouts, config, *search, groups[i], total);

@@ -44,6 +44,8 @@ const std::vector<OpInfo>& op_table() {
       {"BatchNorm", EngineKind::kVector, ShapeKind::kElements, 2},
       {"LRN", EngineKind::kVector, ShapeKind::kElements, 6},
       {"Copy", EngineKind::kVector, ShapeKind::kElements, 1},
+      // The partial sums of a conv split over slices, added (one element per partial added).
+      {"PartialSum", EngineKind::kVector, ShapeKind::kElements, 1},
   };
   return table;
 }

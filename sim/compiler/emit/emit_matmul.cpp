@@ -128,8 +128,8 @@ void Emitter::emit_matmul_ksplit(const LayerGroup& group, const Mapping& mapping
   struct OutTile {
     std::uint64_t r0, r1, c0, nc;
     std::uint32_t slice;
+    std::uint64_t bytes;
     CommandIndex ring_wait;
-    std::vector<CommandIndex> fence;
     std::string out_buffer;
     std::vector<CommandIndex> steps;
   };
@@ -149,36 +149,46 @@ void Emitter::emit_matmul_ksplit(const LayerGroup& group, const Mapping& mapping
         o.c0 = origins[t].second;
         o.nc = std::min(mm.n, o.c0 + cols) - o.c0;
         o.slice = next_slice();
-        o.ring_wait = two_back(o.slice);
-        take_fence(o.slice, o.fence);
+        // The slice holds the output and two steps' inputs.
+        o.bytes = (o.r1 - o.r0) * o.nc * ey + 2 * ((o.r1 - o.r0) * kc * ea + kc * o.nc * eb);
+        o.ring_wait = ring_wait(o.bytes);
         o.out_buffer = buffer_name();
         batch.push_back(std::move(o));
       }
       for (std::uint64_t k0 = 0; k0 < mm.k; k0 += kc) {
         const std::uint64_t kn = std::min(mm.k, k0 + kc) - k0;
-        for (OutTile& o : batch) {
-          // The first two steps wait for the tile two back instead.
-          const CommandIndex wait = o.steps.size() >= 2 ? o.steps[o.steps.size() - 2] : o.ring_wait;
-          std::vector<CommandIndex> a_deps = o.fence;
-          reader_deps(mm.a, ranges.a_rows ? (a_base + o.r0) * a_row_bytes : 0,
-                      ranges.a_rows ? (a_base + o.r1) * a_row_bytes : a.bytes(), a_deps);
-          if (wait != kNone) a_deps.push_back(wait);
-          std::vector<CommandIndex> b_deps = o.fence;
+        // The first two steps wait for what the ring rule gave the tile instead.
+        auto wait_of = [](const OutTile& o) {
+          return o.steps.size() >= 2 ? o.steps[o.steps.size() - 2] : o.ring_wait;
+        };
+        // B's parts of the batch first: weights wait for no activation, so the in-order DMA_IN
+        // queue brings them in while A's writers still run.
+        std::vector<std::pair<CommandIndex, std::string>> b_loads;
+        for (const OutTile& o : batch) {
+          std::vector<CommandIndex> b_deps;
           if (!b.constant) {
             reader_deps(mm.b, ranges.b_exact ? b_base * b_batch_bytes : 0,
                         ranges.b_exact ? (b_base + 1) * b_batch_bytes : b.bytes(), b_deps);
           }
-          if (wait != kNone) b_deps.push_back(wait);
-          Command load_a = dma(EngineKind::kDmaIn, (o.r1 - o.r0) * kn * ea);
+          if (wait_of(o) != kNone) b_deps.push_back(wait_of(o));
           Command load_b =
               dma(EngineKind::kDmaIn,
                   kn * o.nc * eb + (k0 == 0 ? ceil_div(mm.bias_bytes * o.nc, mm.n) : 0));
-          const std::string a_buf = buffer_name(), b_buf = buffer_name();
-          load_a.alloc.push_back({a_buf, load_a.bytes});
+          const std::string b_buf = buffer_name();
           load_b.alloc.push_back({b_buf, load_b.bytes});
+          b_loads.push_back({emit(std::move(load_b), "DI", di_, group, std::move(b_deps)), b_buf});
+        }
+        for (std::size_t t = 0; t < batch.size(); ++t) {
+          OutTile& o = batch[t];
+          std::vector<CommandIndex> a_deps;
+          reader_deps(mm.a, ranges.a_rows ? (a_base + o.r0) * a_row_bytes : 0,
+                      ranges.a_rows ? (a_base + o.r1) * a_row_bytes : a.bytes(), a_deps);
+          if (wait_of(o) != kNone) a_deps.push_back(wait_of(o));
+          Command load_a = dma(EngineKind::kDmaIn, (o.r1 - o.r0) * kn * ea);
+          const std::string a_buf = buffer_name();
+          load_a.alloc.push_back({a_buf, load_a.bytes});
           std::vector<CommandIndex> deps = {
-              emit(std::move(load_a), "DI", di_, group, std::move(a_deps)),
-              emit(std::move(load_b), "DI", di_, group, std::move(b_deps))};
+              emit(std::move(load_a), "DI", di_, group, std::move(a_deps)), b_loads[t].first};
           if (!o.steps.empty()) deps.push_back(o.steps.back());  // accumulates onto the last step
           if (o.steps.empty() && o.ring_wait != kNone) deps.push_back(o.ring_wait);
           Command gemm;
@@ -187,7 +197,7 @@ void Emitter::emit_matmul_ksplit(const LayerGroup& group, const Mapping& mapping
           gemm.slice = o.slice;
           gemm.shape = GemmShape{1, o.r1 - o.r0, o.nc, kn};
           if (o.steps.empty()) gemm.alloc.push_back({o.out_buffer, (o.r1 - o.r0) * o.nc * ey});
-          gemm.free = {a_buf, b_buf};
+          gemm.free = {a_buf, b_loads[t].second};
           o.steps.push_back(emit(std::move(gemm), "S", s_, group, std::move(deps)));
         }
       }
@@ -197,7 +207,7 @@ void Emitter::emit_matmul_ksplit(const LayerGroup& group, const Mapping& mapping
         const CommandIndex st = emit(std::move(store), "DO", do_, group, {o.steps.back()});
         record_write(group.output, (y_base + o.r0) * y_row_bytes, (y_base + o.r1) * y_row_bytes,
                      st);
-        stores_[o.slice].push_back(st);
+        push_ring(st, o.bytes);
       }
     }
   }

@@ -1,6 +1,7 @@
 // Emission of spatial layers: Conv, DepthwiseConv, MaxPool, AveragePool (docs/compiler.md,
 // "Convolutions and pools").
 #include <algorithm>
+#include <stdexcept>
 
 #include "sim/compiler/emit/emitter.h"
 #include "sim/compiler/emit/epilogue.h"
@@ -16,6 +17,10 @@ namespace npusim {
 // with the padding folded into its shape, so that its output is exactly its pixels.
 void Emitter::emit_spatial(const LayerGroup& group, const Mapping& mapping) {
   const SpatialLayer s = describe_spatial(g_, group, budgets_);
+  if (mapping.k_parts > 1 && (!s.k_split_allowed() || mapping.order != LoopOrder::kInputOuter)) {
+    throw std::logic_error("emit_spatial: group '" + group.name +
+                           "' cannot split its reduction over slices");
+  }
   const std::uint64_t rows = mapping.tile_rows, cols = mapping.tile_cols;
   const std::uint64_t chunk_units = mapping.tile_channel_units;
   const std::uint64_t chunks = ceil_div(s.units, chunk_units);
@@ -25,26 +30,9 @@ void Emitter::emit_spatial(const LayerGroup& group, const Mapping& mapping) {
   const std::uint64_t x_bytes = g_.tensors[s.input].bytes();
   const std::uint64_t x_row_bytes = s.w * s.c * ex;  // NHWC in DRAM: a row is contiguous
   const std::uint64_t y_row_bytes = s.ow * s.k * s.out_elem_bytes;
-  const std::uint64_t row_tiles = ceil_div(s.oh, rows);
-  const std::uint64_t col_tiles = ceil_div(s.ow, cols);
-  const std::uint32_t weight_tensor =
-      g_.layers[group.layers[0]].inputs.size() > 1 ? g_.layers[group.layers[0]].inputs[1] : s.input;
-  // The input rows [lo, hi) and columns [wl, wh) that output tile t reads, padding excluded.
-  struct Window {
-    std::uint64_t r0, r1, c0, c1, lo, hi, wl, wh;
-  };
-  auto window = [&](std::uint64_t t) {
-    Window v{};
-    v.r0 = (t / col_tiles) * rows, v.r1 = std::min(s.oh, v.r0 + rows);
-    v.c0 = (t % col_tiles) * cols, v.c1 = std::min(s.ow, v.c0 + cols);
-    const std::uint64_t last_h = (v.r1 - 1) * s.stride_h + s.span_h;
-    v.lo = v.r0 * s.stride_h > s.pad_top ? v.r0 * s.stride_h - s.pad_top : 0;
-    v.hi = std::min(s.h, last_h > s.pad_top ? last_h - s.pad_top : 0);
-    const std::uint64_t last_w = (v.c1 - 1) * s.stride_w + s.span_w;
-    v.wl = v.c0 * s.stride_w > s.pad_left ? v.c0 * s.stride_w - s.pad_left : 0;
-    v.wh = std::min(s.w, last_w > s.pad_left ? last_w - s.pad_left : 0);
-    return v;
-  };
+  const std::uint64_t tiles_per_image = ceil_div(s.oh, rows) * ceil_div(s.ow, cols);
+  using Window = TileWindow;
+  auto window = [&](std::uint64_t t) { return s.window(t, rows, cols); };
   // Ranges cover whole rows: a column tile's bytes lie within them.
   auto input_piece = [&](std::uint64_t img, const Window& v, std::uint64_t in_c) {
     return Piece{s.input, x_image ? (img * s.h + v.lo) * x_row_bytes : 0,
@@ -63,27 +51,7 @@ void Emitter::emit_spatial(const LayerGroup& group, const Mapping& mapping) {
                             (img * s.oh + v.r0) * y_row_bytes, (img * s.oh + v.r1) * y_row_bytes,
                             last ? &computes : nullptr));
   };
-  if (mapping.order == LoopOrder::kInputOuter) {
-    for (std::uint64_t img = 0; img < s.n; ++img) {
-      for (std::uint64_t t = 0; t < row_tiles * col_tiles; ++t) {
-        const Window v = window(t);
-        const Piece block = input_piece(img, v, s.c);
-        std::vector<CommandIndex> after;
-        reader_deps(block.tensor, block.lo, block.hi, after);
-        const CommandIndex shared = load_weights(block.bytes, group, std::move(after));
-        std::vector<CommandIndex> computes;
-        for (std::uint64_t ch = 0; ch < chunks; ++ch) {
-          const std::uint64_t u0 = ch * chunk_units;
-          const std::uint64_t cu = std::min(s.units, u0 + chunk_units) - u0;
-          const std::uint64_t w_bytes = s.chunk_weight_bytes(cu);
-          const Piece weights{weight_tensor, u0 * s.weight_bytes_per_unit,
-                              u0 * s.weight_bytes_per_unit + w_bytes, w_bytes};
-          emit_tile(img, v, cu, {weights}, shared, computes, ch == chunks - 1);
-        }
-      }
-    }
-    return;
-  }
+  if (mapping.order == LoopOrder::kInputOuter) return emit_spatial_input_outer(group, s, mapping);
   for (std::uint64_t ch = 0; ch < chunks; ++ch) {
     const std::uint64_t u0 = ch * chunk_units;
     const std::uint64_t cu = std::min(s.units, u0 + chunk_units) - u0;
@@ -91,9 +59,9 @@ void Emitter::emit_spatial(const LayerGroup& group, const Mapping& mapping) {
         s.weight_bytes_per_unit > 0 ? load_weights(s.chunk_weight_bytes(cu), group) : kNone;
     std::vector<CommandIndex> computes;
     for (std::uint64_t img = 0; img < s.n; ++img) {
-      for (std::uint64_t t = 0; t < row_tiles * col_tiles; ++t) {
+      for (std::uint64_t t = 0; t < tiles_per_image; ++t) {
         const Window v = window(t);
-        const bool last = img == s.n - 1 && t == row_tiles * col_tiles - 1;
+        const bool last = img == s.n - 1 && t == tiles_per_image - 1;
         emit_tile(img, v, cu, {input_piece(img, v, s.chunk_in_c(cu))}, weights, computes, last);
       }
     }

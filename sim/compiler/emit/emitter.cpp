@@ -19,7 +19,7 @@ void check_mapping(GroupKind kind, const Mapping& m, const LayerGroup& group) {
       break;
     case GroupKind::kSpatial:
       ok = m.kind == MappingKind::kSpatial && m.tile_rows > 0 && m.tile_cols > 0 &&
-           m.tile_channel_units > 0;
+           m.tile_channel_units > 0 && m.k_parts > 0;
       break;
     case GroupKind::kMatMul:
       ok = (m.kind == MappingKind::kMatMul && m.tile_rows > 0 && m.tile_cols > 0) ||
@@ -49,10 +49,9 @@ Emitter::Emitter(const Graph& graph, const HwConfig& config, const TensorLayouts
       layouts_(layouts),
       budgets_(budgets_of(config)),
       slices_(config.slices.count),
-      stores_(config.slices.count),
       writers_(graph.tensors.size(), sched_.commands) {}
 
-void Emitter::emit_group(const LayerGroup& group, const Mapping& mapping) {
+void Emitter::emit_group(const LayerGroup& group, const Mapping& mapping, bool keep_output) {
   const Layer& l = g_.layers[group.layers[0]];
   const GroupKind kind = group_kind(g_, group);
   if (kind == GroupKind::kView) return emit_view(l);
@@ -64,6 +63,7 @@ void Emitter::emit_group(const LayerGroup& group, const Mapping& mapping) {
   sched_.programs.push_back({group.name, group.loc});
   const std::size_t first_command = sched_.commands.size();
   begin_slices(mapping);
+  if (keep_output) keeping_ = OnChip{group.output, g_.tensors[group.output].bytes(), {}, {}};
   if (kind == GroupKind::kHost) {
     emit_host(group);
   } else if (mapping.kind == MappingKind::kSpatial) {
@@ -78,6 +78,11 @@ void Emitter::emit_group(const LayerGroup& group, const Mapping& mapping) {
     emit_vector(group, mapping);
   }
   end_slices();
+  // The next group reads what was kept; what this group was given must have been read.
+  if (kept_)
+    throw std::logic_error("emit_group: '" + group.name + "' did not read its input on chip");
+  kept_ = std::move(keeping_);
+  keeping_.reset();
   if (sched_.commands.size() == first_command) sched_.programs.pop_back();
   // Other outputs of the group's last layer (a quantize's scale, say) come from the same stores.
   for (std::uint32_t out : g_.layers[group.layers.back()].outputs) {
@@ -199,12 +204,38 @@ Emitter::CommandIndex Emitter::load_weights(std::uint64_t bytes, const LayerGrou
   return weights_pieces_.front();
 }
 
-// The store of the tile two back on `slice`, or kNone. A slice holds two tiles at most: a new
-// tile's loads wait for it, which comes after its compute freed that tile's inputs and itself
-// frees that tile's output.
-Emitter::CommandIndex Emitter::two_back(std::uint32_t slice) const {
-  const std::vector<CommandIndex>& ring = stores_[slice];
-  return ring.size() >= 2 ? ring[ring.size() - 2] : kNone;
+void Emitter::release_output(CommandIndex store, const LayerGroup& group, const std::string& buffer,
+                             const std::vector<CommandIndex>& writers) {
+  if (keeping_ && keeping_->tensor == group.output) {
+    keeping_->buffers.push_back(buffer);
+    keeping_->writers.insert(keeping_->writers.end(), writers.begin(), writers.end());
+    return;
+  }
+  sched_.commands[store].free.push_back(buffer);
+}
+
+std::uint64_t Emitter::ring_budget() const {
+  const std::uint64_t kept = (keeping_ ? keeping_->bytes : 0) + (kept_ ? kept_->bytes : 0);
+  const std::uint64_t half = cfg_.lram_bytes / 2;
+  return half > kept ? half - kept : 0;
+}
+
+// What a new tile of `bytes` must wait for: the store of the newest tile that must be gone so
+// that the live tiles of all slices, this one included, hold at most half the local memory
+// (docs/compiler.md, "Memory budgets"); kNone if none must. At most 8 tiles per slice are live.
+Emitter::CommandIndex Emitter::ring_wait(std::uint64_t bytes) const {
+  const std::uint64_t budget = ring_budget();
+  const std::size_t depth = 8 * std::size_t{slices_};
+  std::uint64_t live = bytes;
+  for (std::size_t i = ring_.size(), seen = 1; i > 0; --i, ++seen) {
+    live += ring_[i - 1].bytes;
+    if (live > budget || seen == depth) return ring_[i - 1].store;
+  }
+  return kNone;
+}
+
+void Emitter::push_ring(CommandIndex store, std::uint64_t bytes) {
+  ring_.push_back({store, bytes});
 }
 
 // One tile on `slice`: load `pieces`, run `op` with `shape`, store `out_bytes` as [out_lo,
@@ -216,15 +247,14 @@ Emitter::CommandIndex Emitter::tile(std::uint32_t slice, const LayerGroup& group
                                     Shape shape, CommandIndex weights, std::uint64_t out_bytes,
                                     std::uint64_t out_lo, std::uint64_t out_hi,
                                     const std::vector<CommandIndex>* other_readers) {
-  const CommandIndex ring_wait = two_back(slice);
+  std::uint64_t tile_bytes = std::max<std::uint64_t>(out_bytes, 1);
+  for (const Piece& p : pieces) tile_bytes += p.bytes;
+  const CommandIndex ring_wait = this->ring_wait(tile_bytes);
   std::vector<CommandIndex> compute_deps;
-  std::vector<CommandIndex> fence;
-  take_fence(slice, fence);
-  compute_deps = fence;
   std::vector<std::string> in_buffers;
   for (const Piece& p : pieces) {
     if (p.bytes == 0) continue;
-    std::vector<CommandIndex> deps = fence;
+    std::vector<CommandIndex> deps;
     reader_deps(p.tensor, p.lo, p.hi, deps);
     if (ring_wait != kNone) deps.push_back(ring_wait);
     Command c = dma(EngineKind::kDmaIn, p.bytes);
@@ -245,20 +275,32 @@ Emitter::CommandIndex Emitter::tile(std::uint32_t slice, const LayerGroup& group
   s.alloc.push_back({out_buffer, std::max<std::uint64_t>(out_bytes, 1)});
   s.free = in_buffers;
   const CommandIndex compute = emit(std::move(s), "S", s_, group, std::move(compute_deps));
-  std::vector<CommandIndex> store_deps = {compute};
+  const CommandIndex store = store_tile(group, {compute}, out_buffer, out_bytes, out_lo, out_hi,
+                                        weights != kNone ? other_readers : nullptr);
+  push_ring(store, tile_bytes);
+  return compute;
+}
+
+// The DMA_OUT of a tile's output after `after` (its compute), as [out_lo, out_hi) of the group's
+// output, freeing `out_buffer`. With `other_readers` (the computes that read the shared chunk),
+// it also waits for them and frees the chunk.
+Emitter::CommandIndex Emitter::store_tile(const LayerGroup& group, std::vector<CommandIndex> after,
+                                          const std::string& out_buffer, std::uint64_t out_bytes,
+                                          std::uint64_t out_lo, std::uint64_t out_hi,
+                                          const std::vector<CommandIndex>* other_readers) {
+  std::vector<CommandIndex> writers = after;
+  std::vector<CommandIndex> store_deps = std::move(after);
   Command o = dma(EngineKind::kDmaOut, out_bytes);
-  o.free.push_back(out_buffer);
-  const bool frees_weights = other_readers != nullptr && weights != kNone;
-  if (frees_weights) {
+  if (other_readers != nullptr) {
     const std::vector<CommandIndex> last = last_per_queue(*other_readers);
     store_deps.insert(store_deps.end(), last.begin(), last.end());
     o.free.insert(o.free.end(), weights_buffers_.begin(), weights_buffers_.end());
   }
   const CommandIndex store = emit(std::move(o), "DO", do_, group, std::move(store_deps));
-  if (frees_weights) weight_frees_.push_back(store);
+  release_output(store, group, out_buffer, writers);
+  if (other_readers != nullptr) weight_frees_.push_back(store);
   writers_.add(group.output, out_lo, out_hi, store);
-  stores_[slice].push_back(store);
-  return compute;
+  return store;
 }
 
 std::uint32_t Emitter::next_slice() {
@@ -267,9 +309,10 @@ std::uint32_t Emitter::next_slice() {
   return s;
 }
 
-// Tiles go round-robin over the mapping's slices, starting where the last group stopped. Tiles
-// of a group on fewer slices are larger (budgets_of), so the two-tiles-per-slice bound holds only
-// if no tile of another budget is live: such a group's first tiles wait for the fence.
+// Tiles go round-robin over the mapping's slices, starting where the last group stopped. (Tiles
+// of a group on fewer slices are larger, budgets_of; ring_wait counts bytes, so they need no
+// fence.) A group that changes the shared chunks live waits, with its first chunks, for the
+// frees still outstanding.
 void Emitter::begin_slices(const Mapping& mapping) {
   group_slices_ = mapping.slices == 0 ? slices_ : std::min(mapping.slices, slices_);
   group_base_ = rr_;
@@ -283,14 +326,6 @@ void Emitter::begin_slices(const Mapping& mapping) {
                          weight_frees_.end());
     shared_fence_left_ = shared_live_;
   }
-  fence_.clear();
-  fence_left_.assign(slices_, 0);
-  if (live_slices_ != 0 && (live_slices_ != slices_ || group_slices_ != slices_)) {
-    for (const std::vector<CommandIndex>& ring : stores_) {
-      fence_.insert(fence_.end(), ring.size() >= 2 ? ring.end() - 2 : ring.begin(), ring.end());
-    }
-    fence_left_.assign(slices_, 2);
-  }
 }
 
 void Emitter::end_slices() {
@@ -300,16 +335,7 @@ void Emitter::end_slices() {
                                     ? group_tiles_
                                     : std::min<std::uint64_t>(group_tiles_, group_slices_);
   rr_ = static_cast<std::uint32_t>((group_base_ + advance) % slices_);
-  live_slices_ = group_slices_;
   live_shared_live_ = shared_live_;
-}
-
-// Adds the fence to `deps` if this is one of the group's first two tiles on `slice`.
-bool Emitter::take_fence(std::uint32_t slice, std::vector<CommandIndex>& deps) {
-  if (fence_left_.empty() || fence_left_[slice] == 0) return false;
-  --fence_left_[slice];
-  deps.insert(deps.end(), fence_.begin(), fence_.end());
-  return true;
 }
 
 // ---- host fallback ------------------------------------------------------------------------------

@@ -10,12 +10,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "sim/compiler/emit/writer_index.h"
 #include "sim/compiler/mapping/map_space.h"
 #include "sim/compiler/mapping/mapping.h"
+#include "sim/compiler/mapping/spatial.h"
 #include "sim/compiler/mapping/vector.h"
 #include "sim/compiler/passes/assign_layouts.h"
 #include "sim/compiler/passes/fuse_layer_groups.h"
@@ -32,8 +34,16 @@ class Emitter {
 
   // Appends the group's commands, tiled as `mapping` says (which must be of the group's kind);
   // a group that emits any command is one program. Throws InputError for an op the NPU cannot
-  // run, or when the schedule would pass kMaxCommands.
-  void emit_group(const LayerGroup& group, const Mapping& mapping);
+  // run, or when the schedule would pass kMaxCommands. With `keep_output`, the group's output
+  // stays in local memory for the next group, which must read it as its one input block
+  // (output_stays_on_chip).
+  void emit_group(const LayerGroup& group, const Mapping& mapping, bool keep_output = false);
+
+  // For costing a group alone: its input `tensor` is taken to be the last group's output kept on
+  // chip (with no writer), so the group must read it whole, as one block.
+  void assume_on_chip(std::uint32_t tensor) {
+    kept_ = OnChip{tensor, g_.tensors[tensor].bytes(), {}, {}};
+  }
 
   // Room for `commands` commands (the driver's estimate), so the schedule does not reallocate.
   void reserve(std::uint64_t commands) { sched_.commands.reserve(commands); }
@@ -60,14 +70,36 @@ class Emitter {
                     const std::string& op, Shape shape, CommandIndex weights,
                     std::uint64_t out_bytes, std::uint64_t out_lo, std::uint64_t out_hi,
                     const std::vector<CommandIndex>* other_readers);
-  CommandIndex two_back(std::uint32_t slice) const;
+  CommandIndex store_tile(const LayerGroup& group, std::vector<CommandIndex> after,
+                          const std::string& out_buffer, std::uint64_t out_bytes,
+                          std::uint64_t out_lo, std::uint64_t out_hi,
+                          const std::vector<CommandIndex>* other_readers);
+  CommandIndex ring_wait(std::uint64_t bytes) const;
+  void push_ring(CommandIndex store, std::uint64_t bytes);
   std::uint32_t next_slice();
   void begin_slices(const Mapping& mapping);
   void end_slices();
-  bool take_fence(std::uint32_t slice, std::vector<CommandIndex>& deps);
 
   // ---- per kind ----
-  void emit_spatial(const LayerGroup& group, const Mapping& mapping);        // emit_spatial.cpp
+  void emit_spatial(const LayerGroup& group, const Mapping& mapping);  // emit_spatial.cpp
+  // One tile, or one part of a split tile, of an input block: its slice, and what its commands
+  // wait for there.
+  struct BlockPart {
+    std::uint32_t slice = 0;
+    std::uint64_t in_c = 0;  // input channels it reduces over (split tiles)
+    std::uint64_t chunk = 0;
+    std::uint64_t bytes = 0;          // what it holds on its slice until its store
+    std::vector<CommandIndex> waits;  // the store that makes room for it, if any
+    CommandIndex load = 0;            // its weights' DMA_IN
+    std::string weights_buffer;
+  };
+  // emit_spatial_input_outer.cpp
+  void emit_spatial_input_outer(const LayerGroup& group, const SpatialLayer& s,
+                                const Mapping& mapping);
+  void emit_split_tile(const LayerGroup& group, const SpatialLayer& s, const Mapping& mapping,
+                       std::uint64_t img, const TileWindow& v, std::uint64_t cu,
+                       const std::vector<const BlockPart*>& parts,
+                       std::vector<CommandIndex>& computes, bool frees_block);
   void emit_matmul(const LayerGroup& group, const Mapping& mapping);         // emit_matmul.cpp
   void emit_matmul_ksplit(const LayerGroup& group, const Mapping& mapping);  // emit_matmul.cpp
   void emit_vector(const LayerGroup& group, const Mapping& mapping);         // emit_vector.cpp
@@ -80,8 +112,28 @@ class Emitter {
   const TensorLayouts& layouts_;
   Budgets budgets_;
   std::uint32_t slices_;
-  std::vector<std::vector<CommandIndex>> stores_;  // per slice: its tiles' stores, in order
-  std::vector<CommandIndex> weight_frees_;         // stores whose ends free weight chunks
+  // A group's output kept in local memory for the next group (docs/compiler.md, "Outputs kept on
+  // chip"): its tiles' output buffers, the commands that wrote them, and its bytes.
+  struct OnChip {
+    std::uint32_t tensor = 0;
+    std::uint64_t bytes = 0;
+    std::vector<std::string> buffers;
+    std::vector<CommandIndex> writers;
+  };
+  std::optional<OnChip> keeping_;  // the current group's output, being written
+  std::optional<OnChip> kept_;     // the last group's output, read by the current group
+  // The bytes the live tiles may hold: half the local memory, less what is kept on chip.
+  std::uint64_t ring_budget() const;
+  // The store frees `buffer`, a tile's output, unless the output stays on chip.
+  void release_output(CommandIndex store, const LayerGroup& group, const std::string& buffer,
+                      const std::vector<CommandIndex>& writers);
+  // Every slice's tiles, in order: the store whose end frees each, and the bytes it holds.
+  struct RingEntry {
+    CommandIndex store;
+    std::uint64_t bytes;
+  };
+  std::vector<RingEntry> ring_;
+  std::vector<CommandIndex> weight_frees_;  // stores whose ends free weight chunks
   // The pieces of the shared chunk most recently loaded, and their buffers: every tile of the
   // chunk waits for all of them, and the chunk's last store frees them all.
   std::vector<CommandIndex> weights_pieces_;
@@ -93,11 +145,6 @@ class Emitter {
   // The current group's slices: tiles go round-robin over group_slices_ of them from group_base_.
   std::uint32_t group_slices_ = 0, group_base_ = 0;
   std::uint64_t group_tiles_ = 0;
-  std::uint32_t live_slices_ = 0;  // slices of the last group that emitted tiles; 0: none yet
-  // When a group's tile budget differs from the last one's, its first two tiles on each slice
-  // also wait for fence_: the last two stores of every slice, so no older tile is still live.
-  std::vector<CommandIndex> fence_;
-  std::vector<std::uint8_t> fence_left_;  // per slice: tiles that must still take the fence
   // Shared chunks live at once (Mapping::shared_live). When a group changes it, its first
   // chunks wait for every free still outstanding (shared_fence_).
   std::uint32_t shared_live_ = 2, live_shared_live_ = 2;

@@ -43,8 +43,16 @@ std::uint64_t commands_of(const Graph& g, const LayerGroup& group, const Mapping
       const std::uint64_t blocks =
           mul(s.n, mul(ceil_div(s.oh, m.tile_rows), ceil_div(s.ow, m.tile_cols)));
       const std::uint64_t tiles = mul(chunks, blocks);
-      // Load, compute, store; and a fused residual Add's operand is one more load per tile.
-      const std::uint64_t per_tile = s.residual_elem_bytes > 0 ? 4 : 3;
+      // Load, compute, store; and a fused residual Add's operand is one more load per tile. A
+      // tile split into parts: a load and a compute per part, then the reduction and the store.
+      std::uint64_t per_tile = s.residual_elem_bytes > 0 ? 4 : 3;
+      if (m.k_parts > 1) {
+        // Per part a load and a Conv; per reduction piece an Add and a residual load; a store per
+        // DMA_OUT channel at most.
+        const std::uint64_t pieces =
+            ceil_div(m.tile_rows, s.reduce_piece_rows(m.tile_rows, m.k_parts));
+        per_tile = 2 * s.part_count(m.k_parts) + pieces * (per_tile - 2) + pieces;
+      }
       // One shared load per chunk (weights outer) or per input block (input outer).
       if (m.order == LoopOrder::kInputOuter) return add(blocks, mul(per_tile, tiles));
       return add(s.weight_bytes_per_unit > 0 ? chunks : 0, mul(per_tile, tiles));

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -81,6 +82,17 @@ struct MapSpace {
   // the kind is mapped greedily.
   std::function<std::vector<Mapping>()> candidates;
   std::function<GroupWork(const Mapping&)> work;
+  // For kinds whose input may be the last group's output kept on chip (spatial): the input
+  // tensor, and whether a mapping reads it whole, as one block.
+  std::optional<std::uint32_t> input_tensor;
+  std::function<bool(const Mapping&)> reads_input_whole;
+  // Set by the driver: the last group's output, which it may keep on chip for this group.
+  std::optional<std::uint32_t> on_chip_input;
+  // Whether `m` reads its input from the last group's output kept on chip.
+  bool input_on_chip(const Mapping& m) const {
+    return on_chip_input && input_tensor == on_chip_input && reads_input_whole &&
+           reads_input_whole(m);
+  }
 
   TileSizes full_sizes() const;
 };

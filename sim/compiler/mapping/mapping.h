@@ -56,6 +56,11 @@ struct Mapping {
   // L / (2 * shared_live): 2 double-buffers one chunk read by many tiles; one per slice lets
   // every slice work on its own chunk.
   std::uint32_t shared_live = 2;
+  // Parts an ungrouped conv's input channels are cut into (spatial, input outer only): each part
+  // of a tile runs on a slice of its own into a partial sum, and the vector unit of the last
+  // part's slice adds the partials (docs/compiler.md, "Splitting the reduction over slices").
+  // 1: no split.
+  std::uint32_t k_parts = 1;
 };
 
 }  // namespace npusim

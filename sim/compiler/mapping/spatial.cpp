@@ -20,6 +20,20 @@ std::uint64_t SpatialLayer::chunk_in_c(std::uint64_t chunk_units) const {
   return input_whole_channels ? c : within_group ? in_per_unit : chunk_units * in_per_unit;
 }
 
+TileWindow SpatialLayer::window(std::uint64_t t, std::uint64_t rows, std::uint64_t cols) const {
+  const std::uint64_t col_tiles = ceil_div(ow, cols);
+  TileWindow v;
+  v.r0 = (t / col_tiles) * rows, v.r1 = std::min(oh, v.r0 + rows);
+  v.c0 = (t % col_tiles) * cols, v.c1 = std::min(ow, v.c0 + cols);
+  const std::uint64_t last_h = (v.r1 - 1) * stride_h + span_h;
+  v.lo = v.r0 * stride_h > pad_top ? v.r0 * stride_h - pad_top : 0;
+  v.hi = std::min(h, last_h > pad_top ? last_h - pad_top : 0);
+  const std::uint64_t last_w = (v.c1 - 1) * stride_w + span_w;
+  v.wl = v.c0 * stride_w > pad_left ? v.c0 * stride_w - pad_left : 0;
+  v.wh = std::min(w, last_w > pad_left ? last_w - pad_left : 0);
+  return v;
+}
+
 std::uint64_t SpatialLayer::in_rows(std::uint64_t rows) const {
   return std::min(h, (rows - 1) * stride_h + span_h);
 }
@@ -51,6 +65,33 @@ std::uint64_t SpatialLayer::output_bytes(std::uint64_t rows, std::uint64_t cols,
 
 std::uint64_t SpatialLayer::chunk_weight_bytes(std::uint64_t chunk_units) const {
   return chunk_units * weight_bytes_per_unit;
+}
+
+std::uint64_t SpatialLayer::part_weight_bytes(std::uint64_t chunk_units,
+                                              std::uint64_t part_c) const {
+  return ceil_div(chunk_weight_bytes(chunk_units) * part_c, c);
+}
+
+std::uint64_t SpatialLayer::partial_bytes(std::uint64_t rows, std::uint64_t cols,
+                                          std::uint64_t chunk_units) const {
+  return rows * cols * chunk_units * out_per_unit * kPartialElemBytes;
+}
+
+std::uint64_t SpatialLayer::part_tile_bytes(std::uint64_t rows, std::uint64_t cols,
+                                            std::uint64_t chunk_units, std::uint64_t parts) const {
+  return part_weight_bytes(chunk_units, part_channels(parts)) +
+         partial_bytes(rows, cols, chunk_units) + output_bytes(rows, cols, chunk_units) +
+         residual_bytes(rows, cols, chunk_units);
+}
+
+std::uint64_t SpatialLayer::reduce_piece_rows(std::uint64_t rows, std::uint64_t parts) const {
+  return ceil_div(rows, std::min(rows, part_count(parts)));
+}
+
+std::uint64_t SpatialLayer::reduce_elements(std::uint64_t rows, std::uint64_t cols,
+                                            std::uint64_t chunk_units, std::uint64_t parts) const {
+  const std::uint64_t passes = part_count(parts) - 1 + (residual_elem_bytes > 0 ? 1 : 0);
+  return passes * rows * cols * chunk_units * out_per_unit;
 }
 
 ConvShape SpatialLayer::tile_shape(std::uint64_t rows, std::uint64_t cols,
@@ -187,6 +228,16 @@ std::vector<Mapping> spatial_candidates(const SpatialLayer& s, const HwConfig& c
         m.tile_cols = cols;
         m.tile_channel_units = cu;
         out.push_back(m);
+        // The same block with each tile's reduction split over 2, 4, ... slices.
+        if (weights_outer || !s.k_split_allowed()) continue;
+        for (std::uint32_t parts = 2; parts <= r.slices && parts <= s.c; parts *= 2) {
+          if (s.input_bytes(rows, cols, s.c) > b.weight_chunk_bytes ||
+              s.part_tile_bytes(rows, cols, cu, parts) > b.tile_bytes) {
+            break;
+          }
+          m.k_parts = parts;
+          out.push_back(m);
+        }
       }
     }
   }
@@ -221,8 +272,11 @@ MapSpace spatial_map_space(const GroupContext& ctx) {
   };
   space.spread_dim = 0;
   space.candidates = [s, &config = ctx.config] { return spatial_candidates(s, config); };
-  space.work = [s, slices = ctx.config.slices.count](const Mapping& m) {
-    return spatial_work(s, m, m.slices == 0 ? slices : m.slices);
+  space.input_tensor = s.input;
+  space.reads_input_whole = [s](const Mapping& m) { return s.reads_input_whole(m); };
+  space.work = [s, slices = ctx.config.slices.count,
+                out_channels = ctx.config.dma.out_channels](const Mapping& m) {
+    return spatial_work(s, m, m.slices == 0 ? slices : m.slices, out_channels);
   };
   space.to_mapping = [s](const TileSizes& t) {
     Mapping m;
@@ -237,7 +291,44 @@ MapSpace spatial_map_space(const GroupContext& ctx) {
   return space;
 }
 
-GroupWork spatial_work(const SpatialLayer& s, const Mapping& m, std::uint32_t slices) {
+namespace {
+
+// `count` tiles of rows x cols x units, each split into `parts` over the input channels: the
+// parts (their weights loaded, no store), the reduction pieces of each tile (each loading its
+// rows' residual) and the stores, at most one per DMA_OUT channel.
+void add_part_tiles(GroupWork& w, const SpatialLayer& s, std::uint32_t parts, std::uint64_t count,
+                    std::uint64_t rows, std::uint64_t cols, std::uint64_t units,
+                    std::uint32_t out_channels) {
+  for (const auto& [np, part_c] : tile_cuts(s.c, s.part_channels(parts))) {
+    TileClass t;
+    t.count = count * np;
+    t.op = find_op(s.op);
+    ConvShape shape = s.tile_shape(rows, cols, units);
+    shape.in_c = part_c;
+    t.shape = shape;
+    t.load_bytes = s.part_weight_bytes(units, part_c);
+    w.tiles.push_back(t);
+  }
+  const std::uint64_t piece_rows = s.reduce_piece_rows(rows, parts);
+  for (const auto& [np, pr] : tile_cuts(rows, piece_rows)) {
+    TileClass reduce;
+    reduce.count = count * np;
+    reduce.op = find_op("PartialSum");
+    reduce.shape = ElementsShape{s.reduce_elements(pr, cols, units, parts)};
+    reduce.load_bytes = s.residual_bytes(pr, cols, units);
+    w.tiles.push_back(reduce);
+  }
+  const std::uint64_t pieces = ceil_div(rows, piece_rows);
+  const std::uint64_t per_store = ceil_div(pieces, std::min<std::uint64_t>(pieces, out_channels));
+  for (const auto& [ns, store_rows] : tile_cuts(rows, per_store * piece_rows)) {
+    w.stores.push_back({count * ns, s.output_bytes(store_rows, cols, units)});
+  }
+}
+
+}  // namespace
+
+GroupWork spatial_work(const SpatialLayer& s, const Mapping& m, std::uint32_t slices,
+                       std::uint32_t out_channels) {
   GroupWork w;
   w.slices = slices;
   w.shared_live = m.shared_live;
@@ -247,6 +338,10 @@ GroupWork spatial_work(const SpatialLayer& s, const Mapping& m, std::uint32_t sl
     for (const auto& [nc, cols] : tile_cuts(s.ow, m.tile_cols)) {
       if (input_outer) w.shared.push_back({s.n * nr * nc, s.input_bytes(rows, cols, s.c)});
       for (const auto& [nu, units] : tile_cuts(s.units, m.tile_channel_units)) {
+        if (m.k_parts > 1) {
+          add_part_tiles(w, s, m.k_parts, s.n * nr * nc * nu, rows, cols, units, out_channels);
+          continue;
+        }
         TileClass t;
         t.count = s.n * nr * nc * nu;
         t.op = op;

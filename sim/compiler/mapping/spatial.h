@@ -10,6 +10,12 @@
 
 namespace npusim {
 
+// Output rows [r0, r1) and columns [c0, c1) of a tile, and the input rows [lo, hi) and columns
+// [wl, wh) it reads, padding excluded.
+struct TileWindow {
+  std::uint64_t r0 = 0, r1 = 0, c0 = 0, c1 = 0, lo = 0, hi = 0, wl = 0, wh = 0;
+};
+
 struct SpatialLayer {
   std::string op;  // the schedule op: Conv, DepthwiseConv, MaxPool or AveragePool
   bool conv = false;
@@ -37,6 +43,8 @@ struct SpatialLayer {
   std::uint64_t allowed_chunk(std::uint64_t limit) const;
   // Input channels a tile with a chunk of `units` reads.
   std::uint64_t chunk_in_c(std::uint64_t chunk_units) const;
+  // The window of tile `t` (row-major over tiles of `rows` x `cols` output pixels).
+  TileWindow window(std::uint64_t t, std::uint64_t rows, std::uint64_t cols) const;
   std::uint64_t in_rows(std::uint64_t rows) const;
   std::uint64_t in_cols(std::uint64_t cols) const;
   // Local memory of a tile: its input rows and columns, its share of a fused residual operand,
@@ -51,8 +59,39 @@ struct SpatialLayer {
   // The shape of a tile of rows x cols output pixels and `units` channel units: the input rows
   // and columns it reads with the padding folded in, so its output is exactly its pixels.
   ConvShape tile_shape(std::uint64_t rows, std::uint64_t cols, std::uint64_t units) const;
+  // Whether `m` loads the whole input as one block (input outer, one image, one tile of pixels):
+  // then the input may be the last group's output kept on chip (docs/compiler.md).
+  bool reads_input_whole(const Mapping& m) const {
+    return m.kind == MappingKind::kSpatial && m.order == LoopOrder::kInputOuter && n == 1 &&
+           m.tile_rows >= oh && m.tile_cols >= ow;
+  }
   // Loop order kInputOuter shares an input block between chunks: it holds every input channel.
   bool input_outer_allowed() const { return weight_bytes_per_unit > 0; }
+
+  // Splitting the reduction over slices (Mapping::k_parts): ungrouped convs only, whose every
+  // output channel reads every input channel. A partial sum is kept at kPartialElemBytes per
+  // element (the accumulator's int32 or fp32), whatever the output's dtype.
+  static constexpr std::uint64_t kPartialElemBytes = 4;
+  bool k_split_allowed() const { return conv && !depthwise && input_whole_channels; }
+  // Input channels per part: the channels cut into `parts` balanced parts.
+  std::uint64_t part_channels(std::uint64_t parts) const { return (c + parts - 1) / parts; }
+  // A part's share of a chunk's weights: its `part_c` of the c input channels.
+  std::uint64_t part_weight_bytes(std::uint64_t chunk_units, std::uint64_t part_c) const;
+  std::uint64_t partial_bytes(std::uint64_t rows, std::uint64_t cols, std::uint64_t units) const;
+  // Local memory of one part of a tile: its weights and partial sum, and (as the last part's
+  // slice also reduces) the tile's output and residual share.
+  std::uint64_t part_tile_bytes(std::uint64_t rows, std::uint64_t cols, std::uint64_t units,
+                                std::uint64_t parts) const;
+  // Parts a tile's reduction is actually cut into (balanced parts may be fewer than asked).
+  std::uint64_t part_count(std::uint64_t parts) const {
+    return (c + part_channels(parts) - 1) / part_channels(parts);
+  }
+  // Output rows per reduction piece: a tile of `rows` is reduced in up to part_count pieces of
+  // whole rows, each on one part's slice.
+  std::uint64_t reduce_piece_rows(std::uint64_t rows, std::uint64_t parts) const;
+  // Vector element operations of the reduction: the partials added, then a fused residual.
+  std::uint64_t reduce_elements(std::uint64_t rows, std::uint64_t cols, std::uint64_t units,
+                                std::uint64_t parts) const;
 };
 
 // The units depend on the weight budget: a group whose weights exceed a chunk is cut by output
@@ -64,6 +103,8 @@ SpatialLayer describe_spatial(const Graph& graph, const LayerGroup& group, const
 MapSpace spatial_map_space(const GroupContext& ctx);
 
 // What `mapping` makes the layer do (mapping/work.h).
-GroupWork spatial_work(const SpatialLayer& s, const Mapping& mapping, std::uint32_t slices);
+// `out_channels`: the config's DMA_OUT channels, over which a split tile's stores are spread.
+GroupWork spatial_work(const SpatialLayer& s, const Mapping& mapping, std::uint32_t slices,
+                       std::uint32_t out_channels);
 
 }  // namespace npusim

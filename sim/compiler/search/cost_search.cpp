@@ -34,13 +34,17 @@ cost::Cycles TransferCycles::operator()(std::uint64_t bytes) {
 cost::Cycles estimate_work_cycles(const GroupWork& work, const HwConfig& config,
                                   TransferCycles& transfer) {
   __extension__ using U128 = unsigned __int128;
-  U128 tiles = 0, compute = 0, dma_in = 0, dma_out = 0, bytes = 0;
+  // Per slice unit (array, vector): the tiles it runs and their cycles.
+  U128 unit_tiles[2] = {0, 0}, unit_compute[2] = {0, 0};
+  U128 tiles = 0, dma_in = 0, dma_out = 0, bytes = 0;
   for (const TileClass& t : work.tiles) {
     const cost::Cycles c = cost::slice_op_cost(t.op, t.shape, config).cycles;
+    const std::size_t unit = op_table()[t.op].unit == EngineKind::kArray ? 0 : 1;
     tiles += t.count;
+    unit_tiles[unit] += t.count;
     // At least a cycle per command even with free dispatch (ideal memory), so that cutting a
     // layer never looks cheaper for SCALE-Sim's "-1" in each command's cycles.
-    compute += U128{t.count} * (c + std::max<std::uint32_t>(config.dispatch_cycles, 1));
+    unit_compute[unit] += U128{t.count} * (c + std::max<std::uint32_t>(config.dispatch_cycles, 1));
     const std::uint64_t piece = ceil_div(t.load_bytes, std::max<std::uint32_t>(t.loads, 1));
     dma_in += U128{t.count} * t.loads * transfer(piece);
     dma_out += U128{t.count} * transfer(t.store_bytes);
@@ -61,14 +65,21 @@ cost::Cycles estimate_work_cycles(const GroupWork& work, const HwConfig& config,
   // Only shared_live chunks are live at once: their tiles are all the slices can work on.
   U128 shared_count = 0;
   for (const SharedLoad& s : work.shared) shared_count += s.count;
-  if (shared_count > 0 && tiles > 0) {
-    const U128 per_shared = (tiles + shared_count - 1) / shared_count;
+  // (A split reduction's vector tiles run beside its array tiles: count the array's.)
+  const U128 spread = unit_tiles[0] > 0 ? unit_tiles[0] : tiles;
+  if (shared_count > 0 && spread > 0) {
+    const U128 per_shared = (spread + shared_count - 1) / shared_count;
     const U128 busy = per_shared * std::max<std::uint32_t>(work.shared_live, 2);
     if (busy < slices) slices = static_cast<std::uint64_t>(busy);
   }
-  // Round-robin: the busiest slice runs ceil(tiles / slices) tiles of the average length.
-  const U128 per_slice = tiles == 0 ? 0 : (tiles + slices - 1) / slices;
-  const U128 busiest = tiles == 0 ? 0 : (compute * per_slice + tiles - 1) / tiles;
+  // Round-robin: the busiest slice's unit runs ceil(tiles / slices) of its tiles of the average
+  // length; a slice's array and vector unit overlap.
+  U128 busiest = 0;
+  for (std::size_t u = 0; u < 2; ++u) {
+    if (unit_tiles[u] == 0) continue;
+    const U128 per_slice = (unit_tiles[u] + slices - 1) / slices;
+    busiest = std::max(busiest, (unit_compute[u] * per_slice + unit_tiles[u] - 1) / unit_tiles[u]);
+  }
   const U128 in = (dma_in + config.dma.in_channels - 1) / config.dma.in_channels;
   const U128 out = (dma_out + config.dma.out_channels - 1) / config.dma.out_channels;
   const cost::DramTiming dram(config);
@@ -96,8 +107,10 @@ namespace {
 // nothing), or nullopt when the scratch schedule does not check.
 std::optional<std::uint64_t> emitted_cycles(const Graph& graph, const LayerGroup& group,
                                             const TensorLayouts& layouts, const HwConfig& config,
-                                            const Mapping& m) {
+                                            const Mapping& m,
+                                            std::optional<std::uint32_t> on_chip_input) {
   Emitter scratch(graph, config, layouts);
+  if (on_chip_input) scratch.assume_on_chip(*on_chip_input);
   scratch.emit_group(group, m);
   Schedule schedule = scratch.finish();
   Diagnostics diag(graph.source_file);
@@ -145,7 +158,10 @@ SearchChoice CostSearch::choose_explained(const MapSpace& space, const HwConfig&
   TransferCycles transfer(config);
   std::vector<std::pair<std::uint64_t, std::size_t>> ranked;
   for (std::size_t i = 0; i < candidates.size(); ++i) {
-    ranked.push_back({estimate_work_cycles(space.work(candidates[i]), config, transfer), i});
+    GroupWork work = space.work(candidates[i]);
+    // Read from the last group's output on chip, the input block is not loaded.
+    if (space.input_on_chip(candidates[i])) work.shared.clear();
+    ranked.push_back({estimate_work_cycles(work, config, transfer), i});
   }
   std::stable_sort(ranked.begin(), ranked.end());
   choice.candidates = candidates.size();
@@ -179,7 +195,8 @@ SearchChoice CostSearch::choose_explained(const MapSpace& space, const HwConfig&
   for (const std::size_t r : picked) {
     const Mapping& m = candidates[ranked[r].second];
     const std::optional<std::uint64_t> cycles =
-        small ? emitted_cycles(*space.graph, *space.group, *space.layouts, config, m)
+        small ? emitted_cycles(*space.graph, *space.group, *space.layouts, config, m,
+                               space.input_on_chip(m) ? space.on_chip_input : std::nullopt)
               : std::optional<std::uint64_t>(ranked[r].first);
     if (cycles) consider(choice, m, *cycles, first);
   }
@@ -212,7 +229,8 @@ SearchChoice choose_slices_by_emission(const Graph& graph, const LayerGroup& gro
       }
       continue;
     }
-    const std::optional<std::uint64_t> cycles = emitted_cycles(graph, group, layouts, fewer, m);
+    const std::optional<std::uint64_t> cycles =
+        emitted_cycles(graph, group, layouts, fewer, m, std::nullopt);
     if (!cycles) continue;
     m.slices = slices == config.slices.count ? 0 : slices;
     ++choice.candidates;
@@ -236,6 +254,7 @@ std::string describe_mapping(const Mapping& m) {
   }
   add("slices", m.slices);
   if (m.shared_live != 2) add("live", m.shared_live);
+  if (m.k_parts > 1) add("k_parts", m.k_parts);
   return s;
 }
 

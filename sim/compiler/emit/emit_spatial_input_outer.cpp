@@ -1,0 +1,236 @@
+// Emission of a conv in loop order input outer (docs/compiler.md, "Convolutions and pools"):
+// each input block is loaded once and shared by the block's tiles, one per chunk of output
+// channels, or per chunk and part of its input channels when the reduction is split over slices
+// (Mapping::k_parts, "Splitting the reduction over slices"). Late layers have few output pixels
+// and many input channels: cutting their output over the slices leaves each a few pixels per
+// fold, and cutting output channels leaves the array's columns idle; cutting the input channels
+// gives each slice fewer folds of full width, at the price of adding the partial sums.
+#include <algorithm>
+
+#include "sim/compiler/emit/emitter.h"
+#include "sim/compiler/emit/epilogue.h"
+#include "sim/util/math.h"
+
+namespace npusim {
+
+namespace {
+
+// Output rows [r0, r1) of reduction piece i of a tile's window.
+std::pair<std::uint64_t, std::uint64_t> piece_rows_of(const TileWindow& v, std::uint64_t rows,
+                                                      std::uint64_t i) {
+  const std::uint64_t r0 = v.r0 + i * rows;
+  return {r0, std::min(v.r1, r0 + rows)};
+}
+
+}  // namespace
+
+// Per input block (image, row tile, column tile), the chunks in waves of at most one tile or
+// part per slice (so each one's wait for its slice's tile two back is known when it is emitted):
+//  1. the weights of every tile or part of the wave, first, so that the DMA_IN queue brings them
+//     in while the previous layer still computes;
+//  2. before the first wave, the input block;
+//  3. per chunk, either one Conv per tile (a fused residual loaded with it) and its store; or,
+//     split, each part's Conv into partial sums (one buffer per reduction piece), then per piece
+//     (whole output rows, at most one per part) an Add of the partials (and of the residual,
+//     loaded there) on that part's slice's vector unit, and the stores: at most one per DMA_OUT
+//     channel, each waiting for all the tile's Adds. So when a slice's ring entry (the store of
+//     its piece, or the last store) ends, its partials are freed.
+void Emitter::emit_spatial_input_outer(const LayerGroup& group, const SpatialLayer& s,
+                                       const Mapping& mapping) {
+  const std::uint64_t rows = mapping.tile_rows, cols = mapping.tile_cols;
+  const std::uint64_t chunk_units = mapping.tile_channel_units;
+  const std::uint64_t chunks = ceil_div(s.units, chunk_units);
+  const bool split = mapping.k_parts > 1;
+  const std::uint64_t part_c = split ? s.part_channels(mapping.k_parts) : s.c;
+  const std::uint64_t per_chunk = split ? s.part_count(mapping.k_parts) : 1;
+  const std::uint64_t wave_chunks = std::max<std::uint64_t>(1, group_slices_ / per_chunk);
+  const bool x_image = layouts_.is_image(s.input);
+  const std::uint64_t x_row_bytes = s.w * s.c * s.in_elem_bytes;
+  const std::uint64_t y_row_bytes = s.ow * s.k * s.out_elem_bytes;
+  const std::uint64_t tiles_per_image = ceil_div(s.oh, rows) * ceil_div(s.ow, cols);
+  auto chunk_size = [&](std::uint64_t ch) {
+    return std::min(s.units, (ch + 1) * chunk_units) - ch * chunk_units;
+  };
+  for (std::uint64_t img = 0; img < s.n; ++img) {
+    for (std::uint64_t t = 0; t < tiles_per_image; ++t) {
+      const TileWindow v = s.window(t, rows, cols);
+      const std::uint64_t tr = v.r1 - v.r0, tc = v.c1 - v.c0;
+      std::vector<CommandIndex> computes;  // every Conv that read the block
+      const bool reads_kept = kept_ && kept_->tensor == s.input;
+      for (std::uint64_t first = 0; first < chunks; first += wave_chunks) {
+        const std::uint64_t last = std::min(chunks, first + wave_chunks);
+        // 1. The weights of the wave.
+        std::vector<BlockPart> parts;
+        for (std::uint64_t ch = first; ch < last; ++ch) {
+          for (std::uint64_t c0 = 0; c0 < s.c; c0 += part_c) {
+            BlockPart p;
+            p.slice = next_slice();
+            p.in_c = std::min(s.c, c0 + part_c) - c0;
+            p.chunk = ch;
+            const std::uint64_t cu = chunk_size(ch);
+            // What the tile or part holds on its slice until its store: its weights and output,
+            // its residual share, and, split, its partial sums.
+            p.bytes = s.part_weight_bytes(cu, p.in_c) + s.output_bytes(tr, tc, cu) +
+                      s.residual_bytes(tr, tc, cu) + (split ? s.partial_bytes(tr, tc, cu) : 0);
+            const CommandIndex wait = ring_wait(p.bytes);
+            if (wait != kNone) p.waits.push_back(wait);
+            Command load = dma(EngineKind::kDmaIn, s.part_weight_bytes(cu, p.in_c));
+            p.weights_buffer = buffer_name();
+            load.alloc.push_back({p.weights_buffer, load.bytes});
+            p.load = emit(std::move(load), "DI", di_, group, p.waits);
+            parts.push_back(std::move(p));
+          }
+        }
+        // 2. The input block, or the last group's output kept on chip.
+        if (first == 0 && reads_kept) {
+          weights_pieces_ = last_per_queue(kept_->writers);
+          weights_buffers_ = kept_->buffers;
+        } else if (first == 0) {
+          std::vector<CommandIndex> after;
+          reader_deps(s.input, x_image ? (img * s.h + v.lo) * x_row_bytes : 0,
+                      x_image ? (img * s.h + v.hi) * x_row_bytes : g_.tensors[s.input].bytes(),
+                      after);
+          load_weights((v.hi - v.lo) * (v.wh - v.wl) * s.c * s.in_elem_bytes, group,
+                       std::move(after));
+        }
+        // 3. The wave's computes and stores.
+        for (std::uint64_t ch = first; ch < last; ++ch) {
+          std::vector<const BlockPart*> chunk_parts;
+          for (const BlockPart& p : parts) {
+            if (p.chunk == ch) chunk_parts.push_back(&p);
+          }
+          const bool frees_block = ch == chunks - 1;
+          if (split) {
+            emit_split_tile(group, s, mapping, img, v, chunk_size(ch), chunk_parts, computes,
+                            frees_block);
+            continue;
+          }
+          const BlockPart& p = *chunk_parts.front();
+          const std::uint64_t cu = chunk_size(ch);
+          std::vector<CommandIndex> deps = p.waits;
+          deps.push_back(p.load);
+          std::vector<std::string> frees = {p.weights_buffer};
+          for (const Piece& piece : with_residual(g_, group, layouts_, s, {}, img, v.r0, v.r1, v.c0,
+                                                  v.c1, cu * s.out_per_unit)) {
+            std::vector<CommandIndex> load_deps = p.waits;
+            reader_deps(piece.tensor, piece.lo, piece.hi, load_deps);
+            Command load = dma(EngineKind::kDmaIn, piece.bytes);
+            frees.push_back(buffer_name());
+            load.alloc.push_back({frees.back(), load.bytes});
+            deps.push_back(emit(std::move(load), "DI", di_, group, std::move(load_deps)));
+          }
+          deps.insert(deps.end(), weights_pieces_.begin(), weights_pieces_.end());
+          Command conv;
+          conv.op = find_op(s.op);
+          conv.engine = op_table()[conv.op].unit;
+          conv.slice = p.slice;
+          conv.shape = s.tile_shape(tr, tc, cu);
+          const std::uint64_t out_bytes = s.output_bytes(tr, tc, cu);
+          const std::string out_buffer = buffer_name();
+          conv.alloc.push_back({out_buffer, std::max<std::uint64_t>(out_bytes, 1)});
+          conv.free = std::move(frees);
+          computes.push_back(emit(std::move(conv), "S", s_, group, std::move(deps)));
+          const CommandIndex store = store_tile(
+              group, {computes.back()}, out_buffer, out_bytes, (img * s.oh + v.r0) * y_row_bytes,
+              (img * s.oh + v.r1) * y_row_bytes, frees_block ? &computes : nullptr);
+          push_ring(store, p.bytes);
+        }
+      }
+      // The kept output is freed with the block, by its last store: from there the ring counts it.
+      // That store waits for every writer of it (the Convs wait only for the last on each queue).
+      if (reads_kept) {
+        std::vector<CommandIndex>& deps = sched_.commands[weight_frees_.back()].deps;
+        deps.insert(deps.end(), kept_->writers.begin(), kept_->writers.end());
+        std::sort(deps.begin(), deps.end());
+        deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+        push_ring(weight_frees_.back(), kept_->bytes);
+        kept_.reset();
+      }
+    }
+  }
+}
+
+// One tile split over `parts` (their weights loaded): their Convs, the reduction pieces and the
+// stores, as emit_spatial_input_outer describes.
+void Emitter::emit_split_tile(const LayerGroup& group, const SpatialLayer& s,
+                              const Mapping& mapping, std::uint64_t img, const TileWindow& v,
+                              std::uint64_t cu, const std::vector<const BlockPart*>& parts,
+                              std::vector<CommandIndex>& computes, bool frees_block) {
+  const std::uint64_t tr = v.r1 - v.r0, tc = v.c1 - v.c0;
+  const std::uint64_t out_c = cu * s.out_per_unit;
+  const std::uint64_t y_row_bytes = s.ow * s.k * s.out_elem_bytes;
+  const std::uint64_t piece_rows = s.reduce_piece_rows(tr, mapping.k_parts);
+  const std::uint64_t pieces = ceil_div(tr, piece_rows);
+  // partial_buffers[piece]: one buffer per part.
+  std::vector<std::vector<std::string>> partial_buffers(pieces);
+  std::vector<CommandIndex> convs;
+  for (const BlockPart* p : parts) {
+    Command conv;
+    conv.op = find_op(s.op);
+    conv.engine = op_table()[conv.op].unit;
+    conv.slice = p->slice;
+    ConvShape shape = s.tile_shape(tr, tc, cu);
+    shape.in_c = p->in_c;
+    conv.shape = shape;
+    for (std::uint64_t i = 0; i < pieces; ++i) {
+      const auto [r0, r1] = piece_rows_of(v, piece_rows, i);
+      partial_buffers[i].push_back(buffer_name());
+      conv.alloc.push_back({partial_buffers[i].back(), s.partial_bytes(r1 - r0, tc, cu)});
+    }
+    conv.free = {p->weights_buffer};
+    std::vector<CommandIndex> deps = p->waits;
+    deps.push_back(p->load);
+    deps.insert(deps.end(), weights_pieces_.begin(), weights_pieces_.end());
+    convs.push_back(emit(std::move(conv), "S", s_, group, std::move(deps)));
+  }
+  computes.insert(computes.end(), convs.begin(), convs.end());
+  std::vector<CommandIndex> adds;
+  std::vector<std::string> out_buffers;
+  for (std::uint64_t i = 0; i < pieces; ++i) {
+    const BlockPart& reducer = *parts[i];
+    const auto [r0, r1] = piece_rows_of(v, piece_rows, i);
+    std::vector<CommandIndex> deps = convs;
+    std::vector<std::string> frees = partial_buffers[i];
+    for (const Piece& piece :
+         with_residual(g_, group, layouts_, s, {}, img, r0, r1, v.c0, v.c1, out_c)) {
+      std::vector<CommandIndex> load_deps = reducer.waits;
+      reader_deps(piece.tensor, piece.lo, piece.hi, load_deps);
+      Command load = dma(EngineKind::kDmaIn, piece.bytes);
+      frees.push_back(buffer_name());
+      load.alloc.push_back({frees.back(), load.bytes});
+      deps.push_back(emit(std::move(load), "DI", di_, group, std::move(load_deps)));
+    }
+    Command add;
+    add.op = find_op("PartialSum");
+    add.engine = op_table()[add.op].unit;
+    add.slice = reducer.slice;
+    add.shape = ElementsShape{s.reduce_elements(r1 - r0, tc, cu, mapping.k_parts)};
+    out_buffers.push_back(buffer_name());
+    add.alloc.push_back(
+        {out_buffers.back(), std::max<std::uint64_t>(s.output_bytes(r1 - r0, tc, cu), 1)});
+    add.free = std::move(frees);
+    adds.push_back(emit(std::move(add), "S", s_, group, std::move(deps)));
+  }
+  // The stores: the pieces in at most one group per DMA_OUT channel, each freeing its pieces'
+  // outputs; the last also frees the block when asked.
+  const std::uint64_t per_store =
+      ceil_div(pieces, std::min<std::uint64_t>(pieces, cfg_.dma.out_channels));
+  std::vector<CommandIndex> store_of_piece(pieces);
+  for (std::uint64_t i0 = 0; i0 < pieces; i0 += per_store) {
+    const std::uint64_t i1 = std::min(pieces, i0 + per_store);
+    const std::uint64_t r0 = piece_rows_of(v, piece_rows, i0).first;
+    const std::uint64_t r1 = piece_rows_of(v, piece_rows, i1 - 1).second;
+    const bool last = i1 == pieces;
+    const CommandIndex store =
+        store_tile(group, adds, out_buffers[i0], s.output_bytes(r1 - r0, tc, cu),
+                   (img * s.oh + r0) * y_row_bytes, (img * s.oh + r1) * y_row_bytes,
+                   last && frees_block ? &computes : nullptr);
+    for (std::uint64_t i = i0 + 1; i < i1; ++i) release_output(store, group, out_buffers[i], adds);
+    for (std::uint64_t i = i0; i < i1; ++i) store_of_piece[i] = store;
+  }
+  for (std::size_t j = 0; j < parts.size(); ++j) {
+    push_ring(j < pieces ? store_of_piece[j] : store_of_piece.back(), parts[j]->bytes);
+  }
+}
+
+}  // namespace npusim
