@@ -101,9 +101,10 @@ class JsonOut {
   std::string buf_;
 };
 
-// The category and name of a flow's `s` and `f` events. Viewers match the two by id, category
-// and name (Perfetto's JSON importer keys flows by all three), so both events carry the same
-// ones: the category of the slice the flow leaves.
+// The name of a flow's `s` and `f` events. Viewers match the two by id, category and name
+// (Perfetto's JSON importer and DevTools key flows by all three), and DevTools binds each to the
+// slice of its own category at its timestamp: so every slice and flow event carries
+// kTraceCategory.
 constexpr const char* kFlowName = "dependency";
 
 }  // namespace
@@ -182,7 +183,7 @@ void write_chrome_trace(std::ostream& out, const TraceModel& model) {
     const TraceTrack& t = model.tracks[s.track];
     const auto pid = static_cast<std::int64_t>(model.processes[s.process].pid);
     const auto tid = static_cast<std::int64_t>(t.tid);
-    const std::string& cat = model.slice_category(s);
+    const char* cat = TraceModel::slice_category(s);
     begin_event()
         .raw("{\"ph\":\"X\",\"pid\":")
         .num(pid)
@@ -230,9 +231,7 @@ void write_chrome_trace(std::ostream& out, const TraceModel& model) {
           .str(cat)
           .raw("}");
     }
-    for (std::uint32_t i = model.in_offsets.empty() ? 0 : model.in_offsets[e.index];
-         !model.in_offsets.empty() && i < model.in_offsets[e.index + 1]; ++i) {
-      const TraceFlow& f = model.flows[model.in_flows[i]];
+    for (std::uint64_t id : model.flows_in(e.index)) {
       begin_event()
           .raw("{\"ph\":\"f\",\"bp\":\"e\",\"pid\":")
           .num(pid)
@@ -241,11 +240,11 @@ void write_chrome_trace(std::ostream& out, const TraceModel& model) {
           .raw(",\"ts\":")
           .us(s.begin_ns)
           .raw(",\"id\":")
-          .num(f.id)
+          .num(id)
           .raw(",\"name\":\"")
           .raw(kFlowName)
           .raw("\",\"cat\":")
-          .str(model.slice_category(model.slices[f.from]))
+          .str(cat)
           .raw("}");
     }
   }

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <unordered_map>
 
@@ -120,10 +121,92 @@ ParseError::ParseError(std::string file, std::size_t row, std::string field, std
 
 namespace {
 
+// Where a record may hold a vendor's unquoted free-text field: field `index` (the location) runs
+// to the last `after` separators of its line, quotes and separators included, unless it is a
+// well-formed quoted field. Vendor toolchains (Torq's compile profile) write MLIR locations such
+// as `loc(callsite("/x/fc.mlir":3:10 at "/x/fc.mlir":1:1))` that way, and their own readers take
+// the fields around it by position.
+struct FreeField {
+  std::size_t index = static_cast<std::size_t>(-1);
+  std::size_t after = 0;
+};
+
+// One line (no line break in it) split into RFC 4180 fields; nullopt if it is not well-formed.
+std::optional<std::vector<std::string>> strict_split(std::string_view line, char separator) {
+  std::vector<std::string> fields;
+  std::size_t pos = 0;
+  for (;;) {
+    std::string field;
+    if (pos < line.size() && line[pos] == '"') {
+      for (++pos;; ++pos) {
+        if (pos >= line.size()) return std::nullopt;
+        if (line[pos] == '"') {
+          if (pos + 1 < line.size() && line[pos + 1] == '"') {
+            field += '"';
+            ++pos;
+            continue;
+          }
+          ++pos;
+          break;
+        }
+        field += line[pos];
+      }
+      if (pos < line.size() && line[pos] != separator) return std::nullopt;
+    } else {
+      while (pos < line.size() && line[pos] != separator) {
+        if (line[pos] == '"') return std::nullopt;
+        field += line[pos++];
+      }
+    }
+    fields.push_back(std::move(field));
+    if (pos >= line.size()) return fields;
+    ++pos;  // the separator
+  }
+}
+
+// The rest of a line from the free field on: as RFC 4180 fields when that gives the free field
+// and exactly `after` more; else the free field is everything up to the last `after`
+// separators, and each field after it is unquoted if it is quoted.
+std::vector<std::string> split_free(std::string_view line, char separator, std::size_t after) {
+  if (auto strict = strict_split(line, separator); strict && strict->size() == after + 1) {
+    return *strict;
+  }
+  std::vector<std::string> tail;
+  std::size_t end = line.size();
+  for (std::size_t k = 0; k < after && end > 0; ++k) {
+    const std::size_t at = line.rfind(separator, end - 1);
+    if (at == std::string_view::npos) break;
+    std::string_view field = line.substr(at + 1, end - at - 1);
+    auto unquoted = strict_split(field, separator);
+    tail.push_back(unquoted && unquoted->size() == 1 ? unquoted->front() : std::string(field));
+    end = at;
+  }
+  std::vector<std::string> fields = {std::string(line.substr(0, end))};
+  fields.insert(fields.end(), tail.rbegin(), tail.rend());
+  return fields;
+}
+
+// Whether the field at `pos` is an RFC 4180 quoted field whose closing quote is followed by the
+// separator, a line break or the end: then it is read as one, as npusim writes it.
+bool strict_quoted_field(std::string_view text, std::size_t pos, char separator) {
+  if (pos >= text.size() || text[pos] != '"') return false;
+  for (std::size_t i = pos + 1; i < text.size(); ++i) {
+    if (text[i] != '"') continue;
+    if (i + 1 < text.size() && text[i + 1] == '"') {
+      ++i;
+      continue;
+    }
+    if (i + 1 >= text.size()) return true;
+    const char next = text[i + 1];
+    return next == separator || next == '\r' || next == '\n';
+  }
+  return false;  // unterminated: the line is read as free text
+}
+
 // At most `limit` records.
 std::vector<CsvRecord> parse_records(std::string_view text, char separator, const std::string& file,
-                                     const std::vector<std::string>& field_names,
-                                     std::size_t limit) {
+                                     const std::vector<std::string>& field_names, std::size_t limit,
+                                     FreeField free = {}) {
   std::vector<CsvRecord> records;
   std::size_t pos = 0;
   const std::size_t n = text.size();
@@ -140,6 +223,24 @@ std::vector<CsvRecord> parse_records(std::string_view text, char separator, cons
     for (bool more = true; more;) {
       const std::size_t k = rec.fields.size();
       std::string field;
+      if (k == free.index && !strict_quoted_field(text, pos, separator)) {
+        // The free field and what follows it, to the end of the line.
+        std::size_t eol = pos;
+        while (eol < n && text[eol] != '\n') ++eol;
+        std::size_t content_end = eol;
+        if (content_end > pos && text[content_end - 1] == '\r') --content_end;
+        if (text.substr(pos, content_end - pos).find('\r') != std::string_view::npos) {
+          throw ParseError(file, rec.row, name(k),
+                           "a CR not followed by LF (line breaks are CRLF or LF)", rec.line);
+        }
+        for (std::string& f :
+             split_free(text.substr(pos, content_end - pos), separator, free.after))
+          rec.fields.push_back(std::move(f));
+        pos = eol < n ? eol + 1 : eol;
+        if (eol < n) ++line;
+        last_quoted = false;
+        break;
+      }
       last_quoted = pos < n && text[pos] == '"';
       if (last_quoted) {
         ++pos;
@@ -207,10 +308,11 @@ std::vector<CsvRecord> parse_records(std::string_view text, char separator, cons
 // not on a quote further on); then every record.
 std::vector<CsvRecord> parse_checked(std::string_view text, char separator, const std::string& file,
                                      const std::vector<std::string>& names, const char* what,
-                                     const std::string& other_header, const char* other_what) {
+                                     const std::string& other_header, const char* other_what,
+                                     FreeField free) {
   check_header(parse_records(text, separator, file, names, 1), names, separator, file, what,
                other_header, other_what);
-  return parse_records(text, separator, file, names, static_cast<std::size_t>(-1));
+  return parse_records(text, separator, file, names, static_cast<std::size_t>(-1), free);
 }
 
 }  // namespace
@@ -234,7 +336,8 @@ std::string read_text_file(const std::string& path) {
 
 std::vector<TimelineRow> read_timeline_csv(std::string_view text, const std::string& file) {
   const std::vector<CsvRecord> records = parse_checked(
-      text, ',', file, kTimelineHeader, "timeline.csv", "id;time_since_open", "runtime.csv header");
+      text, ',', file, kTimelineHeader, "timeline.csv", "id;time_since_open", "runtime.csv header",
+      FreeField{3, 1});  // ID, Start, End, then Location up to the last field, Op Type
   std::vector<TimelineRow> rows;
   rows.reserve(records.size() - 1);
   std::unordered_map<std::string, std::size_t> seen;
@@ -273,7 +376,8 @@ std::vector<TimelineRow> read_timeline_csv_file(const std::string& path) {
 
 std::vector<RuntimeRow> read_runtime_csv(std::string_view text, const std::string& file) {
   const std::vector<CsvRecord> records = parse_checked(
-      text, ';', file, kRuntimeHeader, "runtime.csv", "ID,Start,End", "timeline.csv header");
+      text, ';', file, kRuntimeHeader, "runtime.csv", "ID,Start,End", "timeline.csv header",
+      FreeField{3, 0});  // id, time_since_open, time_since_start, then the rest is the location
   std::vector<RuntimeRow> rows;
   rows.reserve(records.size() - 1);
   std::unordered_map<std::uint64_t, std::size_t> seen;

@@ -74,6 +74,7 @@ void write_annotated_csv(std::ostream& out, const Workload& workload, const Time
     return timeline.commands[a].start < timeline.commands[b].start;
   });
   const std::uint64_t khz = workload.device.clock_khz;
+  const std::vector<std::string> names = command_names(workload);
   for (std::uint32_t i : order) {
     const CommandInfo& c = workload.commands[i];
     const CommandTiming& t = timeline.commands[i];
@@ -81,10 +82,8 @@ void write_annotated_csv(std::ostream& out, const Workload& workload, const Time
     const EngineInfo& engine = workload.engines[c.engine];
     out << c.program << ';' << csv_field(c.op_type, ';') << ';'
         << (on_slice(engine.kind) ? std::to_string(engine.slice) : std::string("-")) << ';'
-        << csv_field(std::to_string(i) + "_" + (c.layer.empty() ? c.op_type : c.layer) + "_" + c.id,
-                     ';')
-        << ';' << trace_us_text(start_ns) << ';' << trace_us_text(end_ns) << ';'
-        << trace_us_text(end_ns - start_ns);
+        << csv_field(names[i], ';') << ';' << trace_us_text(start_ns) << ';'
+        << trace_us_text(end_ns) << ';' << trace_us_text(end_ns - start_ns);
     for (bool used : uses[c.program]) out << ';' << (used ? 1 : 0);
     out << '\n';
   }

@@ -81,6 +81,7 @@ void write_perfetto_trace(std::ostream& out, const TraceModel& model) {
       d->set_parent_uuid(proc.uuid);
       d->set_name(c.name);
       d->mutable_counter()->set_unit(counter_unit(c.unit));
+      if (c.unit != TraceCounter::Unit::kBytes) d->mutable_counter()->set_unit_name(c.series);
       d->set_sibling_order_rank(c.sort_index);
       writer.write(packet);
     }
@@ -96,7 +97,7 @@ void write_perfetto_trace(std::ostream& out, const TraceModel& model) {
         ev->set_type(pb::TrackEvent::TYPE_SLICE_BEGIN);
         ev->set_track_uuid(model.tracks[s.track].uuid);
         ev->set_name(model.slice_name(s));
-        ev->add_categories(model.slice_category(s));
+        ev->add_categories(TraceModel::slice_category(s));
         for (const TraceArg& a : model.slice_args(s)) {
           pb::DebugAnnotation* da = ev->add_debug_annotations();
           da->set_name(a.name);

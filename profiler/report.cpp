@@ -4,6 +4,8 @@
 #include <cmath>
 #include <unordered_map>
 
+#include "profiler/trace_model.h"
+
 namespace npusim::profiler {
 namespace {
 
@@ -247,6 +249,62 @@ ReportInput read_report_input_file(const std::string& path, bool prefer_estimate
   return read_report_input(read_json_file(path), path, prefer_estimate);
 }
 
+std::vector<OpTypeFigures> op_type_figures(const std::vector<OpRecord>& ops) {
+  std::vector<OpTypeFigures> types;
+  std::map<std::string, std::size_t> type_index;
+  // Per type, per engine: its intervals there.
+  std::vector<std::map<std::string, std::vector<Interval>>> on_engine;
+  std::vector<std::vector<Interval>> all;
+  for (const OpRecord& op : ops) {
+    auto [t, added] = type_index.emplace(op.op, types.size());
+    if (added) {
+      types.push_back({op.op, 0, 0, 0, "", 0, 0});
+      on_engine.emplace_back();
+      all.emplace_back();
+    }
+    OpTypeFigures& f = types[t->second];
+    f.count += 1;
+    f.cycles += op.end - op.start;
+    all[t->second].push_back({op.start, op.end});
+    on_engine[t->second][op.engine].push_back({op.start, op.end});
+  }
+  for (std::size_t t = 0; t < types.size(); ++t) {
+    OpTypeFigures& f = types[t];
+    f.wall = union_length(std::move(all[t]));
+    f.engine_count = on_engine[t].size();
+    f.engines = f.engine_count == 1 ? on_engine[t].begin()->first
+                                    : std::to_string(f.engine_count) + " engines";
+    for (auto& [engine, list] : on_engine[t]) f.engine_busy += union_length(std::move(list));
+  }
+  std::stable_sort(types.begin(), types.end(), [](const OpTypeFigures& a, const OpTypeFigures& b) {
+    return a.cycles != b.cycles ? a.cycles > b.cycles : a.op < b.op;
+  });
+  return types;
+}
+
+void write_op_type_table(std::ostream& out, const std::vector<OpTypeFigures>& types,
+                         Cycles op_cycles, Cycles invoke_cycles) {
+  out << "op types by cycles (share = cycles / all ops' cycles, summing to 100; wall = union / "
+         "invoke time; engine busy = union on its engines / (engines x invoke time)):\n";
+  out << "  " << pad_right("op type", 22) << pad_left("count", 8) << pad_left("cycles", 16)
+      << pad_left("share %", 9) << pad_left("cdf %", 9) << pad_left("wall cycles", 16)
+      << pad_left("wall %", 9) << "  " << pad_right("engine", 14) << pad_left("engine busy %", 14)
+      << '\n';
+  Cycles cumulative = 0;
+  for (const OpTypeFigures& t : types) {
+    cumulative += t.cycles;
+    // engine busy %: engine_busy / (engine_count * invoke), exactly.
+    const U128 whole = U128{t.engine_count} * invoke_cycles;
+    const std::string busy =
+        whole == 0 ? "0.00" : fixed_point(round_div(U128{t.engine_busy} * pow10(4), whole), 2);
+    out << "  " << pad_right(t.op, 22) << pad_left(num(t.count), 8) << pad_left(num(t.cycles), 16)
+        << pad_left(percent_text(t.cycles, op_cycles), 9)
+        << pad_left(percent_text(cumulative, op_cycles), 9) << pad_left(num(t.wall), 16)
+        << pad_left(percent_text(t.wall, invoke_cycles), 9) << "  " << pad_right(t.engines, 14)
+        << pad_left(busy, 14) << '\n';
+  }
+}
+
 Report compute_report(const ReportInput& in) {
   Report r;
   ModelFigures& m = r.model;
@@ -254,8 +312,8 @@ Report compute_report(const ReportInput& in) {
   m.dram_bytes = in.dram_read_bytes + in.dram_write_bytes;
   m.variable_buffer_bytes = in.lram_peak_bytes;
   std::vector<Interval> npu, dma;
-  std::map<std::string, std::size_t> type_index;
-  std::vector<std::vector<Interval>> type_intervals;
+  bool any_npu = false;
+  Cycles npu_first = 0, npu_last = 0;
   std::unordered_map<std::string, std::size_t> layer_index;
   struct LayerIntervals {
     std::vector<Interval> all, array, vector, dma_in, dma_out, other;
@@ -268,15 +326,11 @@ Report compute_report(const ReportInput& in) {
     const std::optional<EngineKind> kind = engine_kind_of_name(op.engine);
     if (kind && on_slice(*kind)) npu.push_back(iv);
     if (kind && is_dma(*kind)) dma.push_back(iv);
-
-    auto [t, new_type] = type_index.emplace(op.op, r.op_types.size());
-    if (new_type) {
-      r.op_types.push_back({op.op, 0, 0, 0});
-      type_intervals.emplace_back();
+    if (kind && (on_slice(*kind) || is_dma(*kind))) {
+      npu_first = any_npu ? std::min(npu_first, op.start) : op.start;
+      npu_last = any_npu ? std::max(npu_last, op.end) : op.end;
+      any_npu = true;
     }
-    r.op_types[t->second].count += 1;
-    r.op_types[t->second].cycles += cycles;
-    type_intervals[t->second].push_back(iv);
 
     auto [l, new_layer] = layer_index.emplace(op.layer, r.layers.size());
     if (new_layer) {
@@ -287,6 +341,12 @@ Report compute_report(const ReportInput& in) {
       r.layers.push_back(f);
       layer_intervals.emplace_back();
     }
+    if (new_layer) r.layer_ops.push_back({op.layer, 0, op.start, op.end, 0});
+    LayerOpFigures& lo = r.layer_ops[l->second];
+    lo.commands += 1;
+    lo.first_start = std::min(lo.first_start, op.start);
+    lo.last_end = std::max(lo.last_end, op.end);
+    lo.cycles += cycles;
     LayerFigures& f = r.layers[l->second];
     f.commands += 1;
     f.first_start = std::min(f.first_start, op.start);
@@ -311,14 +371,13 @@ Report compute_report(const ReportInput& in) {
         break;
     }
   }
-  m.npu_cycles = union_length(std::move(npu));
-  m.dma_cycles = union_length(std::move(dma));
-  for (std::size_t t = 0; t < r.op_types.size(); ++t)
-    r.op_types[t].wall = union_length(std::move(type_intervals[t]));
-  std::stable_sort(r.op_types.begin(), r.op_types.end(),
-                   [](const OpTypeFigures& a, const OpTypeFigures& b) {
-                     return a.cycles != b.cycles ? a.cycles > b.cycles : a.op < b.op;
-                   });
+  m.npu_cycles = npu_last - npu_first;
+  const std::vector<Interval> compute_union = interval_union(std::move(npu));
+  const std::vector<Interval> dma_union = interval_union(std::move(dma));
+  for (const Interval& i : compute_union) m.compute_cycles += i.end - i.start;
+  for (const Interval& i : dma_union) m.dma_cycles += i.end - i.start;
+  m.overlap_cycles = intersection_length(compute_union, dma_union);
+  r.op_types = op_type_figures(in.ops);
   for (std::size_t l = 0; l < r.layers.size(); ++l) {
     LayerIntervals& li = layer_intervals[l];
     LayerFigures& f = r.layers[l];
@@ -347,7 +406,25 @@ void write_report(std::ostream& out, const ReportInput& in, const Report& r, Rep
       << " us" << pad_left(num(m.invoke_cycles), 16) << " cycles\n";
   out << "  " << pad_right("NPU time", 22) << pad_left(us_text(m.npu_cycles, khz), 16) << " us"
       << pad_left(num(m.npu_cycles), 16) << " cycles  "
-      << percent_text(m.npu_cycles, m.invoke_cycles) << " % of invoke time\n";
+      << percent_text(m.npu_cycles, m.invoke_cycles)
+      << " % of invoke time  (first to last NPU command, DMA included)\n";
+  // The breakdown of NPU time: compute only + DMA only + both + idle = NPU time.
+  const Cycles compute_only = m.compute_cycles - m.overlap_cycles;
+  const Cycles dma_only = m.dma_cycles - m.overlap_cycles;
+  const Cycles busy = compute_only + dma_only + m.overlap_cycles;
+  const Cycles idle = m.npu_cycles > busy ? m.npu_cycles - busy : 0;
+  for (const auto& [label, cycles] :
+       std::vector<std::pair<const char*, Cycles>>{{"  compute only", compute_only},
+                                                   {"  DMA only", dma_only},
+                                                   {"  compute and DMA", m.overlap_cycles},
+                                                   {"  neither", idle}}) {
+    out << "  " << pad_right(label, 22) << pad_left(us_text(cycles, khz), 16) << " us"
+        << pad_left(num(cycles), 16) << " cycles  " << percent_text(cycles, m.npu_cycles)
+        << " % of NPU time\n";
+  }
+  out << "  " << pad_right("compute time", 22) << pad_left(us_text(m.compute_cycles, khz), 16)
+      << " us" << pad_left(num(m.compute_cycles), 16) << " cycles  "
+      << percent_text(m.compute_cycles, m.invoke_cycles) << " % of invoke time\n";
   out << "  " << pad_right("DMA time", 22) << pad_left(us_text(m.dma_cycles, khz), 16) << " us"
       << pad_left(num(m.dma_cycles), 16) << " cycles  "
       << percent_text(m.dma_cycles, m.invoke_cycles) << " % of invoke time\n";
@@ -357,17 +434,18 @@ void write_report(std::ostream& out, const ReportInput& in, const Report& r, Rep
       << " B   (peak local memory)\n\n";
 
   if (mode == ReportMode::kTotal) {
-    out << "op types by cycles (share = cycles / all ops' cycles; wall = union / invoke time):\n";
-    out << "  " << pad_right("op type", 22) << pad_left("count", 8) << pad_left("cycles", 16)
-        << pad_left("share %", 9) << pad_left("cdf %", 9) << pad_left("wall cycles", 16)
-        << pad_left("wall %", 9) << '\n';
-    Cycles cumulative = 0;
-    for (const OpTypeFigures& t : r.op_types) {
-      cumulative += t.cycles;
-      out << "  " << pad_right(t.op, 22) << pad_left(num(t.count), 8) << pad_left(num(t.cycles), 16)
-          << pad_left(percent_text(t.cycles, m.op_cycles), 9)
-          << pad_left(percent_text(cumulative, m.op_cycles), 9) << pad_left(num(t.wall), 16)
-          << pad_left(percent_text(t.wall, m.invoke_cycles), 9) << '\n';
+    write_op_type_table(out, r.op_types, m.op_cycles, m.invoke_cycles);
+  } else if (mode == ReportMode::kEach) {
+    out << "ops by layer, one row per model operator (share = its ops' cycles / all ops' "
+           "cycles; --by command lists every command):\n";
+    out << "  " << pad_left("commands", 8) << pad_left("first start", 14)
+        << pad_left("last end", 14) << pad_left("cycles", 14) << pad_left("share %", 9)
+        << "  layer\n";
+    for (const LayerOpFigures& f : r.layer_ops) {
+      out << "  " << pad_left(num(f.commands), 8) << pad_left(num(f.first_start), 14)
+          << pad_left(num(f.last_end), 14) << pad_left(num(f.cycles), 14)
+          << pad_left(percent_text(f.cycles, m.op_cycles), 9) << "  " << layer_label(f.layer)
+          << '\n';
     }
   } else {
     out << "ops by index (share = cycles / all ops' cycles):\n";
@@ -534,15 +612,45 @@ DiffResult compute_diff(const DiffSide& a, const DiffSide& b, const Tolerance& t
   return r;
 }
 
+bool diff_in_time(DiffSide& a, DiffSide& b) {
+  if (a.clock_khz == 0 || b.clock_khz == 0 || a.clock_khz == b.clock_khz) return false;
+  for (DiffSide* side : {&a, &b}) {
+    for (TimelineRow& row : side->rows) {
+      row.start = trace_ns(row.start, side->clock_khz);
+      row.end = trace_ns(row.end, side->clock_khz);
+    }
+  }
+  return true;
+}
+
 bool write_diff(std::ostream& out, const DiffSide& a, const DiffSide& b, const DiffResult& r,
                 const Tolerance& tolerance, const DiffPrintOptions& options) {
   const std::string tol = tolerance_text(tolerance);
+  // Values are cycles, or ns printed as µs with 3 decimals (options.in_time).
+  const std::string unit = options.in_time ? "us" : "cycles";
+  auto value = [&](std::uint64_t v) {
+    return options.in_time ? trace_us_text(v) : std::to_string(v);
+  };
+  auto delta = [&](std::uint64_t x, std::uint64_t y) {
+    if (!options.in_time) return profiler::delta_text(x, y);
+    return x == y ? std::string("0") : (y > x ? "+" : "-") + trace_us_text(y > x ? y - x : x - y);
+  };
+  auto clock_text = [](const DiffSide& s) {
+    return s.clock_khz == 0 ? std::string("unknown") : fixed_point(s.clock_khz, 3) + " MHz";
+  };
   out << "npusim diff (tolerance " << tol << " %)\n";
-  out << "  A: " << a.label << " (" << a.rows.size() << " commands)\n";
-  out << "  B: " << b.label << " (" << b.rows.size() << " commands)\n\n";
-  out << "total cycles (last End): A " << r.total_a << ", B " << r.total_b << ", delta "
-      << delta_text(r.total_a, r.total_b) << " (" << delta_percent_text(r.total_a, r.total_b)
-      << " %)\n";
+  out << "  A: " << a.label << " (" << a.rows.size() << " commands, clock " << clock_text(a)
+      << ")\n";
+  out << "  B: " << b.label << " (" << b.rows.size() << " commands, clock " << clock_text(b)
+      << ")\n";
+  if (options.in_time) {
+    out << "  the clocks differ: times are compared in us (cycles x 1000 / clock in kHz), not "
+           "cycles\n";
+  }
+  out << '\n';
+  out << "total " << unit << " (last End): A " << value(r.total_a) << ", B " << value(r.total_b)
+      << ", delta " << delta(r.total_a, r.total_b) << " ("
+      << delta_percent_text(r.total_a, r.total_b) << " %)\n";
   out << "commands: " << r.matched << " matched, " << r.only_a.size() << " only in A, "
       << r.only_b.size() << " only in B\n";
   auto id_list = [&](const char* label, const std::vector<std::string>& ids) {
@@ -558,23 +666,25 @@ bool write_diff(std::ostream& out, const DiffSide& a, const DiffSide& b, const D
 
   auto shown = [&](std::size_t n) { return options.top == 0 ? n : std::min(n, options.top); };
   auto heading = [&](std::size_t n) {
-    return shown(n) < n ? "top " + num(shown(n)) + " of " + num(n) : "all " + num(n);
+    return shown(n) < n ? "top " + std::to_string(shown(n)) + " of " + std::to_string(n)
+                        : "all " + std::to_string(n);
   };
   auto mark = [](bool past) { return past ? "! " : "  "; };
-  auto opt = [](const std::optional<Cycles>& v) { return v ? num(*v) : std::string("-"); };
+  auto opt = [&](const std::optional<Cycles>& v) { return v ? value(*v) : std::string("-"); };
 
   std::size_t layers_past = 0;
   if (r.has_layers) {
     for (const LayerDelta& d : r.layers) layers_past += d.past ? 1 : 0;
-    out << "layers by |delta| (cycles = union of the layer's commands; ! = past the tolerance), "
-        << heading(r.layers.size()) << ":\n";
-    out << "  " << pad_left("A cycles", 14) << pad_left("B cycles", 14) << pad_left("delta", 14)
+    out << "layers by |delta| (" << unit
+        << " = union of the layer's commands; ! = past the tolerance), " << heading(r.layers.size())
+        << ":\n";
+    out << "  " << pad_left("A " + unit, 14) << pad_left("B " + unit, 14) << pad_left("delta", 14)
         << pad_left("delta %", 10) << "  layer\n";
     for (std::size_t i = 0; i < shown(r.layers.size()); ++i) {
       const LayerDelta& d = r.layers[i];
-      out << mark(d.past) << pad_left(num(d.a), 14) << pad_left(num(d.b), 14)
-          << pad_left(delta_text(d.a, d.b), 14) << pad_left(delta_percent_text(d.a, d.b), 10)
-          << "  " << d.layer << '\n';
+      out << mark(d.past) << pad_left(value(d.a), 14) << pad_left(value(d.b), 14)
+          << pad_left(delta(d.a, d.b), 14) << pad_left(delta_percent_text(d.a, d.b), 10) << "  "
+          << d.layer << '\n';
     }
   } else {
     std::string why = a.layer_of ? b.no_layers_reason : a.no_layers_reason;
@@ -583,16 +693,16 @@ bool write_diff(std::ostream& out, const DiffSide& a, const DiffSide& b, const D
   }
   out << '\n';
 
-  out << "commands by |delta| (cycles = End - Start; ! = past the tolerance), "
+  out << "commands by |delta| (" << unit << " = End - Start; ! = past the tolerance), "
       << heading(r.commands.size()) << ":\n";
-  out << "  " << pad_right("id", 12) << pad_left("A cycles", 14) << pad_left("B cycles", 14)
+  out << "  " << pad_right("id", 12) << pad_left("A " + unit, 14) << pad_left("B " + unit, 14)
       << pad_left("delta", 14) << pad_left("delta %", 10) << '\n';
   for (std::size_t i = 0; i < shown(r.commands.size()); ++i) {
     const CommandDelta& d = r.commands[i];
     const bool both = d.a && d.b;
     out << mark(both && past_tolerance(*d.a, *d.b, tolerance)) << pad_right(d.id, 12)
         << pad_left(opt(d.a), 14) << pad_left(opt(d.b), 14)
-        << pad_left(delta_text(d.a.value_or(0), d.b.value_or(0)), 14)
+        << pad_left(delta(d.a.value_or(0), d.b.value_or(0)), 14)
         << pad_left(both ? delta_percent_text(*d.a, *d.b) : "n/a", 10) << '\n';
   }
   out << '\n';

@@ -97,7 +97,21 @@ struct OpTypeFigures {
   std::uint64_t count = 0;
   Cycles cycles = 0;  // sum of its ops' cycles (end - start)
   Cycles wall = 0;    // length of the union of its ops' intervals
+  // The engines its ops ran on: the one engine's name, or "<n> engines".
+  std::string engines;
+  std::uint64_t engine_count = 0;
+  // Sum over those engines of the union of its ops' intervals on the engine: engine busy % =
+  // engine_busy / (engine_count x invoke cycles), its engines' busy share averaged.
+  Cycles engine_busy = 0;
 };
+
+// Per op type, by cycles descending (ties by name). The one definition `report` and
+// summary.txt share.
+std::vector<OpTypeFigures> op_type_figures(const std::vector<OpRecord>& ops);
+// The op-type table as `report` and summary.txt print it: heading, column header, rows.
+// `op_cycles` = all ops' cycles (the shares' denominator), `invoke_cycles` the run's.
+void write_op_type_table(std::ostream& out, const std::vector<OpTypeFigures>& types,
+                         Cycles op_cycles, Cycles invoke_cycles);
 
 struct LayerFigures {
   std::string layer;  // "" for commands without a layer
@@ -115,23 +129,37 @@ struct LayerFigures {
 };
 
 struct ModelFigures {
-  Cycles invoke_cycles = 0;                 // total_cycles: cycle 0 to the last end
-  Cycles npu_cycles = 0;                    // union of every array and vector command's interval
+  Cycles invoke_cycles = 0;  // total_cycles: cycle 0 to the last end
+  // NPU time as SigmaStar's profiler counts it: from the first start to the last end of every
+  // command on the NPU (array, vector, DMA_IN, DMA_OUT; not HOST); 0 without such commands.
+  Cycles npu_cycles = 0;
+  Cycles compute_cycles = 0;                // union of every array and vector command's interval
   Cycles dma_cycles = 0;                    // union of every DMA_IN and DMA_OUT command's interval
+  Cycles overlap_cycles = 0;                // intersection of those two unions
   std::uint64_t dram_bytes = 0;             // read + written
   std::uint64_t variable_buffer_bytes = 0;  // peak local-memory occupancy
   Cycles op_cycles = 0;  // sum of every op's cycles (the op-type shares' denominator)
 };
 
+struct LayerOpFigures {
+  std::string layer;  // "" for commands without a layer
+  std::uint64_t commands = 0;
+  Cycles first_start = 0;
+  Cycles last_end = 0;
+  Cycles cycles = 0;  // sum of its ops' cycles (its share of all ops' cycles)
+};
+
 struct Report {
   ModelFigures model;
-  std::vector<OpTypeFigures> op_types;  // by cycles, descending; ties by name
-  std::vector<LayerFigures> layers;     // by first command index
+  std::vector<OpTypeFigures> op_types;    // by cycles, descending; ties by name
+  std::vector<LayerFigures> layers;       // by first command index
+  std::vector<LayerOpFigures> layer_ops;  // same order as layers
 };
 
 Report compute_report(const ReportInput& input);
 
-enum class ReportMode : std::uint8_t { kTotal, kEach };
+// kTotal: op types; kEach: one row per layer (model operator); kEachCommand: one per command.
+enum class ReportMode : std::uint8_t { kTotal, kEach, kEachCommand };
 void write_report(std::ostream& out, const ReportInput& input, const Report& report,
                   ReportMode mode);
 
@@ -157,7 +185,12 @@ struct DiffSide {
   std::vector<TimelineRow> rows;
   std::optional<std::map<std::string, std::string>> layer_of;  // from stats.json ops
   std::string no_layers_reason;  // why layer_of is missing, for the report
+  std::uint64_t clock_khz = 0;   // from its stats.json; 0: unknown (a CSV file)
 };
+
+// When both sides' clocks are known and differ, cycles do not compare: converts both sides' rows
+// to integer ns (trace_ns) and returns true; write_diff then prints µs. False otherwise.
+bool diff_in_time(DiffSide& a, DiffSide& b);
 
 // Command id -> layer from a stats.json's per-op figures (the estimate's; both sections hold the
 // same commands). Nullopt, with `why` set, when the file was written below stats level 70;
@@ -197,6 +230,7 @@ DiffResult compute_diff(const DiffSide& a, const DiffSide& b, const Tolerance& t
 struct DiffPrintOptions {
   std::size_t top = 20;  // rows per table; 0: all
   bool fail_on_layer = false;
+  bool in_time = false;  // the rows hold ns (diff_in_time): print µs instead of cycles
 };
 // The tables and the verdict line; returns whether the check failed.
 bool write_diff(std::ostream& out, const DiffSide& a, const DiffSide& b, const DiffResult& result,

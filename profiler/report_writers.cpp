@@ -6,6 +6,7 @@
 
 #include "profiler/json_writer.h"
 #include "profiler/layer_stats.h"
+#include "profiler/report.h"
 #include "profiler/stats.h"
 
 #include <algorithm>
@@ -45,11 +46,6 @@ double mac_utilization(const Workload& w, const RunStats& s) {
   const double peak = static_cast<double>(w.device.slices) * w.device.array_rows *
                       w.device.array_cols * static_cast<double>(s.total_cycles);
   return peak == 0 ? 0.0 : static_cast<double>(s.macs) / peak;
-}
-
-std::string invocation_name(const Workload& w, std::size_t i) {
-  const CommandInfo& c = w.commands[i];
-  return std::to_string(i) + "_" + (c.layer.empty() ? c.op_type : c.layer) + "_" + c.id;
 }
 
 // Peak local-memory occupancy while each program runs, from the occupancy's change points.
@@ -199,6 +195,7 @@ void write_run(JsonWriter& j, const Workload& w, const Timeline& t, const RunSta
   if (level >= StatsLevel::kOps) {
     const double peak_macs_per_cycle =
         static_cast<double>(w.device.array_rows) * w.device.array_cols;
+    const std::vector<std::string> names = command_names(w);
     j.key("ops");
     j.begin_array();
     for (std::size_t i = 0; i < w.commands.size(); ++i) {
@@ -207,7 +204,7 @@ void write_run(JsonWriter& j, const Workload& w, const Timeline& t, const RunSta
       j.begin_object(true);
       j.field("index", static_cast<std::uint64_t>(i));
       j.field("id", c.id);
-      j.field("name", invocation_name(w, i));
+      j.field("name", names[i]);
       j.field("op", c.op_type);
       j.field("layer", c.layer);
       j.field("engine", w.engines[c.engine].name);
@@ -257,6 +254,7 @@ TraceOptions trace_options_for(StatsLevel level) {
   TraceOptions o;
   o.counters = level >= StatsLevel::kWaits;
   o.flows = level >= StatsLevel::kOps;
+  o.all_flows = level >= StatsLevel::kExtended;
   o.detailed_args = level >= StatsLevel::kOps;
   return o;
 }
@@ -337,7 +335,7 @@ void write_summary(std::ostream& out, const Workload& w, const Timeline& estimat
       fixed(delta_pct, 2));
   row("time (us)", fixed(clock.to_us(est.total_cycles), 3),
       fixed(clock.to_us(main.total_cycles), 3), "");
-  row("MAC utilization %", fixed(100 * mac_utilization(w, est), 2),
+  row("MAC utilisation %", fixed(100 * mac_utilization(w, est), 2),
       fixed(100 * mac_utilization(w, main), 2), "");
   const std::uint64_t dram_bytes = main.dram_read_bytes + main.dram_write_bytes;
   row("DRAM achieved GB/s", fixed(achieved_gbps(dram_bytes, est.total_cycles, d.clock_khz), 3),
@@ -378,34 +376,36 @@ void write_summary(std::ostream& out, const Workload& w, const Timeline& estimat
 
   if (level >= StatsLevel::kOps) {
     const Timeline& t = runtime ? *runtime : estimate;
-    // Op types by the cycles their commands take (they overlap, so shares need not sum to 100).
-    std::vector<std::pair<std::string, Cycles>> types;
+    // The same table as `npusim report` prints, from the same function.
+    std::vector<OpRecord> ops;
+    ops.reserve(w.commands.size());
+    Cycles op_cycles = 0;
     for (std::size_t i = 0; i < w.commands.size(); ++i) {
-      const Cycles cycles = t.commands[i].end - t.commands[i].start;
-      auto it = std::find_if(types.begin(), types.end(),
-                             [&](const auto& e) { return e.first == w.commands[i].op_type; });
-      if (it == types.end()) {
-        types.emplace_back(w.commands[i].op_type, cycles);
-      } else {
-        it->second += cycles;
-      }
+      const CommandInfo& c = w.commands[i];
+      OpRecord r;
+      r.index = i;
+      r.op = c.op_type;
+      r.engine = w.engines[c.engine].name;
+      r.start = t.commands[i].start;
+      r.end = t.commands[i].end;
+      op_cycles += r.end - r.start;
+      ops.push_back(std::move(r));
     }
-    std::stable_sort(types.begin(), types.end(),
-                     [](const auto& a, const auto& b) { return a.second > b.second; });
-    out << "op types by cycles:\n";
-    for (const auto& [type, cycles] : types) {
-      out << "  " << pad_right(type, 22) << pad_left(std::to_string(cycles), 14)
-          << pad_left(fixed(100.0 * ratio(cycles, main.total_cycles), 1), 9) << " %\n";
-    }
+    write_op_type_table(out, op_type_figures(ops), op_cycles, main.total_cycles);
     std::vector<std::size_t> order(w.commands.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
       return t.commands[a].end - t.commands[a].start > t.commands[b].end - t.commands[b].start;
     });
     out << "\ntop ops by cycles:\n";
-    for (std::size_t k = 0; k < std::min<std::size_t>(10, order.size()); ++k) {
+    const std::vector<std::string> names = command_names(w);
+    const std::size_t top = std::min<std::size_t>(10, order.size());
+    std::size_t name_width = 48;
+    for (std::size_t k = 0; k < top; ++k)
+      name_width = std::max(name_width, names[order[k]].size() + 2);
+    for (std::size_t k = 0; k < top; ++k) {
       const std::size_t i = order[k];
-      out << "  " << pad_right(invocation_name(w, i), 48)
+      out << "  " << pad_right(names[i], name_width)
           << pad_left(std::to_string(t.commands[i].end - t.commands[i].start), 12) << "  "
           << w.engines[w.commands[i].engine].name << '\n';
     }
@@ -413,11 +413,17 @@ void write_summary(std::ostream& out, const Workload& w, const Timeline& estimat
   }
 
   out << (runtime ? "programs (simulation):\n" : "programs (estimate):\n");
-  out << "  " << pad_right("program", 24) << pad_left("start", 12) << pad_left("end", 12)
+  // The label column fits the longest "<index> <name>", so long names keep the columns aligned.
+  std::size_t label_width = 24;
+  for (std::size_t p = 0; p < w.programs.size(); ++p) {
+    label_width =
+        std::max(label_width, std::to_string(p).size() + 1 + w.programs[p].name.size() + 2);
+  }
+  out << "  " << pad_right("program", label_width) << pad_left("start", 12) << pad_left("end", 12)
       << pad_left("cycles", 12) << pad_left("us", 12) << '\n';
   for (std::size_t p = 0; p < w.programs.size(); ++p) {
     const ProgramStats& ps = main.programs[p];
-    out << "  " << pad_right(std::to_string(p) + " " + w.programs[p].name, 24)
+    out << "  " << pad_right(std::to_string(p) + " " + w.programs[p].name, label_width)
         << pad_left(std::to_string(ps.start), 12) << pad_left(std::to_string(ps.end), 12)
         << pad_left(std::to_string(ps.end - ps.start), 12)
         << pad_left(fixed(clock.to_us(ps.end - ps.start), 3), 12) << '\n';

@@ -1,8 +1,22 @@
 #include "profiler/timeline.h"
 
 #include <algorithm>
+#include <map>
+#include <utility>
 
 namespace npusim::profiler {
+
+std::vector<std::string> command_names(const Workload& workload) {
+  std::map<std::pair<std::uint32_t, std::string>, std::uint32_t> next;  // (iteration, layer) -> k
+  std::vector<std::string> names;
+  names.reserve(workload.commands.size());
+  for (const CommandInfo& c : workload.commands) {
+    const std::string& layer = c.layer.empty() ? c.op_type : c.layer;
+    const std::uint32_t k = next[{c.iteration, layer}]++;
+    names.push_back(std::to_string(c.iteration) + "_" + layer + "_" + std::to_string(k));
+  }
+  return names;
+}
 
 Cycles Timeline::total_cycles() const {
   Cycles last = 0;

@@ -20,7 +20,9 @@ struct EngineInfo {
   std::uint32_t channels = 1;  // commands it runs at once: a DMA engine's channels, else 1
   std::uint32_t slice = 0;     // the slice of an array or vector unit; 0 for the others
   std::uint32_t device = 0;    // the NPU it belongs to (one per run today)
-  std::string trace_category;  // the category of its slices in traces
+  // The group of its tracks in traces, in the RBLN profiler's vocabulary: "Neural Engine
+  // Clusters" (array and vector units), "Task DMA", "Host"; empty for no group (convert).
+  std::string trace_category;
 };
 
 // Static facts about one command, known before it runs.
@@ -41,6 +43,7 @@ struct CommandInfo {
   // figure, which the estimate uses and the simulation can only exceed.
   Cycles isolated_cycles = 0;
   std::vector<std::uint32_t> deps;  // indices into Workload::commands
+  std::uint32_t iteration = 0;      // the inference it belongs to (--iterations), from 0
 };
 
 struct ProgramInfo {
@@ -115,6 +118,12 @@ struct DramActivity {
   std::vector<std::uint64_t> latency_histogram = std::vector<std::uint64_t>(kHistogramBuckets, 0);
   void add(const BurstRecord& burst);
 };
+
+// Trace names of the commands, indexed like Workload::commands, as the RBLN profiler names
+// them: `{iteration}_{layer}_{k}`, k counting the commands of that layer within that iteration
+// in schedule order from 0; the op type stands for an empty layer. The same names go into
+// trace.json, trace.pftrace, annotated.csv, stats.json and summary.txt.
+std::vector<std::string> command_names(const Workload& workload);
 
 // When each command ran, indexed like Workload::commands.
 struct Timeline {

@@ -95,9 +95,9 @@ ImportedTrace::ImportedTrace(std::vector<ImportedFile> files, std::uint64_t cloc
     if (file.kind == ImportedFile::Kind::kTimeline) {
       w.model_name = file.path;
       w.device.clock_khz = clock_khz;
-      w.engines = {{"compute", EngineKind::kArray, 1, 0, 0, "compute"},
-                   {"DMA_IN", EngineKind::kDmaIn, 1, 0, 0, "DMA_IN"},
-                   {"DMA_OUT", EngineKind::kDmaOut, 1, 0, 0, "DMA_OUT"}};
+      w.engines = {{"compute", EngineKind::kArray, 1, 0, 0, ""},
+                   {"DMA_IN", EngineKind::kDmaIn, 1, 0, 0, ""},
+                   {"DMA_OUT", EngineKind::kDmaOut, 1, 0, 0, ""}};
       std::vector<Interval> dma_ns, slice_ns, dma_cycles, slice_cycles;
       for (const TimelineRow& row : file.timeline) {
         const std::uint64_t end_ns = trace_ns(row.end, clock_khz);
@@ -127,7 +127,7 @@ ImportedTrace::ImportedTrace(std::vector<ImportedFile> files, std::uint64_t cloc
       // One tick = 1 µs: a row's "cycles" argument is its duration in the file's own unit.
       w.model_name = file.path;
       w.device.clock_khz = 1000;
-      w.engines = {{"programs", EngineKind::kArray, 1, 0, 0, "programs"}};
+      w.engines = {{"programs", EngineKind::kArray, 1, 0, 0, ""}};
       std::vector<Interval> programs_ns;
       for (const RuntimeRow& row : file.runtime) {
         CommandInfo c{};
@@ -144,7 +144,12 @@ ImportedTrace::ImportedTrace(std::vector<ImportedFile> files, std::uint64_t cloc
     }
     const std::string name =
         (file.kind == ImportedFile::Kind::kTimeline ? "timeline: " : "runtime: ") + file.path;
-    part->model = build_trace_model(w, {{name, &t}}, import_options());
+    // Named `{row index}_{Op Type}_{ID}`: a vendor file's rows carry no layer.
+    std::vector<std::string> names;
+    for (std::size_t i = 0; i < w.commands.size(); ++i) {
+      names.push_back(std::to_string(i) + "_" + w.commands[i].op_type + "_" + w.commands[i].id);
+    }
+    part->model = build_trace_model(w, {{name, &t}}, import_options(), std::move(names));
     // Unique in the whole file: pid = file number, tids above every pid, uuids counted up.
     TraceModel& m = part->model;
     m.processes[0].pid = ov.pid;

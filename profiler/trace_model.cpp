@@ -184,15 +184,6 @@ std::string trace_us_text(std::uint64_t ns) {
   return std::to_string(ns / 1000) + "." + std::string(3 - frac.size(), '0') + frac;
 }
 
-std::string TraceModel::slice_name(const TraceSlice& slice) const {
-  const CommandInfo& c = workload->commands[slice.command];
-  return std::to_string(slice.command) + "_" + (c.layer.empty() ? c.op_type : c.layer) + "_" + c.id;
-}
-
-const std::string& TraceModel::slice_category(const TraceSlice& slice) const {
-  return workload->engines[workload->commands[slice.command].engine].trace_category;
-}
-
 std::vector<TraceArg> TraceModel::slice_args(const TraceSlice& slice) const {
   const Workload& w = *workload;
   const CommandInfo& c = w.commands[slice.command];
@@ -214,10 +205,14 @@ std::vector<TraceArg> TraceModel::slice_args(const TraceSlice& slice) const {
     args.push_back(std::move(a));
   };
   string_arg("id", c.id);
+  uint_arg("index", slice.command);
   if (!options.detailed_args) {
     uint_arg("cycles", cycles);
     return args;
   }
+  const EngineInfo& engine = w.engines[c.engine];
+  string_arg("engine", engine.name);
+  string_arg("group", engine.trace_category);
   string_arg("op", c.op_type);
   uint_arg("cycles", cycles);
   uint_arg("start_cycle", t.start);
@@ -226,7 +221,7 @@ std::vector<TraceArg> TraceModel::slice_args(const TraceSlice& slice) const {
   const std::uint64_t bytes = c.dram_read_bytes + c.dram_write_bytes;
   uint_arg("bytes", bytes);
   uint_arg("macs", c.macs);
-  const EngineKind kind = w.engines[c.engine].kind;
+  const EngineKind kind = engine.kind;
   double util = -1;
   if (cycles > 0 && kind == EngineKind::kArray) {
     const double peak = static_cast<double>(w.device.array_rows) *
@@ -275,13 +270,18 @@ std::vector<std::uint64_t> TraceModel::flows_in(std::uint32_t slice) const {
 }
 
 TraceModel build_trace_model(const Workload& workload, const std::vector<TraceRun>& runs,
-                             const TraceOptions& options) {
+                             const TraceOptions& options, std::vector<std::string> names) {
   const Workload& w = workload;
   const auto n = static_cast<std::uint32_t>(w.commands.size());
   const std::uint64_t khz = w.device.clock_khz;
   TraceModel m;
   m.workload = &workload;
   m.options = options;
+  m.names = names.empty() ? command_names(w) : std::move(names);
+  if (m.names.size() != n) {
+    throw std::invalid_argument("trace: " + std::to_string(m.names.size()) + " names for " +
+                                std::to_string(n) + " commands");
+  }
   const std::vector<std::uint32_t> rank = topological_rank(w);
 
   // Tids: unique in the file, above every pid, increasing in track order.
@@ -350,7 +350,7 @@ TraceModel build_trace_model(const Workload& workload, const std::vector<TraceRu
       track.unit = lane.unit;
       track.lane = lane.lane;
       const EngineInfo& e = w.engines[lane.engine];
-      track.name = e.name;
+      track.name = e.trace_category.empty() ? e.name : e.trace_category + ": " + e.name;
       if (e.channels > 1) track.name += " ch" + std::to_string(lane.unit);
       if (lane.lane > 0) track.name += " lane " + std::to_string(lane.lane);
       track.tid = next_tid++;
@@ -408,12 +408,21 @@ TraceModel build_trace_model(const Workload& workload, const std::vector<TraceRu
     }
   }
 
-  // Flows: one per dependency edge, per run; ids in (run, dependant, dependency order) order.
+  // Flows, per run; ids in (run, dependant, dependency order) order. Every edge with all_flows;
+  // otherwise each command's binding dependency: the one that ended last (ties: the first listed),
+  // since that is when it could start. A critical path walked back from the last command follows
+  // either such an edge or its engine's queue, so its dependency edges are all drawn.
   if (options.flows) {
     std::uint64_t next_flow = 1;
     for (std::uint32_t p = 0; p < runs.size(); ++p) {
+      const Timeline& t = *runs[p].timeline;
       for (std::uint32_t c = 0; c < n; ++c) {
         const std::vector<std::uint32_t>& deps = w.commands[c].deps;
+        auto add = [&](std::uint32_t d) {
+          m.flows.push_back({next_flow++, static_cast<std::uint32_t>(std::size_t{p} * n + d),
+                             static_cast<std::uint32_t>(std::size_t{p} * n + c)});
+        };
+        std::uint32_t binding = n;
         for (std::size_t k = 0; k < deps.size(); ++k) {
           const std::uint32_t d = deps[k];
           if (d >= n || d == c) continue;
@@ -421,9 +430,13 @@ TraceModel build_trace_model(const Workload& workload, const std::vector<TraceRu
               deps.begin() + static_cast<std::ptrdiff_t>(k)) {
             continue;  // a repeated edge draws one arrow
           }
-          m.flows.push_back({next_flow++, static_cast<std::uint32_t>(std::size_t{p} * n + d),
-                             static_cast<std::uint32_t>(std::size_t{p} * n + c)});
+          if (options.all_flows) {
+            add(d);
+          } else if (binding == n || t.commands[d].end > t.commands[binding].end) {
+            binding = d;
+          }
         }
+        if (binding < n) add(binding);
       }
     }
   }

@@ -3,11 +3,17 @@
 // (chrome_trace.h, perfetto_trace.h). Every rule the viewers rely on lives here, so that the two
 // files cannot disagree:
 //   - processes: one per run (pid 1 = the first run, ...);
-//   - tracks: one per engine, per unit (DMA channel) that ran at least one command; commands that
-//     would overlap on one track (only possible with inconsistent timelines) go to extra lanes, so
-//     slices on a track never overlap and nest trivially;
-//   - slices: one per command, `{schedule index}_{layer or op}_{command id}`, category = engine;
-//   - flows: one per dependency edge within a run, ids unique across the file;
+//   - tracks: one per engine, per unit (DMA channel) that ran at least one command, named
+//     `{group}: {engine}` (command_names and EngineInfo::trace_category: the RBLN profiler's
+//     vocabulary); commands that would overlap on one track (only possible with inconsistent
+//     timelines) go to extra lanes, so slices on a track never overlap and nest trivially;
+//   - slices: one per command, named `{iteration}_{layer}_{k}` (command_names), all in one
+//     category, kTraceCategory: DevTools binds a flow event to a slice only when their categories
+//     are equal, and groups a flow's events by category too, so a flow between two engines can
+//     only be drawn when both slices share one;
+//   - flows: per command, the dependency that finished last (the one it waited for; every
+//     dependency edge of the critical path is one of these), or with all_flows every dependency
+//     edge; ids unique across the file;
 //   - counters: DRAM GB/s and per-engine utilisation per window, local-memory occupancy as an
 //     exact step function;
 //   - events: slice begins and ends and counter samples in one total order that both writers
@@ -26,6 +32,7 @@ namespace npusim::profiler {
 // How much goes into a trace; the CLI maps stats levels to it.
 struct TraceOptions {
   bool flows = true;          // dependency arrows
+  bool all_flows = false;     // an arrow for every dependency, not only the one waited for
   bool counters = true;       // DRAM bandwidth, local memory, utilisation
   bool detailed_args = true;  // all slice arguments; otherwise only `id` and `cycles`
 };
@@ -41,6 +48,9 @@ struct TraceRun {
 // a sample at the start of each window whose value differs from the previous window's, and 0 at
 // the end of the run.
 inline constexpr std::uint64_t kTraceCounterWindows = 200;
+
+// The category of every slice and flow event (see the file comment).
+inline constexpr const char* kTraceCategory = "npu";
 
 // Nanoseconds since cycle 0: floor(cycles * 10^6 / clock_khz), in 128-bit integers, so that it is
 // exact and monotone (cycle order is preserved, equal cycles give equal ns). A clock of 0 kHz is
@@ -73,7 +83,7 @@ struct TraceTrack {
   std::uint32_t engine = 0;     // index into Workload::engines
   std::uint32_t unit = 0;       // CommandTiming::unit
   std::uint32_t lane = 0;       // 0, or an extra lane for commands that overlap on one unit
-  std::string name;             // "SLICE0.ARRAY", "DMA_IN ch1", ...
+  std::string name;             // "Neural Engine Clusters: SLICE0.ARRAY", "Task DMA: DMA_IN ch1"
   std::int32_t tid = 0;         // unique in the file, increasing in sort order
   std::int32_t sort_index = 0;  // order within the process: engines order, then unit, then lane
   std::uint64_t uuid = 0;
@@ -138,16 +148,16 @@ class TraceModel {
   // track each end precedes the next begin, and every flow's source begin precedes its
   // destination begin.
   std::vector<TraceEvent> events;
+  std::vector<std::string> names;  // per command: command_names, or the names given
 
-  // `{schedule index}_{layer, or op type if no layer}_{command id}`.
-  std::string slice_name(const TraceSlice& slice) const;
-  // The engine's name.
-  const std::string& slice_category(const TraceSlice& slice) const;
-  // Arguments in a fixed order: id, op, cycles, start_cycle, end_cycle, unit, bytes, macs,
-  // utilisation_pct (array: MACs / (rows x cols x cycles); DMA: bytes / (cycles x DRAM bytes per
-  // cycle); absent for vector ops and zero-cycle commands), layer, location, program,
-  // program_name, stall_deps_cycles, stall_dram_cycles. Only id and cycles without
-  // detailed_args.
+  const std::string& slice_name(const TraceSlice& slice) const { return names[slice.command]; }
+  // kTraceCategory, for every slice.
+  static const char* slice_category(const TraceSlice& /*slice*/) { return kTraceCategory; }
+  // Arguments in a fixed order: id, index (in the schedule), engine, group (the track's
+  // group), op, cycles, start_cycle, end_cycle, unit, bytes, macs, utilisation_pct (array: MACs /
+  // (rows x cols x cycles); DMA: bytes / (cycles x DRAM bytes per cycle); absent for vector ops
+  // and zero-cycle commands), layer, location, program, program_name, stall_deps_cycles,
+  // stall_dram_cycles. Only id, index and cycles without detailed_args.
   std::vector<TraceArg> slice_args(const TraceSlice& slice) const;
   // Ids of the flows that start (out) or end (in) at a slice, increasing.
   std::vector<std::uint64_t> flows_out(std::uint32_t slice) const;
@@ -160,9 +170,11 @@ class TraceModel {
   std::vector<std::uint32_t> in_flows;
 };
 
-// `workload` and every run's timeline must outlive the model. Throws std::invalid_argument if a
-// run has no timeline or a timeline is not indexed like Workload::commands.
+// `workload` and every run's timeline must outlive the model. Slices are named by `names`
+// (indexed like Workload::commands), or command_names when it is empty. Throws
+// std::invalid_argument if a run has no timeline or a timeline or `names` is not indexed like
+// Workload::commands.
 TraceModel build_trace_model(const Workload& workload, const std::vector<TraceRun>& runs,
-                             const TraceOptions& options = {});
+                             const TraceOptions& options = {}, std::vector<std::string> names = {});
 
 }  // namespace npusim::profiler

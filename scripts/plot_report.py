@@ -15,6 +15,7 @@ system python3). Exit codes: 0 success, 2 bad input or usage.
 
 import argparse
 import json
+import math
 import os
 import sys
 from collections import OrderedDict
@@ -86,27 +87,56 @@ def plot_op_types(plt, ops, title, out):
     plt.close(fig)
 
 
+def time_axis(us_values):
+    """Times in µs, or in ms once they pass 10,000 µs: (scale to divide by, unit name)."""
+    return (1000.0, "ms") if max(us_values, default=0) > 10000 else (1.0, "us")
+
+
+MAX_STRIPS = 8
+
+
+def strip_key(engine, group):
+    """With more than MAX_STRIPS engines, the slices' arrays share a strip, and so do their vector
+    units (SLICE*.ARRAY): a server config has 8 slices, 16 strips of them."""
+    if group and engine.startswith("SLICE") and "." in engine:
+        return "SLICE*." + engine.split(".", 1)[1]
+    return engine
+
+
 def plot_utilisation(plt, ops, engines, total_cycles, clock_mhz, windows, title, out):
     windows = max(1, min(windows, total_cycles)) if total_cycles > 0 else 1
     window = max(1, -(-total_cycles // windows))
     windows = max(1, -(-total_cycles // window))
-    per_engine = OrderedDict((name, []) for name in engines)
+    group = len({op["engine"] for op in ops}) > MAX_STRIPS
+    # Per strip, per engine in it: its intervals. A shared strip shows the engines' mean busy %.
+    strips = OrderedDict()
+    for name in engines:
+        strips.setdefault(strip_key(name, group), OrderedDict())
     for op in ops:
-        per_engine.setdefault(op["engine"], []).append((op["start_cycle"], op["end_cycle"]))
-    names = [n for n, iv in per_engine.items() if iv]
+        strips.setdefault(strip_key(op["engine"], group), OrderedDict()).setdefault(
+            op["engine"], []).append((op["start_cycle"], op["end_cycle"]))
+    names = [n for n, per in strips.items() if per]
     fig, axes = plt.subplots(len(names) or 1, 1, figsize=(10, 0.9 * max(1, len(names)) + 1.2),
                              sharex=True, squeeze=False)
-    x = [k * window / clock_mhz for k in range(windows)] + [total_cycles / clock_mhz]
+    scale, unit = time_axis([total_cycles / clock_mhz])
+    x = [k * window / clock_mhz / scale for k in range(windows)] + [total_cycles / clock_mhz / scale]
     for ax, name in zip(axes[:, 0], names):
-        busy = union_in_windows(per_engine[name], window, windows)
-        pct = [100 * b / (min(total_cycles, (k + 1) * window) - k * window) for k, b in enumerate(busy)]
-        overall = 100 * sum(busy) / total_cycles if total_cycles else 0
+        members = strips[name]
+        busy = [0] * windows
+        for intervals in members.values():
+            busy = [a + b for a, b in zip(busy, union_in_windows(intervals, window, windows))]
+        count = len(members)
+        pct = [100 * b / count / (min(total_cycles, (k + 1) * window) - k * window)
+               for k, b in enumerate(busy)]
+        overall = 100 * sum(busy) / count / total_cycles if total_cycles else 0
+        if count > 1:
+            name = f"{name} (mean of {count})"
         ax.stairs(pct, x, fill=True, color="tab:green", alpha=0.8)
         ax.set_ylim(0, 105)
         ax.set_yticks([0, 50, 100])
         ax.set_ylabel(name, rotation=0, ha="right", va="center", fontsize=8)
         ax.text(1.0, 0.5, f" {overall:.1f} %", transform=ax.transAxes, va="center", fontsize=8)
-    axes[-1, 0].set_xlabel(f"time (us); busy % per window of {window} cycles")
+    axes[-1, 0].set_xlabel(f"time ({unit}); busy % per window of {window} cycles")
     axes[0, 0].set_title(f"{title}: engine utilisation over time")
     fig.tight_layout()
     fig.savefig(out, dpi=110)
@@ -152,6 +182,10 @@ def plot_roofline(plt, stats, ops, title, out):
         intensity = layer_macs[op["layer"]] / layer_bytes[op["layer"]]
         achieved = op["macs"] / (op["cycles"] / clock_hz)
         points.setdefault(op["op"], []).append((intensity, achieved))
+    # Ops of one layer and shape land on one dot: draw each dot once, and say how many ops it is.
+    dots = OrderedDict((t, list(OrderedDict.fromkeys((round(math.log10(x), 3), round(math.log10(y), 3))
+                                                      for x, y in pts)))
+                       for t, pts in points.items())
     fig, ax = plt.subplots(figsize=(8, 6))
     xs = [p[0] for pts in points.values() for p in pts] or [1.0]
     ridges = [compute_roof / memory_bw, compute_roof / dram_bw]
@@ -172,8 +206,11 @@ def plot_roofline(plt, stats, ops, title, out):
     ax.plot(grid, [min(slice_roof, x * memory_bw) for x in grid], color="gray", linestyle="--",
             label=f"one slice: {slice_roof / 1e9:.1f} GMAC/s")
     for op_type, pts in points.items():
-        ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=12, alpha=0.7,
-                   label=f"{op_type} ({len(pts)} ops)")
+        shown = dots[op_type]
+        what = (f"{len(pts)} ops" if len(shown) == len(pts)
+                else f"{len(shown)} dots for {len(pts)} ops")
+        ax.scatter([10 ** p[0] for p in shown], [10 ** p[1] for p in shown], s=12, alpha=0.7,
+                   label=f"{op_type} ({what})")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity (layer MACs / layer DRAM bytes)")

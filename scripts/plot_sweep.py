@@ -160,7 +160,10 @@ def main(argv):
         subtitle = ", ".join(f"{k}={label(v)}" for k, v in fixed.items())
         title = title_base + (f" ({subtitle})" if subtitle else "")
 
-        # Line plot: metric against x, one line per series value.
+        # Line plot: metric against x, one line per series value. Latency past 10,000 µs in ms.
+        y_scale, y_label = 1.0, METRICS[metric]
+        if metric == "latency_us" and max(p[metric] for p in subset) > 10000:
+            y_scale, y_label = 1000.0, "latency (ms)"
         fig, ax = plt.subplots(figsize=(8, 5))
         series_values = values[series_key] if series_key else [None]
         xpos = {v: (v if x_numeric else i) for i, v in enumerate(values[x_key])}
@@ -171,7 +174,7 @@ def main(argv):
             if not line:
                 continue
             xs = [xpos[p["values"][x_key]] for p in line]
-            ys = [p[metric] for p in line]
+            ys = [p[metric] / y_scale for p in line]
             name = f"{series_key}={label(s)}" if series_key else metric
             (drawn,) = ax.plot(xs, ys, "-", label=name)
             color = drawn.get_color()
@@ -182,7 +185,7 @@ def main(argv):
         for limit in sorted(seen, key=lambda b: list(LIMITS).index(b) if b in LIMITS else len(LIMITS)):
             draw_marker(ax, [], [], limit, "gray", label=f"bound by {LIMITS.get(limit, UNKNOWN_LIMIT)[0]}")
         ax.set_xlabel(x_key)
-        ax.set_ylabel(METRICS[metric])
+        ax.set_ylabel(y_label)
         if not x_numeric:
             ax.set_xticks(range(len(values[x_key])))
             ax.set_xticklabels([label(v) for v in values[x_key]])
@@ -205,11 +208,11 @@ def main(argv):
         for p in subset:
             r = rows.index(p["values"][series_key])
             c = cols.index(p["values"][x_key])
-            grid[r][c] = p[metric]
+            grid[r][c] = p[metric] / y_scale
             bound[r][c] = p["bound"]
         fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(cols), 1.4 + 0.7 * len(rows)))
         image = ax.imshow(grid, cmap="viridis_r" if metric in ("latency_us", "total_cycles") else "viridis", aspect="auto")
-        fig.colorbar(image, ax=ax, label=METRICS[metric])
+        fig.colorbar(image, ax=ax, label=y_label)
         ax.set_xticks(range(len(cols)))
         ax.set_xticklabels([label(v) for v in cols])
         ax.set_yticks(range(len(rows)))

@@ -2,11 +2,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "sim/api/session.h"
 #include "tests/cli_support.h"
 
 #include <sys/wait.h>
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -397,13 +399,111 @@ TEST_F(Cli, OutputsOfAnEarlierRunDoNotLinger) {
                                              "timeline.csv", "trace.json", "trace.pftrace"}));
 }
 
-TEST_F(Cli, DefaultOutputFolderIsNamedSafelyAfterTheModel) {
+TEST_F(Cli, DefaultOutputFolderIsNamedSafelyAfterTheModelFile) {
   Json s = Json::parse(read_file(model("fc")));
-  s["model"]["name"] = "../escape/me";
-  write("m.json", s.dump());
-  ASSERT_EQ(npusim({"run", "-m", "m.json", "-q"}, dir_).exit_code, 0);
-  EXPECT_TRUE(fs::exists(dir_ / "traces" / ".._escape_me" / "stats.json"));
+  s["model"]["name"] = "../escape/me";  // the model's own name plays no part
+  write("my model (v2).json", s.dump());
+  ASSERT_EQ(npusim({"run", "-m", "my model (v2).json", "-q"}, dir_).exit_code, 0);
+  // The stem "my model (v2)", with ' ', '(' and ')' made '_'.
+  EXPECT_TRUE(fs::exists(dir_ / "traces" / "my_model__v2_" / "stats.json"));
   EXPECT_FALSE(fs::exists(dir_ / "escape"));
+  EXPECT_EQ(npusim::api::default_out_for("../shared/models/onnx/mnist-8.onnx"),
+            fs::path("traces/mnist-8"));
+  EXPECT_EQ(npusim::api::default_out_for("..."), fs::path("traces/model"));
+}
+
+// ONNX graph names repeat (mnist-8 and mnist_int8_dynamic are both CNTKGraph; six are
+// torch-jit-export or torch_jit): the file stems do not.
+TEST(SharedModels, DefaultOutputFoldersAreAllDistinct) {
+  const fs::path shared = kSource.parent_path() / "shared" / "models" / "onnx";
+  ASSERT_TRUE(fs::is_directory(shared));
+  std::set<fs::path> folders;
+  std::size_t models = 0;
+  for (const auto& e : fs::directory_iterator(shared)) {
+    ++models;
+    EXPECT_TRUE(folders.insert(npusim::api::default_out_for(e.path().string())).second)
+        << e.path() << " shares its default folder";
+  }
+  EXPECT_EQ(models, 18u);
+  EXPECT_EQ(folders.count(fs::path("traces/mnist_int8_dynamic")), 1u);
+}
+
+// summary.txt's op-type shares are of all busy engine cycles: they sum to 100 (each is rounded to
+// 2 decimals, so within 0.1), and a DMA type's engine busy % is its engine's busy %.
+TEST_F(Cli, SummaryOpTypeSharesSumTo100) {
+  for (const char* name : {"convnet", "fc"}) {
+    const fs::path out = dir_ / name;
+    ASSERT_EQ(npusim({"run", "-m", model(name), "-o", out.string(), "-q"}).exit_code, 0);
+    std::istringstream summary(read_file(out / "summary.txt"));
+    std::string line;
+    double total = 0, dma_in_busy = 0;  // the simulation's total cycles, DMA_IN's busy cycles
+    while (std::getline(summary, line) && line.rfind("op types by cycles (", 0) != 0) {
+      std::istringstream row(line);
+      std::string first, second, third, estimate, simulation;
+      row >> first;
+      if (first == "total") {
+        row >> second >> estimate >> simulation;
+        total = std::stod(simulation);
+      }
+      if (first == "DMA_IN") {
+        row >> second;
+        dma_in_busy = std::stod(second);
+      }
+    }
+    ASSERT_TRUE(std::getline(summary, line));  // the column header
+    double shares = 0;
+    std::size_t rows = 0;
+    std::map<std::string, std::string> engine_busy;
+    while (std::getline(summary, line) && !line.empty()) {
+      std::istringstream row(line);
+      std::string type, count, cycles, share, cdf, wall, wall_pct, engine, busy;
+      row >> type >> count >> cycles >> share >> cdf >> wall >> wall_pct >> engine >> busy;
+      shares += std::stod(share);
+      engine_busy[type] = busy;
+      ++rows;
+    }
+    EXPECT_GT(rows, 0u) << name;
+    EXPECT_NEAR(shares, 100.0, 0.1) << name;
+    // DMA_IN is one engine: the op type's engine busy % is that engine's busy cycles over the
+    // total, as the engine table above gives them.
+    char expected[32];
+    std::snprintf(expected, sizeof expected, "%.2f", 100.0 * dma_in_busy / total);
+    EXPECT_EQ(engine_busy["DMA_IN"], expected) << name;
+  }
+}
+
+TEST_F(Cli, OutputFolderOfAnotherModelIsRefusedUnlessForced) {
+  const fs::path out = dir_ / "out";
+  ASSERT_EQ(npusim({"run", "-m", model("fc"), "-o", out.string(), "-q"}).exit_code, 0);
+  const std::string fc_stats = read_file(out / "stats.json");
+  // The same model again is fine.
+  EXPECT_EQ(npusim({"run", "-m", model("fc"), "-o", out.string(), "-q"}).exit_code, 0);
+  const Result r = npusim({"run", "-m", model("convnet"), "-o", out.string(), "-q"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "npusim: error: " + out.string() +
+                       ": holds the outputs of another model, fc (fc.json); give --force to "
+                       "replace them, or another --out\n");
+  EXPECT_EQ(read_file(out / "stats.json"), fc_stats);  // untouched
+  ASSERT_EQ(
+      npusim({"estimate", "-m", model("convnet"), "-o", out.string(), "-q", "--force"}).exit_code,
+      0);
+  EXPECT_EQ(Json::parse(read_file(out / "stats.json"))["model"]["file"], "convnet.json");
+}
+
+TEST_F(Cli, ScheduleCompiledForAnotherConfigSaysSoFirst) {
+  Json s = Json::parse(read_file(model("convnet")));
+  s["target"]["config"] = "server";
+  s["commands"][5]["slice"] = 7;  // server has 8 slices, default 2
+  const fs::path bad = write("for_server.json", s.dump());
+  const fs::path out = dir_ / "out";
+  const Result r = npusim({"run", "-m", bad.string(), "-o", out.string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err.substr(0, r.err.find('\n') + 1),
+            "npusim: error: " + bad.string() +
+                ": /target/config: compiled for config 'server', not 'default': run it with -c "
+                "server, or compile the model for 'default'. Its problems on 'default':\n");
+  EXPECT_THAT(r.err, HasSubstr("/commands/5/slice: slice 7 out of range"));
+  EXPECT_FALSE(fs::exists(out));
 }
 
 TEST_F(Cli, DeadlockExitsThreeNamingTheCommandsAndWritesWhatFinished) {
@@ -418,6 +518,8 @@ TEST_F(Cli, DeadlockExitsThreeNamingTheCommandsAndWritesWhatFinished) {
   const fs::path out = dir_ / "out";
   const Result r = npusim({"run", "-m", bad.string(), "-o", out.string()});
   EXPECT_EQ(r.exit_code, 3);
+  // Found by the estimate, which stops the run before the simulation: not "simulation failed".
+  EXPECT_EQ(r.err.rfind("npusim: estimate failed: ", 0), 0u) << r.err;
   EXPECT_THAT(
       r.err,
       HasSubstr("DMA_OUT holds DO0, waiting for DO1 (queued on DMA_OUT behind 1 command(s))"));
@@ -444,8 +546,8 @@ TEST_F(Cli, LocalMemoryOverflowExitsThree) {
   const fs::path out = dir_ / "out";
   const Result r = npusim({"run", "-m", bad.string(), "-o", out.string()});
   EXPECT_EQ(r.exit_code, 3);
-  EXPECT_THAT(r.err,
-              HasSubstr("local memory capacity exceeded in the estimate: DI1 allocates at cycle"));
+  EXPECT_THAT(r.err, HasSubstr("npusim: estimate failed: local memory capacity exceeded in the "
+                               "estimate: DI1 allocates at cycle"));
   EXPECT_THAT(r.err, HasSubstr("bringing occupancy to 614400 of 524288 bytes"));
   const Json stats = Json::parse(read_file(out / "stats.json"));
   EXPECT_EQ(stats["complete"], false);
@@ -492,10 +594,11 @@ TEST_F(Cli, StatsLevelsAreAdditive) {
   EXPECT_TRUE(stats[100]["runtime"]["programs"][0].contains("lram_peak_bytes"));
   EXPECT_TRUE(stats[100]["runtime"]["ops"][2].contains("mac_utilization"));
   EXPECT_FALSE(stats[100]["estimate"].contains("dram"));  // bursts are the simulation's
-  // Traces grow with the level: 50 adds counters, 70 flows and every argument.
+  // Traces grow with the level: 50 adds counters, 70 flows and every argument, 100 a flow for
+  // every dependency rather than the one each command waited for.
   EXPECT_LT(trace_bytes[40], trace_bytes[50]);
   EXPECT_LT(trace_bytes[50], trace_bytes[70]);
-  EXPECT_EQ(trace_bytes[70], trace_bytes[100]);
+  EXPECT_LT(trace_bytes[70], trace_bytes[100]);
   EXPECT_EQ(npusim({"run", "-m", model("fc"), "--stats-level", "60", "-o", (dir_ / "x").string()})
                 .exit_code,
             2);
@@ -533,27 +636,42 @@ TEST_F(Cli, IterationsRunBackToBackAndProfileAWindow) {
             2);
 }
 
-TEST_F(Cli, TracesHoldBothRunsWithFlowsForEveryDependency) {
-  const fs::path out = dir_ / "out";
-  ASSERT_EQ(npusim({"run", "-m", model("convnet"), "-o", out.string(), "-q"}).exit_code, 0);
-  const Json trace = Json::parse(read_file(out / "trace.json"));
-  std::size_t slices = 0, flow_starts = 0, flow_ends = 0;
-  std::set<std::string> processes;
-  for (const Json& e : trace["traceEvents"]) {
-    const std::string ph = e["ph"];
-    if (ph == "X") ++slices;
-    if (ph == "s") ++flow_starts;
-    if (ph == "f") ++flow_ends;
-    if (ph == "M" && e["name"] == "process_name")
-      processes.insert(e["args"]["name"].get<std::string>());
-  }
+TEST_F(Cli, TracesHoldBothRunsWithOneFlowPerWaitingCommandOrEveryDependencyAt100) {
   const Json schedule = Json::parse(read_file(model("convnet")));
-  std::size_t edges = 0;
-  for (const Json& c : schedule["commands"]) edges += c.value("deps", Json::array()).size();
-  EXPECT_EQ(slices, 2u * 44u);  // every command, in the estimate and the simulation
-  EXPECT_EQ(flow_starts, 2u * edges);
-  EXPECT_EQ(flow_ends, 2u * edges);
-  EXPECT_EQ(processes, (std::set<std::string>{"compile-time estimate", "runtime simulation"}));
+  std::size_t edges = 0, waiting = 0;
+  for (const Json& c : schedule["commands"]) {
+    const std::set<std::string> deps = c.value("deps", std::set<std::string>{});
+    edges += deps.size();
+    waiting += deps.empty() ? 0 : 1;
+  }
+  ASSERT_LT(waiting, edges);  // some command has more than one dependency
+  for (int level : {70, 100}) {
+    const fs::path out = dir_ / std::to_string(level);
+    ASSERT_EQ(npusim({"run", "-m", model("convnet"), "-o", out.string(), "-q", "--stats-level",
+                      std::to_string(level)})
+                  .exit_code,
+              0);
+    const Json trace = Json::parse(read_file(out / "trace.json"));
+    std::size_t slices = 0, flow_starts = 0, flow_ends = 0;
+    std::set<std::string> processes, categories;
+    for (const Json& e : trace["traceEvents"]) {
+      const std::string ph = e["ph"];
+      if (ph == "X") ++slices;
+      if (ph == "s") ++flow_starts;
+      if (ph == "f") ++flow_ends;
+      if (ph == "X" || ph == "s" || ph == "f") categories.insert(e["cat"].get<std::string>());
+      if (ph == "M" && e["name"] == "process_name")
+        processes.insert(e["args"]["name"].get<std::string>());
+    }
+    EXPECT_EQ(slices, 2u * 44u);  // every command, in the estimate and the simulation
+    // Level 70: one arrow into each command with dependencies (the one it waited for); 100: all.
+    const std::size_t flows = level == 70 ? waiting : edges;
+    EXPECT_EQ(flow_starts, 2u * flows);
+    EXPECT_EQ(flow_ends, 2u * flows);
+    // One category, so that DevTools binds every flow end to its slice.
+    EXPECT_EQ(categories, (std::set<std::string>{"npu"}));
+    EXPECT_EQ(processes, (std::set<std::string>{"compile-time estimate", "runtime simulation"}));
+  }
 }
 
 TEST_F(Cli, HostLayersRunOnTheHost) {

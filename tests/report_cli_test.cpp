@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -126,7 +127,10 @@ TEST_F(ProfilerCli, ConvertNpusimAndVendorFilesIntoOneTrace) {
   const Result r = npusim({"convert", "--compile", "npusim.csv", "vendor.csv", "--runtime",
                            "runtime.csv", "--out", "out/T.pftrace"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.err, "");
+  // No stats.json beside the CSVs and no --clock-mhz: 800 MHz, said.
+  EXPECT_EQ(r.err,
+            "npusim: warning: no --clock-mhz and no stats.json beside the timeline files: "
+            "assuming 800 MHz\n");
   // At 800 MHz, ns = floor(cycles x 1.25). npusim.csv: DMA [0,1000) u [2000,2500) u [3000,4000),
   // slice [1000,3000). vendor.csv: DMA [125,1125) u [2000,2625), slice [1125,2125) u [1250,1750)
   // u [3125,3625). runtime.csv: programs [0,3) and [4,5) us.
@@ -204,6 +208,54 @@ TEST_F(ProfilerCli, ConvertClockAndQuiet) {
   EXPECT_TRUE(fs::exists(dir_ / "t.trace"));
 }
 
+// A Torq compile profile: the MLIR location unquoted, with quotes and commas in it.
+TEST_F(ProfilerCli, ConvertReadsVendorRowsAndTheClockOfTheRunFolder) {
+  write("torq/compile.csv",
+        "ID,Start,End,Location,Op Type\n"
+        "S0,129,300,loc(callsite(\"/x/fc.mlir\":3:10 at \"/x/fc.mlir\":1:1)),fully_connected\n"
+        "S1,300,400,loc(fused[\"/x/fc.mlir\":4:1, \"/x/fc.mlir\":5:1]),add\n");
+  write("torq/runtime.csv",
+        "id;time_since_open;time_since_start;location\n"
+        "0;2;2;loc(callsite(\"/x/fc.mlir\":3:10 at \"/x/fc.mlir\":1:1))\n");
+  Result r = npusim({"convert", "--compile", "torq/compile.csv", "--runtime", "torq/runtime.csv",
+                     "-o", "t.pftrace", "-q", "--clock-mhz", "1000"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  Json overview = Json::parse(read_file(dir_ / "t.overview.json"));
+  // At 1 GHz a cycle is 1 ns: compute [129, 400) ns.
+  EXPECT_EQ(overview["files"][0]["ns"]["slice"], 271);
+  EXPECT_EQ(overview["files"][0]["rows"], 2);
+  EXPECT_EQ(overview["files"][1]["ns"]["busy"], 2000);
+  pb::Trace trace;
+  ASSERT_TRUE(trace.ParseFromString(read_file(dir_ / "t.pftrace")));
+  std::vector<std::string> names;
+  for (const pb::TracePacket& p : trace.packet()) {
+    if (p.track_event().type() != pb::TrackEvent::TYPE_SLICE_BEGIN) continue;
+    names.push_back(p.track_event().name());
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"0_fully_connected_S0", "1_add_S1", "0_program_0"}));
+
+  // A 1 GHz run folder converted without --clock-mhz: its stats.json gives the clock, so the
+  // timeline says 1 ns per cycle, as its runtime.csv does (no 800 MHz assumed).
+  write("run/stats.json", R"({"format": "npusim-stats", "device": {"clock_mhz": 1000.0}})");
+  write("run/timeline.csv", "ID,Start,End,Location,Op Type\nS0,0,1000,x,Conv\n");
+  r = npusim({"convert", "--compile", "run/timeline.csv", "-o", "u.pftrace", "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  overview = Json::parse(read_file(dir_ / "u.overview.json"));
+  EXPECT_EQ(overview["clock_mhz"], 1000.0);
+  EXPECT_EQ(overview["files"][0]["ns"]["overall"], 1000);  // 1000 cycles at 1 GHz
+  // Two folders that disagree are an error.
+  write("slow/stats.json", R"({"format": "npusim-stats", "device": {"clock_mhz": 800.0}})");
+  write("slow/timeline.csv", "ID,Start,End,Location,Op Type\nS0,0,1000,x,Conv\n");
+  r = npusim({"convert", "--compile", "run/timeline.csv", "slow/timeline.csv", "-o", "v.pftrace"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "npusim: error: --clock-mhz: the stats.json files beside the timelines disagree on "
+            "the clock (run/stats.json: 1000000 kHz, slow/stats.json: 800000 kHz); give "
+            "--clock-mhz\n");
+}
+
 TEST_F(ProfilerCli, ConvertRejectsBadInputWithExit2AndWritesNothing) {
   write("npusim.csv", kNpusimTimeline);
   write("bad.csv",
@@ -256,8 +308,8 @@ TEST_F(ProfilerCli, DiffEstimateVsRuntimeExactReport) {
   EXPECT_EQ(
       r.out,
       "npusim diff (tolerance 1 %)\n"
-      "  A: run/timeline.csv (3 commands)\n"
-      "  B: run/runtime_timeline.csv (3 commands)\n"
+      "  A: run/timeline.csv (3 commands, clock unknown)\n"
+      "  B: run/runtime_timeline.csv (3 commands, clock unknown)\n"
       "\n"
       "total cycles (last End): A 1000, B 1005, delta +5 (+0.50 %)\n"
       "commands: 3 matched, 0 only in A, 0 only in B\n"
@@ -292,12 +344,13 @@ TEST_F(ProfilerCli, DiffTwoRunsExitCodes) {
   // Both hold a simulation: runtime_timeline.csv, 1000 -> 1010 (+1.00 %, exactly the tolerance).
   Result r = npusim({"diff", "a", "b"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("  A: a/runtime_timeline.csv (2 commands)\n"), std::string::npos);
+  EXPECT_NE(r.out.find("  A: a/runtime_timeline.csv (2 commands, clock unknown)\n"),
+            std::string::npos);
   EXPECT_NE(r.out.find("result: OK (total +1.00 %, tolerance 1 %)\n"), std::string::npos);
   // Their estimates: 1000 -> 1020 (+2.00 %).
   r = npusim({"diff", "a", "b", "--estimate"});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.out.find("  B: b/timeline.csv (2 commands)\n"), std::string::npos);
+  EXPECT_NE(r.out.find("  B: b/timeline.csv (2 commands, clock unknown)\n"), std::string::npos);
   EXPECT_NE(r.out.find("result: FAIL (total +2.00 %, tolerance 1 %)\n"), std::string::npos);
   EXPECT_EQ(npusim({"diff", "a", "b", "--estimate", "--tolerance", "2"}).exit_code, 0);
   // Quiet: the exit code only. B against A: -1.96 %.
@@ -348,6 +401,33 @@ TEST_F(ProfilerCli, DiffBadInputExit2) {
       << r.out;
 }
 
+// Two runs at different clocks: 800 cycles at 800 MHz and 1000 cycles at 1 GHz are both 1 us,
+// so compared in time they agree, where their cycles differ by 25 %.
+TEST_F(ProfilerCli, DiffAcrossClocksComparesMicroseconds) {
+  for (const auto& [name, mhz, end] :
+       {std::tuple{"slow", "800.0", "800"}, std::tuple{"fast", "1000.0", "1000"}}) {
+    write(std::string(name) + "/timeline.csv",
+          std::string("ID,Start,End,Location,Op Type\nS0,0,") + end + ",x,Conv\n");
+    write(std::string(name) + "/stats.json",
+          std::string(R"({"format": "npusim-stats", "stats_level": 70, "device": {"clock_mhz": )") +
+              mhz + R"(}, "estimate": {"ops": [{"id": "S0", "layer": "L1"}]}})");
+  }
+  const Result r = npusim({"diff", "slow", "fast"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out.substr(0, r.out.find("commands:")),
+            "npusim diff (tolerance 1 %)\n"
+            "  A: slow/timeline.csv (1 commands, clock 800.000 MHz)\n"
+            "  B: fast/timeline.csv (1 commands, clock 1000.000 MHz)\n"
+            "  the clocks differ: times are compared in us (cycles x 1000 / clock in kHz), not "
+            "cycles\n"
+            "\n"
+            "total us (last End): A 1.000, B 1.000, delta 0 (0.00 %)\n");
+  EXPECT_NE(r.out.find("        A us          B us         delta   delta %  layer\n"
+                       "           1.000         1.000             0      0.00  L1\n"),
+            std::string::npos)
+      << r.out;
+}
+
 // ---- report ---------------------------------------------------------------------------------
 
 // The report's totals of a real run, recomputed here from its stats.json.
@@ -358,12 +438,18 @@ TEST_F(ProfilerCli, ReportFiguresOfARun) {
   const Json& rt = stats["runtime"];
   const std::uint64_t khz =
       static_cast<std::uint64_t>(stats["device"]["clock_mhz"].get<double>() * 1000 + 0.5);
-  std::vector<npusim::profiler::Interval> npu, dma;
+  std::vector<npusim::profiler::Interval> npu, dma, both;
+  std::uint64_t first = ~std::uint64_t{0}, last = 0;
   for (const Json& op : rt["ops"]) {
     const std::string engine = op["engine"];
     const npusim::profiler::Interval iv{op["start_cycle"], op["end_cycle"]};
     if (engine.find("SLICE") == 0) npu.push_back(iv);
     if (engine.find("DMA_") == 0) dma.push_back(iv);
+    if (engine.find("SLICE") == 0 || engine.find("DMA_") == 0) {
+      both.push_back(iv);
+      first = std::min(first, iv.start);
+      last = std::max(last, iv.end);
+    }
   }
   // A merge of sorted intervals, independent of the library's.
   auto covered = [](std::vector<npusim::profiler::Interval> v) {
@@ -379,9 +465,20 @@ TEST_F(ProfilerCli, ReportFiguresOfARun) {
     return total;
   };
   const std::uint64_t total = rt["total_cycles"];
-  const std::uint64_t npu_cycles = covered(npu), dma_cycles = covered(dma);
+  const std::uint64_t compute_cycles = covered(npu), dma_cycles = covered(dma);
+  // Seed 004's NPU time: first to last NPU command, DMA included. |C n D| = |C| + |D| - |C u D|.
+  const std::uint64_t npu_cycles = last - first;
+  const std::uint64_t overlap = compute_cycles + dma_cycles - covered(both);
+  const std::uint64_t neither = npu_cycles - covered(both);
   auto pad = [](std::string s, std::size_t w) {
     return std::string(w > s.size() ? w - s.size() : 0, ' ') + s;
+  };
+  auto row = [&](const std::string& label, std::uint64_t cycles, std::uint64_t whole,
+                 const std::string& of) {
+    return "  " + label + std::string(22 - label.size(), ' ') +
+           pad(npusim::profiler::us_text(cycles, khz), 16) + " us" +
+           pad(std::to_string(cycles), 16) + " cycles  " +
+           npusim::profiler::percent_text(cycles, whole) + " % of " + of + "\n";
   };
   const std::string expected =
       "totals:\n"
@@ -392,13 +489,13 @@ TEST_F(ProfilerCli, ReportFiguresOfARun) {
       pad(npusim::profiler::us_text(npu_cycles, khz), 16) + " us" +
       pad(std::to_string(npu_cycles), 16) + " cycles  " +
       npusim::profiler::percent_text(npu_cycles, total) +
-      " % of invoke time\n"
-      "  DMA time              " +
-      pad(npusim::profiler::us_text(dma_cycles, khz), 16) + " us" +
-      pad(std::to_string(dma_cycles), 16) + " cycles  " +
-      npusim::profiler::percent_text(dma_cycles, total) +
-      " % of invoke time\n"
-      "  DRAM bytes moved      " +
+      " % of invoke time  (first to last NPU command, DMA included)\n" +
+      row("  compute only", compute_cycles - overlap, npu_cycles, "NPU time") +
+      row("  DMA only", dma_cycles - overlap, npu_cycles, "NPU time") +
+      row("  compute and DMA", overlap, npu_cycles, "NPU time") +
+      row("  neither", neither, npu_cycles, "NPU time") +
+      row("compute time", compute_cycles, total, "invoke time") +
+      row("DMA time", dma_cycles, total, "invoke time") + "  DRAM bytes moved      " +
       pad(std::to_string(stats["dram_read_bytes"].get<std::uint64_t>() +
                          stats["dram_write_bytes"].get<std::uint64_t>()),
           16) +
@@ -421,15 +518,29 @@ TEST_F(ProfilerCli, ReportFiguresOfARun) {
   const Result quiet = npusim({"report", "run", "-q"});
   EXPECT_EQ(quiet.exit_code, 0);
   EXPECT_EQ(quiet.out, "");
+  // fc's four commands are one layer, fc1: one row holding every cycle.
   const Result each = npusim({"report", "run/stats.json", "--mode", "each"});
   EXPECT_EQ(each.exit_code, 0);
-  EXPECT_NE(each.out.find("ops by index"), std::string::npos);
+  std::uint64_t op_cycles = 0;
+  for (const Json& op : rt["ops"]) op_cycles += op["cycles"].get<std::uint64_t>();
+  EXPECT_NE(each.out.find("ops by layer, one row per model operator"), std::string::npos);
+  EXPECT_NE(
+      each.out.find("       4" + pad(std::to_string(first), 14) + pad(std::to_string(last), 14) +
+                    pad(std::to_string(op_cycles), 14) + "   100.00  fc1\n"),
+      std::string::npos)
+      << each.out;
+  const Result by_command = npusim({"report", "run", "--mode", "each", "--by", "command"});
+  EXPECT_NE(by_command.out.find("ops by index"), std::string::npos);
+  EXPECT_EQ(npusim({"report", "run", "--mode", "each", "--by", "op"}).exit_code, 2);
 
   // Its estimate against its simulation: exit 0 or 1 as the totals say.
   const std::uint64_t est = stats["estimate"]["total_cycles"];
   const Result d = npusim({"diff", "run"});
   EXPECT_EQ(d.exit_code,
             npusim::profiler::past_tolerance(est, total, npusim::profiler::Tolerance{}) ? 1 : 0)
+      << d.out;
+  EXPECT_NE(d.out.find("  A: run/timeline.csv (4 commands, clock 800.000 MHz)\n"),
+            std::string::npos)
       << d.out;
   EXPECT_NE(d.out.find("total cycles (last End): A " + std::to_string(est) + ", B " +
                        std::to_string(total)),

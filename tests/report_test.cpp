@@ -137,10 +137,15 @@ TEST(Report, ModelFiguresByHand) {
   EXPECT_EQ(in.clock_khz, 800000u);
   const Report r = compute_report(in);
   EXPECT_EQ(r.model.invoke_cycles, 1000u);
-  // NPU: [100,400) u [150,350) u [450,600) u [800,800) = 300 + 150.
-  EXPECT_EQ(r.model.npu_cycles, 450u);
+  // NPU time (seed 004): first start to last end of the commands on the NPU (not H0): DI0 at 0
+  // to DO1 at 1000.
+  EXPECT_EQ(r.model.npu_cycles, 1000u);
+  // Compute: [100,400) u [150,350) u [450,600) u [800,800) = 300 + 150.
+  EXPECT_EQ(r.model.compute_cycles, 450u);
   // DMA: [0,200) u [400,450) u [500,550) u [700,1000) = 200 + 50 + 50 + 300.
   EXPECT_EQ(r.model.dma_cycles, 600u);
+  // Both: [100,200) + [500,550).
+  EXPECT_EQ(r.model.overlap_cycles, 150u);
   EXPECT_EQ(r.model.dram_bytes, 4000u);
   EXPECT_EQ(r.model.variable_buffer_bytes, 4096u);
   EXPECT_EQ(r.model.op_cycles, 1400u);
@@ -161,6 +166,29 @@ TEST(Report, OpTypesByHand) {
     EXPECT_EQ(r.op_types[i].cycles, std::get<2>(expected[i]));
     EXPECT_EQ(r.op_types[i].wall, std::get<3>(expected[i]));
   }
+  // Engines: Conv on SLICE0.ARRAY (300) and SLICE1.ARRAY (200); DMA_IN's union 250; Relu on
+  // SLICE0.VECTOR (150) and SLICE1.VECTOR (0 cycles).
+  EXPECT_EQ(r.op_types[0].engines, "2 engines");
+  EXPECT_EQ(r.op_types[0].engine_count, 2u);
+  EXPECT_EQ(r.op_types[0].engine_busy, 500u);
+  EXPECT_EQ(r.op_types[2].engines, "DMA_IN");
+  EXPECT_EQ(r.op_types[2].engine_busy, 250u);
+  EXPECT_EQ(r.op_types[3].engine_busy, 150u);
+  EXPECT_EQ(r.op_types[3].engine_count, 2u);
+}
+
+// By layer (model operator): L1 = DI0 100 + DI1 150 + S0 300 + S1 200 + DO0 50 = 800;
+// L2 = S2 150 + DI2 50 + H0 100 + DO1 300 = 600; (none) = S3 0. Sum 1400 = all ops' cycles.
+TEST(Report, LayerOpsByHand) {
+  const Report r = compute_report(read_report_input(stats_json(), "s.json"));
+  ASSERT_EQ(r.layer_ops.size(), 3u);
+  EXPECT_EQ(r.layer_ops[0].layer, "L1");
+  EXPECT_EQ(r.layer_ops[0].commands, 5u);
+  EXPECT_EQ(r.layer_ops[0].cycles, 800u);
+  EXPECT_EQ(r.layer_ops[1].cycles, 600u);
+  EXPECT_EQ(r.layer_ops[1].first_start, 450u);
+  EXPECT_EQ(r.layer_ops[1].last_end, 1000u);
+  EXPECT_EQ(r.layer_ops[2].cycles, 0u);
 }
 
 TEST(Report, LayersByHand) {
@@ -195,7 +223,15 @@ const char* kReportHead =
     "\n"
     "totals:\n"
     "  invoke time                      1.250 us            1000 cycles\n"
-    "  NPU time                         0.563 us             450 cycles  45.00 % of invoke time\n"
+    "  NPU time                         1.250 us            1000 cycles  100.00 % of invoke time  "
+    "(first to last NPU command, DMA included)\n"
+    // Compute only 300 (0.375 us), DMA only 450 (562.5 ns, halves up), both 150 (187.5 ns),
+    // neither 100 ([600,700), the host): 1000.
+    "    compute only                   0.375 us             300 cycles  30.00 % of NPU time\n"
+    "    DMA only                       0.563 us             450 cycles  45.00 % of NPU time\n"
+    "    compute and DMA                0.188 us             150 cycles  15.00 % of NPU time\n"
+    "    neither                        0.125 us             100 cycles  10.00 % of NPU time\n"
+    "  compute time                     0.563 us             450 cycles  45.00 % of invoke time\n"
     "  DMA time                         0.750 us             600 cycles  60.00 % of invoke time\n"
     "  DRAM bytes moved                  4000 B   (read 3000 B, written 1000 B)\n"
     "  variable buffer size              4096 B   (peak local memory)\n"
@@ -220,19 +256,21 @@ TEST(Report, TotalModeText) {
   EXPECT_EQ(
       out.str(),
       std::string(kReportHead) +
-          "op types by cycles (share = cycles / all ops' cycles; wall = union / invoke time):\n"
+          "op types by cycles (share = cycles / all ops' cycles, summing to 100; wall = union / "
+          "invoke time; engine busy = union on its engines / (engines x invoke time)):\n"
           "  op type                  count          cycles  share %    cdf %     wall cycles   "
-          "wall %\n"
+          "wall %  engine         engine busy %\n"
+          // Engine busy: Conv (300 + 200) / (2 x 1000); Relu (150 + 0) / (2 x 1000).
           "  Conv                         2             500    35.71    35.71             300    "
-          "30.00\n"
+          "30.00  2 engines              25.00\n"
           "  DMA_OUT                      2             350    25.00    60.71             350    "
-          "35.00\n"
+          "35.00  DMA_OUT                35.00\n"
           "  DMA_IN                       3             300    21.43    82.14             250    "
-          "25.00\n"
+          "25.00  DMA_IN                 25.00\n"
           "  Relu                         2             150    10.71    92.86             150    "
-          "15.00\n"
+          "15.00  2 engines               7.50\n"
           "  Host                         1             100     7.14   100.00             100    "
-          "10.00\n" +
+          "10.00  HOST                   10.00\n" +
           kReportLayers);
 }
 
@@ -240,6 +278,21 @@ TEST(Report, EachModeText) {
   const ReportInput in = read_report_input(stats_json(), "s.json");
   std::ostringstream out;
   write_report(out, in, compute_report(in), ReportMode::kEach);
+  EXPECT_EQ(out.str(),
+            std::string(kReportHead) +
+                "ops by layer, one row per model operator (share = its ops' cycles / "
+                "all ops' cycles; --by command lists every command):\n"
+                "  commands   first start      last end        cycles  share %  layer\n"
+                "         5             0           450           800    57.14  L1\n"
+                "         4           450          1000           600    42.86  L2\n"
+                "         1           800           800             0     0.00  (none)\n" +
+                kReportLayers);
+}
+
+TEST(Report, EachByCommandModeText) {
+  const ReportInput in = read_report_input(stats_json(), "s.json");
+  std::ostringstream out;
+  write_report(out, in, compute_report(in), ReportMode::kEachCommand);
   EXPECT_EQ(out.str(), std::string(kReportHead) +
                            "ops by index (share = cycles / all ops' cycles):\n"
                            "    index  id        op                  engine                  start "
@@ -403,8 +456,8 @@ TEST(Diff, TextAndVerdict) {
   EXPECT_EQ(
       out.str(),
       "npusim diff (tolerance 12 %)\n"
-      "  A: a.csv (5 commands)\n"
-      "  B: b.csv (5 commands)\n"
+      "  A: a.csv (5 commands, clock unknown)\n"
+      "  B: b.csv (5 commands, clock unknown)\n"
       "\n"
       "total cycles (last End): A 350, B 390, delta +40 (+11.43 %)\n"
       "commands: 4 matched, 1 only in A, 1 only in B\n"
@@ -503,8 +556,8 @@ TEST(CsvReader, RejectsTimelineProblemsNamingFileRowAndField) {
             "t.csv: row 1: expected the timeline.csv header 'ID,Start,End,Location,Op Type', found "
             "'id;time_since_open;time_since_start;location' (that is a runtime.csv header)");
   EXPECT_EQ(timeline_error(kHeader + "S0,1,2,x\n"), "t.csv: row 2: expected 5 fields, found 4");
-  EXPECT_EQ(timeline_error(kHeader + "S0,1,2,x,Conv,\n"),
-            "t.csv: row 2: expected 5 fields, found 6");
+  // Location runs to the last comma, so a trailing comma leaves Op Type empty.
+  EXPECT_EQ(timeline_error(kHeader + "S0,1,2,x,Conv,\n"), "t.csv: row 2, field 'Op Type': empty");
   EXPECT_EQ(timeline_error(kHeader + "S0,1.5,2,x,Conv\n"),
             "t.csv: row 2, field 'Start': expected a non-negative integer (cycles), found '1.5'");
   EXPECT_EQ(timeline_error(kHeader + "S0,-1,2,x,Conv\n"),
@@ -521,16 +574,12 @@ TEST(CsvReader, RejectsTimelineProblemsNamingFileRowAndField) {
   EXPECT_EQ(timeline_error(kHeader + "S0,1,2,x,\n"), "t.csv: row 2, field 'Op Type': empty");
   EXPECT_EQ(timeline_error(kHeader + "S0,1,2,x,Conv\nS0,3,4,y,Conv\n"),
             "t.csv: row 3, field 'ID': duplicate ID 'S0' (also in row 2)");
-  EXPECT_EQ(
-      timeline_error(kHeader + "S0,1,2,lo\"c,Conv\n"),
-      "t.csv: row 2, field 'Location': a quote inside an unquoted field (quote the whole field "
-      "and double the quotes in it)");
-  EXPECT_EQ(timeline_error(kHeader + "S0,1,2,\"loc\"x,Conv\n"),
-            "t.csv: row 2, field 'Location': unexpected 'x' after the closing quote");
-  EXPECT_EQ(timeline_error(kHeader + "S0,1,2,\"loc,Conv\n"),
-            "t.csv: row 2, field 'Location': unterminated quoted field");
+  // Quotes in the other fields are still errors; the Location is free text (see below).
+  EXPECT_EQ(timeline_error(kHeader + "S\"0,1,2,x,Conv\n"),
+            "t.csv: row 2, field 'ID': a quote inside an unquoted field (quote the whole field "
+            "and double the quotes in it)");
   EXPECT_EQ(timeline_error(kHeader + "S0,1,2,x,Conv\rS1,1,2,x,Conv\n"),
-            "t.csv: row 2, field 'Op Type': a CR not followed by LF (line breaks are CRLF or LF)");
+            "t.csv: row 2, field 'Location': a CR not followed by LF (line breaks are CRLF or LF)");
   EXPECT_EQ(timeline_error(kHeader + "S0,1,2,x,Conv\n\nS1,1,2,x,Conv\n"),
             "t.csv: row 3: empty line");
   EXPECT_EQ(timeline_error(kHeader + "S0,1,2,x,Conv\n\n"), "t.csv: row 3: empty line");
@@ -571,11 +620,48 @@ TEST(CsvReader, RuntimeAcceptsAndRejects) {
   EXPECT_EQ(runtime_error_of(header + "0;20.5;10;x\n"),
             "r.csv: row 2, field 'time_since_open': expected a non-negative integer "
             "(microseconds), found '20.5'");
-  EXPECT_EQ(runtime_error_of(header + "0;20;10;a;b\n"), "r.csv: row 2: expected 4 fields, found 5");
+  EXPECT_EQ(runtime_error_of(header + "0;20;10\n"), "r.csv: row 2: expected 4 fields, found 3");
   EXPECT_EQ(runtime_error_of(kHeader + "S0,1,2,\"x\",Conv\n"),
             "r.csv: row 1: expected the runtime.csv header "
             "'id;time_since_open;time_since_start;location', "
             "found 'ID,Start,End,Location,Op Type' (that is a timeline.csv header)");
+}
+
+// Vendor toolchains (Torq's compile profile) write the MLIR location unquoted, with quotes and
+// commas in it; their own reader takes ID, Start, End from the left and Op Type from the right.
+TEST(CsvReader, VendorRowsWithUnquotedLocationsConvert) {
+  const auto rows = read_timeline_csv(
+      kHeader +
+          "S0,129,300,loc(callsite(\"/x/fc.mlir\":3:10 at \"/x/fc.mlir\":1:1)),fully_connected\n"
+          "S1,300,310,loc(fused[\"a\", \"b\"]),add\r\n"
+          "S2,310,320,lo\"c,Conv\n"
+          "S3,320,330,\"/x\":3,Conv\n"
+          "S4,330,340,\"loc,Conv\n"
+          "S5,340,350,\"quoted, as npusim writes it\",Relu\n",
+      "t.csv");
+  ASSERT_EQ(rows.size(), 6u);
+  EXPECT_EQ(rows[0].id, "S0");
+  EXPECT_EQ(rows[0].start, 129u);
+  EXPECT_EQ(rows[0].end, 300u);
+  EXPECT_EQ(rows[0].location, "loc(callsite(\"/x/fc.mlir\":3:10 at \"/x/fc.mlir\":1:1))");
+  EXPECT_EQ(rows[0].op_type, "fully_connected");
+  EXPECT_EQ(rows[1].location, "loc(fused[\"a\", \"b\"])");  // a comma inside: still one field
+  EXPECT_EQ(rows[1].op_type, "add");
+  EXPECT_EQ(rows[2].location, "lo\"c");
+  EXPECT_EQ(rows[3].location, "\"/x\":3");  // starts with a quote that is not a quoted field
+  EXPECT_EQ(rows[4].location, "\"loc");
+  EXPECT_EQ(rows[5].location, "quoted, as npusim writes it");
+  EXPECT_EQ(rows[5].op_type, "Relu");
+
+  const auto runtime = read_runtime_csv(
+      "id;time_since_open;time_since_start;location\n"
+      "0;102;102;loc(callsite(\"/x/fc.mlir\":3:10 at \"/x/fc.mlir\":1:1))\n"
+      "1;130;20;loc(\"a;b\")\n",
+      "r.csv");
+  ASSERT_EQ(runtime.size(), 2u);
+  EXPECT_EQ(runtime[0].location, "loc(callsite(\"/x/fc.mlir\":3:10 at \"/x/fc.mlir\":1:1))");
+  EXPECT_EQ(runtime[1].location, "loc(\"a;b\")");
+  EXPECT_EQ(runtime[1].start_us(), 110u);
 }
 
 TEST(CsvReader, ParseCsvNamesUnnamedFieldsByPosition) {

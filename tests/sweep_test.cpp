@@ -595,14 +595,14 @@ TEST_F(Check, RunThatCannotCompleteIsAnError) {
   const Result r = npusim({"check", file.string(), "--junit", junit.string()});
   EXPECT_EQ(r.exit_code, 3) << r.err;
   EXPECT_THAT(r.out, HasSubstr("1 PASS, 0 IMPROVED, 0 FAIL, 0 NEW, 1 ERROR"));
-  EXPECT_THAT(r.err, HasSubstr("tiny-lram: ERROR, npusim run failed (exit 3): npusim: simulation "
+  EXPECT_THAT(r.err, HasSubstr("tiny-lram: ERROR, npusim run failed (exit 3): npusim: estimate "
                                "failed: local memory capacity exceeded"));
   const std::string xml = without_times(read_file(junit));
   EXPECT_THAT(xml, HasSubstr("tests=\"2\" failures=\"0\" errors=\"1\""));
   EXPECT_THAT(xml,
               HasSubstr("<testcase classname=\"npusim.check\" name=\"tiny-lram\" time=\"T\">\n     "
                         " <error type=\"ERROR\" message=\"npusim run failed (exit 3): npusim: "
-                        "simulation failed: local memory capacity exceeded"));
+                        "estimate failed: local memory capacity exceeded"));
 }
 
 TEST_F(Check, BadBudgetFilesExit2NamingFileAndPointer) {

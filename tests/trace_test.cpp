@@ -19,6 +19,7 @@
 #include "profiler/chrome_trace.h"
 #include "profiler/perfetto/perfetto_trace.pb.h"
 #include "profiler/perfetto_trace.h"
+#include "profiler/report_writers.h"
 #include "profiler/stats.h"
 #include "profiler/timeline.h"
 #include "profiler/trace_model.h"
@@ -76,10 +77,10 @@ Workload workload() {
   w.device.array_cols = 16;
   w.device.lram_bytes = 1000;
   w.device.dram_bandwidth_mbps = 12800;
-  w.engines = {{"SLICE0.ARRAY", EngineKind::kArray, 1, 0, 0, "SLICE0.ARRAY"},
-               {"SLICE0.VECTOR", EngineKind::kVector, 1, 0, 0, "SLICE0.VECTOR"},
-               {"DMA_IN", EngineKind::kDmaIn, 2, 0, 0, "DMA_IN"},
-               {"DMA_OUT", EngineKind::kDmaOut, 1, 0, 0, "DMA_OUT"}};
+  w.engines = {{"SLICE0.ARRAY", EngineKind::kArray, 1, 0, 0, "Neural Engine Clusters"},
+               {"SLICE0.VECTOR", EngineKind::kVector, 1, 0, 0, "Neural Engine Clusters"},
+               {"DMA_IN", EngineKind::kDmaIn, 2, 0, 0, "Task DMA"},
+               {"DMA_OUT", EngineKind::kDmaOut, 1, 0, 0, "Task DMA"}};
   w.programs = {{"p0", "loc(p0)"}, {"p1", "loc(p1)"}};
   const std::vector<Cmd> cmds = {
       // id     engine   op         layer program read  write macs  alloc free iso deps
@@ -208,18 +209,62 @@ TEST(TraceModel, TracksPerEngineUnitInEngineOrder) {
     tids.insert(t.tid);
     uuids.insert(t.uuid);
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"SLICE0.ARRAY", "SLICE0.VECTOR", "DMA_IN ch0",
-                                             "DMA_IN ch1", "DMA_OUT"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{
+                "Neural Engine Clusters: SLICE0.ARRAY", "Neural Engine Clusters: SLICE0.VECTOR",
+                "Task DMA: DMA_IN ch0", "Task DMA: DMA_IN ch1", "Task DMA: DMA_OUT"}));
   EXPECT_EQ(tids.size(), m.tracks.size());
   for (const TraceCounter& c : m.counters) uuids.insert(c.uuid);
   for (const TraceProcess& p : m.processes) uuids.insert(p.uuid);
   EXPECT_EQ(uuids.size(), m.tracks.size() + m.counters.size() + m.processes.size());
   EXPECT_EQ(uuids.count(0), 0u);
-  EXPECT_EQ(m.slice_name(m.slices[2]), "2_Gemm_S0");  // no layer: the op type
-  EXPECT_EQ(m.slice_name(m.slices[0]), "0_l0_DI0");
-  EXPECT_EQ(m.slice_category(m.slices[0]), "DMA_IN");
+  EXPECT_EQ(m.slice_name(m.slices[2]), "0_Gemm_0");  // no layer: the op type
+  EXPECT_EQ(m.slice_name(m.slices[0]), "0_l0_0");
+  EXPECT_EQ(m.slice_category(m.slices[0]), std::string("npu"));
   EXPECT_NE(m.slices[0].track, m.slices[1].track);  // DI0 and DI1 overlap
-  EXPECT_EQ(m.flows.size(), 2u * 7u);               // 7 edges per run
+  // 7 edges per run; S0 waits for DI0 (ends at 100) and DI1 (ends at 120): only DI1 is drawn.
+  EXPECT_EQ(m.flows.size(), 2u * 6u);
+}
+
+// Seed 003: {iteration}_{layer}_{k}, k counting the layer's commands within one iteration.
+TEST(TraceModel, SlicesAreNamedByIterationLayerAndIndexWithinTheLayer) {
+  Workload w = workload();
+  // As two inferences of a schedule whose commands 0-3 are DI0, DI1, S0, V0 (layers l0, l0, -,
+  // l1) and 4-8 the rest: the second inference counts each layer from 0 again.
+  for (std::size_t i = 4; i < w.commands.size(); ++i) w.commands[i].iteration = 1;
+  w.commands[5].layer = "l1";  // DI2 of inference 1 is l1's second command there (after DO0)
+  EXPECT_EQ(command_names(w),
+            (std::vector<std::string>{"0_l0_0", "0_l0_1", "0_Gemm_0", "0_l1_0", "1_l1_0", "1_l1_1",
+                                      "1_l2_0", "1_l2_1", "1_l2_2"}));
+}
+
+TEST(TraceModel, FlowsAreTheBindingDependencyByDefaultAndEveryEdgeWithAllFlows) {
+  const Workload w = workload();
+  const Timeline est = estimate();
+  const TraceModel binding = build_trace_model(w, {{"run", &est}});
+  // Dependant by dependant: S0 <- DI1 (120 > 100), V0 <- S0, DO0 <- V0, S1 <- DI2, V1 <- S1,
+  // DO1 <- V1.
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;
+  for (const TraceFlow& f : binding.flows) edges.emplace_back(f.from, f.to);
+  EXPECT_EQ(edges, (std::vector<std::pair<std::uint32_t, std::uint32_t>>{
+                       {1, 2}, {2, 3}, {3, 4}, {5, 6}, {6, 7}, {7, 8}}));
+  EXPECT_EQ(binding.flows.front().id, 1u);
+  EXPECT_EQ(binding.flows.back().id, 6u);
+  // A tie goes to the first dependency listed.
+  Timeline tie = est;
+  tie.commands[1].end = 100;
+  EXPECT_EQ(build_trace_model(w, {{"run", &tie}}).flows.front().from, 0u);
+
+  TraceOptions all;
+  all.all_flows = true;
+  edges.clear();
+  for (const TraceFlow& f : build_trace_model(w, {{"run", &est}}, all).flows) {
+    edges.emplace_back(f.from, f.to);
+  }
+  EXPECT_EQ(edges, (std::vector<std::pair<std::uint32_t, std::uint32_t>>{
+                       {0, 2}, {1, 2}, {2, 3}, {3, 4}, {5, 6}, {6, 7}, {7, 8}}));
+  EXPECT_TRUE(trace_options_for(StatsLevel::kExtended).all_flows);
+  EXPECT_FALSE(trace_options_for(StatsLevel::kOps).all_flows);
 }
 
 TEST(TraceModel, OverlappingCommandsOnOneUnitGoToExtraLanes) {
@@ -228,7 +273,7 @@ TEST(TraceModel, OverlappingCommandsOnOneUnitGoToExtraLanes) {
   t.commands[1].unit = 0;  // DI1 overlaps DI0 on the same channel: an inconsistent timeline
   const TraceModel m = build_trace_model(w, {{"run", &t}});
   EXPECT_NE(m.slices[0].track, m.slices[1].track);
-  EXPECT_EQ(m.tracks[m.slices[1].track].name, "DMA_IN ch0 lane 1");
+  EXPECT_EQ(m.tracks[m.slices[1].track].name, "Task DMA: DMA_IN ch0 lane 1");
   EXPECT_EQ(m.slices[5].track, m.slices[0].track);  // DI2 fits after DI0 again
 }
 
@@ -340,9 +385,10 @@ TEST(TraceModel, OptionsTrimTheTrace) {
   EXPECT_TRUE(m.flows.empty());
   EXPECT_TRUE(m.counters.empty());
   const std::vector<TraceArg> args = m.slice_args(m.slices[0]);
-  ASSERT_EQ(args.size(), 2u);
+  ASSERT_EQ(args.size(), 3u);
   EXPECT_STREQ(args[0].name, "id");
-  EXPECT_STREQ(args[1].name, "cycles");
+  EXPECT_STREQ(args[1].name, "index");
+  EXPECT_STREQ(args[2].name, "cycles");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -518,33 +564,35 @@ TEST(TracePerfetto, DecodesAndFollowsTheRules) {
   std::sort(ranked.begin(), ranked.end());
   std::vector<std::string> order;
   for (const auto& r : ranked) order.push_back(r.second);
-  EXPECT_EQ(order, (std::vector<std::string>{"SLICE0.ARRAY", "SLICE0.VECTOR", "DMA_IN ch0",
-                                             "DMA_IN ch1", "DMA_OUT"}));
+  EXPECT_EQ(order,
+            (std::vector<std::string>{
+                "Neural Engine Clusters: SLICE0.ARRAY", "Neural Engine Clusters: SLICE0.VECTOR",
+                "Task DMA: DMA_IN ch0", "Task DMA: DMA_IN ch1", "Task DMA: DMA_OUT"}));
 
   // A slice's exact times in ns: S0 runs [131, 230) cycles = [163.75, 287.5) ns, floored.
-  const DecodedSlice& s0 = find_slice(slices, track_pid, 1, "2_Gemm_S0");
+  const DecodedSlice& s0 = find_slice(slices, track_pid, 1, "0_Gemm_0");
   EXPECT_EQ(s0.begin, 163u);
   EXPECT_EQ(s0.end, 287u);
-  EXPECT_EQ(s0.event->categories(0), "SLICE0.ARRAY");
+  EXPECT_EQ(s0.event->categories(0), "npu");
   std::map<std::string, const pb::DebugAnnotation*> args;
   for (const pb::DebugAnnotation& a : s0.event->debug_annotations()) args[a.name()] = &a;
   EXPECT_EQ(args.at("cycles")->uint_value(), 99u);
   EXPECT_EQ(args.at("stall_deps_cycles")->uint_value(), 120u);
   EXPECT_EQ(args.at("location")->string_value(), "loc(\"S0\")");
   EXPECT_DOUBLE_EQ(args.at("utilisation_pct")->double_value(), 50.0);
-  EXPECT_EQ(s0.event->terminating_flow_ids_size(), 2);  // from DI0 and DI1
+  EXPECT_EQ(s0.event->terminating_flow_ids_size(), 1);  // from DI1, which ended after DI0
   EXPECT_EQ(s0.event->flow_ids_size(), 1);              // to V0
 
   // The overlapping DMA commands are on different tracks.
-  EXPECT_NE(find_slice(slices, track_pid, 1, "0_l0_DI0").track,
-            find_slice(slices, track_pid, 1, "1_l0_DI1").track);
+  EXPECT_NE(find_slice(slices, track_pid, 1, "0_l0_0").track,
+            find_slice(slices, track_pid, 1, "0_l0_1").track);
   // The runtime process has its own slices.
-  EXPECT_EQ(find_slice(slices, track_pid, 2, "8_l2_DO1").end, 406u);  // 325 cycles
+  EXPECT_EQ(find_slice(slices, track_pid, 2, "0_l2_3").end, 406u);  // 325 cycles
 
   // At 375 ns (300 cycles) S1 ends, V1 begins and ends, DO1 begins, in that order; the flow
   // V1 -> DO1 starts before it ends although both are at one timestamp.
-  const DecodedSlice& v1 = find_slice(slices, track_pid, 1, "7_l2_V1");
-  const DecodedSlice& do1 = find_slice(slices, track_pid, 1, "8_l2_DO1");
+  const DecodedSlice& v1 = find_slice(slices, track_pid, 1, "0_l2_2");
+  const DecodedSlice& do1 = find_slice(slices, track_pid, 1, "0_l2_3");
   EXPECT_EQ(v1.begin, 375u);
   EXPECT_EQ(v1.end, 375u);
   EXPECT_EQ(do1.begin, 375u);
@@ -577,7 +625,7 @@ TEST(TracePerfetto, SlicesCollapsingToOneNanosecondStillNest) {
   const TraceModel m = build_trace_model(w, {{"run", &t}});
   const std::vector<DecodedSlice> slices = check_perfetto_rules(decode(pftrace(m)));
   ASSERT_EQ(slices.size(), 2u);
-  EXPECT_EQ(slices[0].name, "0_l0_DI0");
+  EXPECT_EQ(slices[0].name, "0_l0_0");
   EXPECT_EQ(slices[0].track, slices[1].track);
 }
 
@@ -629,16 +677,16 @@ TEST(TraceChrome, ParsesAndFollowsTheRules) {
       if (e.at("name") == "thread_sort_index") {
         thread_sort[{pid, e.at("tid")}] = e.at("args").at("sort_index");
       }
-      EXPECT_EQ(i < 2 * (2 + 10), true) << "metadata events come first";
+      EXPECT_LT(i, std::size_t{2} * (2 + 10)) << "metadata events come first";
     } else if (ph == "X") {
       for (const char* key : {"ts", "dur", "pid", "tid", "name", "cat", "args"}) {
         EXPECT_TRUE(e.contains(key)) << key;
       }
       const std::pair<int, int> thread{e.at("pid"), e.at("tid")};
       EXPECT_EQ(thread_names.count(thread), 1u) << "slice on an unnamed thread";
-      EXPECT_EQ(e.at("cat"), thread_names[thread].substr(0, e.at("cat").get<std::string>().size()));
+      EXPECT_EQ(e.at("cat"), "npu");
       spans[thread].emplace_back(ns_of(e.at("ts")), ns_of(e.at("ts")) + ns_of(e.at("dur")));
-      if (e.at("name") == "2_Gemm_S0" && e.at("pid") == 1) s0 = &e;
+      if (e.at("name") == "0_Gemm_0" && e.at("pid") == 1) s0 = &e;
     } else if (ph == "s" || ph == "f") {
       for (const char* key : {"ts", "pid", "tid", "id", "name", "cat"}) {
         EXPECT_TRUE(e.contains(key)) << key;
@@ -678,7 +726,7 @@ TEST(TraceChrome, ParsesAndFollowsTheRules) {
 
   // Flows: each id has one start and one finish, the start first in the file and in time, both
   // at the start of a slice on their own thread, with matching category and name.
-  EXPECT_EQ(starts.size(), 14u);
+  EXPECT_EQ(starts.size(), 12u);  // 6 binding dependencies per run
   EXPECT_EQ(starts.size(), finishes.size());
   for (const auto& [id, start] : starts) {
     ASSERT_EQ(finishes.count(id), 1u);
@@ -687,6 +735,9 @@ TEST(TraceChrome, ParsesAndFollowsTheRules) {
     EXPECT_LT(si, fi);
     EXPECT_LE(ns_of(s.at("ts")), ns_of(f.at("ts")));
     EXPECT_EQ(s.at("cat"), f.at("cat"));
+    // DevTools binds a flow event to the slice of its own category at its timestamp: every
+    // slice is "npu" (checked above), so both ends must be too.
+    EXPECT_EQ(f.at("cat"), "npu");
     EXPECT_EQ(s.at("name"), f.at("name"));
     for (const Json* ev : {&s, &f}) {
       const auto& list = spans.at({ev->at("pid"), ev->at("tid")});
@@ -698,8 +749,11 @@ TEST(TraceChrome, ParsesAndFollowsTheRules) {
 
   // µs with three decimals: S0 at 163 ns for 124 ns.
   ASSERT_NE(s0, nullptr);
-  EXPECT_NE(text.find("\"ts\":0.163,\"dur\":0.124,\"name\":\"2_Gemm_S0\""), std::string::npos);
-  EXPECT_EQ(s0->at("cat"), "SLICE0.ARRAY");
+  EXPECT_NE(text.find("\"ts\":0.163,\"dur\":0.124,\"name\":\"0_Gemm_0\""), std::string::npos);
+  EXPECT_EQ(s0->at("cat"), "npu");
+  EXPECT_EQ(s0->at("args").at("index"), 2);
+  EXPECT_EQ(s0->at("args").at("engine"), "SLICE0.ARRAY");
+  EXPECT_EQ(s0->at("args").at("group"), "Neural Engine Clusters");
   EXPECT_EQ(s0->at("args").at("stall_deps_cycles"), 120);
   EXPECT_EQ(s0->at("args").at("location"), "loc(\"S0\")");
   EXPECT_EQ(s0->at("args").at("utilisation_pct"), 50.0);
@@ -752,7 +806,7 @@ TEST(TraceChrome, EscapesStringsAndIsDeterministic) {
   const Json j = Json::parse(first);
   bool found = false;
   for (const Json& e : j.at("traceEvents")) {
-    if (e.at("ph") == "X" && e.at("name") == "0_fused(conv1+bn1+relu)_DI0") {
+    if (e.at("ph") == "X" && e.at("name") == "0_fused(conv1+bn1+relu)_0") {
       EXPECT_EQ(e.at("args").at("location"), "a\"b\\c\nd\te\x01");
       found = true;
     }

@@ -1,8 +1,10 @@
 #include "sim/api/session.h"
 
 #include <chrono>
+#include <fstream>
 
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include "profiler/chrome_trace.h"
 #include "profiler/csv_writers.h"
@@ -60,6 +62,18 @@ std::string lram_failure(const profiler::Workload& w, const profiler::Timeline& 
          w.commands[over->command].id + " allocates at cycle " + std::to_string(over->at) +
          ", bringing occupancy to " + std::to_string(over->in_use_bytes) + " of " +
          std::to_string(w.device.lram_bytes) + " bytes";
+}
+
+// The config a schedule file says it was compiled for (`target.config`), or "" when the file
+// is not a readable schedule JSON or does not say.
+std::string schedule_target_config(const std::string& path) {
+  std::ifstream in(path);
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (!j.is_object() || j.value("format", "") != "npusim-schedule") return "";
+  const auto target = j.find("target");
+  if (target == j.end() || !target->is_object()) return "";
+  const auto config = target->find("config");
+  return config != target->end() && config->is_string() ? config->get<std::string>() : "";
 }
 
 // A model name as a folder name: letters, digits, '.', '-' and '_' kept, anything else '_'.
@@ -148,7 +162,21 @@ Session Session::open(const RunRequest& request) {
   HwConfig config = load_config(request.config, request.overrides);
   Schedule schedule = [&] {
     PhaseTimer t("load and compile");
-    return load_or_compile(request.model, config, request.model_options);
+    try {
+      return load_or_compile(request.model, config, request.model_options);
+    } catch (const InputError& e) {
+      // A schedule compiled for another config fails the checks against this one (slices out of
+      // range, ...): say so first, with the way to run it as compiled.
+      const std::string target = schedule_target_config(request.model);
+      if (target.empty() || target == config.name) throw;
+      std::vector<Problem> problems = {{request.model, "/target/config",
+                                        "compiled for config '" + target + "', not '" +
+                                            config.name + "': run it with -c " + target +
+                                            ", or compile the model for '" + config.name +
+                                            "'. Its problems on '" + config.name + "':"}};
+      problems.insert(problems.end(), e.problems().begin(), e.problems().end());
+      throw InputError(std::move(problems));
+    }
   }();
   warn_on_target_mismatch(schedule, config);
   spdlog::info("{}: {} commands, config '{}' ({} slices)", request.model, schedule.commands.size(),
@@ -156,8 +184,23 @@ Session Session::open(const RunRequest& request) {
   return Session(request, std::move(config), std::move(schedule));
 }
 
-std::filesystem::path Session::default_out() const {
-  return std::filesystem::path("traces") / folder_name(schedule_.model.name);
+std::filesystem::path default_out_for(const std::string& model) {
+  return std::filesystem::path("traces") /
+         folder_name(std::filesystem::path(model).stem().string());
+}
+
+std::filesystem::path Session::default_out() const { return default_out_for(request_.model); }
+
+std::string other_model_in(const std::filesystem::path& out, const std::string& model) {
+  std::ifstream in(out / "stats.json");
+  if (!in) return "";
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (!j.is_object() || j.value("format", "") != "npusim-stats") return "";
+  const auto m = j.find("model");
+  if (m == j.end() || !m->is_object()) return "";
+  const std::string file = m->value("file", "");
+  if (file.empty() || file == std::filesystem::path(model).filename().string()) return "";
+  return m->value("name", "") + " (" + file + ")";
 }
 
 Measured Session::measure(bool simulate_too) const {
@@ -166,7 +209,15 @@ Measured Session::measure(bool simulate_too) const {
   const std::uint32_t n = iters.count;
   const std::uint32_t start = iters.first_profiled;
   const Schedule schedule = repeat_schedule(schedule_, n);
-  const profiler::Workload full = n == 1 ? workload_ : make_workload(schedule, config_);
+  const profiler::Workload full = [&] {
+    if (n == 1) return workload_;
+    profiler::Workload w = make_workload(schedule, config_);
+    const std::size_t per = schedule_.commands.size();
+    for (std::size_t i = 0; i < w.commands.size(); ++i) {
+      w.commands[i].iteration = static_cast<std::uint32_t>(i / per);
+    }
+    return w;
+  }();
   std::string failure;
   std::vector<bool> finished(schedule.commands.size(), true);
   profiler::Timeline est = run_or_partial(
@@ -176,6 +227,7 @@ Measured Session::measure(bool simulate_too) const {
       },
       failure, finished);
   if (failure.empty()) failure = lram_failure(full, est, "estimate");
+  const bool failed_in_estimate = !failure.empty();
   std::optional<profiler::Timeline> sim;
   // A run the estimate cannot complete, the simulation cannot either: it is not started.
   if (simulate_too && failure.empty()) {
@@ -193,12 +245,13 @@ Measured Session::measure(bool simulate_too) const {
     std::vector<const profiler::Timeline*> timelines = {&est};
     if (sim) timelines.push_back(&*sim);
     profiler::Selection part = profiler::select_commands(full, timelines, finished, 0);
-    Measured m{std::move(part.workload), std::move(part.timelines[0]), std::nullopt, std::nullopt,
-               failure};
+    Measured m{
+        std::move(part.workload), std::move(part.timelines[0]), std::nullopt, std::nullopt, failure,
+        failed_in_estimate};
     if (sim) m.runtime = std::move(part.timelines[1]);
     return m;
   }
-  if (n == 1) return {full, std::move(est), std::move(sim), std::nullopt, ""};
+  if (n == 1) return {full, std::move(est), std::move(sim), std::nullopt, "", false};
 
   const std::size_t per = schedule_.commands.size();
   const std::uint32_t samples = iters.profiled == 0 ? n - start : iters.profiled;
@@ -216,7 +269,7 @@ Measured Session::measure(bool simulate_too) const {
     return start == 0 ? profiler::Cycles{0} : list[start - 1].end;
   };
   profiler::Selection e = profiler::select_commands(full, {&est}, keep, origin(it.estimate));
-  Measured m{std::move(e.workload), std::move(e.timelines[0]), std::nullopt, it, ""};
+  Measured m{std::move(e.workload), std::move(e.timelines[0]), std::nullopt, it, "", false};
   if (sim) {
     m.runtime =
         std::move(profiler::select_commands(full, {&*sim}, keep, origin(it.runtime)).timelines[0]);

@@ -53,7 +53,15 @@ struct Measured {
   std::optional<profiler::Timeline> runtime;
   std::optional<profiler::Iterations> iterations;
   std::string failure;  // why the run could not complete; the outputs then hold what finished
+  bool failed_in_estimate = false;  // the estimate found the failure (the simulation never ran)
 };
+
+// traces/<the model file's name without its extension, made a safe folder name>.
+std::filesystem::path default_out_for(const std::string& model);
+
+// The model whose outputs `out` holds ("NAME (FILE)", from its stats.json), when that is not
+// `model` (compared by file name); "" when it holds none, or the same model's.
+std::string other_model_in(const std::filesystem::path& out, const std::string& model);
 
 class Session {
  public:

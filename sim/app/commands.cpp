@@ -44,6 +44,7 @@ struct RunOptions {
   bool host_fallback = false;
   bool ideal_memory = false;
   std::string out;
+  bool force = false;
   bool help = false;
   int stats_level = 70;
   // Signed, so that a negative value is reported as such rather than wrapped.
@@ -55,6 +56,8 @@ struct RunOptions {
 // What run and estimate measure and how much they write.
 void add_profile_options(po::options_description& desc, RunOptions& o) {
   desc.add_options()(
+      "force", po::bool_switch(&o.force),
+      "write into --out even when it holds another model's outputs (they are replaced)")(
       "stats-level", po::value(&o.stats_level)->value_name("40|50|70|100")->default_value(70),
       "how much the outputs hold: 40 totals; 50 + wait cycles; 70 + per-op figures; 100 + DRAM "
       "latency histogram, per-op MAC utilisation, per-program local-memory peak")(
@@ -151,9 +154,17 @@ int measure_and_write(const RunOptions& o, const std::vector<std::string>& args,
                       const std::string& usage, bool simulate) {
   const profiler::StatsLevel level = checked_level(o);
   const api::Session session = api::Session::open(request_of(o, usage));
-  const api::Measured m = session.measure(simulate);
   const std::filesystem::path out =
       o.out.empty() ? session.default_out() : std::filesystem::path(o.out);
+  if (!o.force) {
+    const std::string other = api::other_model_in(out, o.model);
+    if (!other.empty()) {
+      throw InputError(out.string(), "",
+                       "holds the outputs of another model, " + other +
+                           "; give --force to replace them, or another --out");
+    }
+  }
+  const api::Measured m = session.measure(simulate);
   session.write(m, out, level);
   if (!is_quiet(args)) {
     api::write_summary(std::cout, m, level);
@@ -161,13 +172,15 @@ int measure_and_write(const RunOptions& o, const std::vector<std::string>& args,
   }
   if (!m.failure.empty())
     throw SimulationError(m.failure + "\n(outputs up to that point written to " + out.string() +
-                          ", marked incomplete)");
+                              ", marked incomplete)",
+                          nullptr, m.failed_in_estimate ? "estimate" : "simulation");
   return kExitOk;
 }
 
 }  // namespace
 
-constexpr const char* kOutFolderHelp = "output folder (default: traces/<model name>)";
+constexpr const char* kOutFolderHelp =
+    "output folder (default: traces/<model file name without extension>)";
 
 int run_command(const std::vector<std::string>& args) {
   RunOptions o;

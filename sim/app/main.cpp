@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
     std::cerr << "npusim: error: " << e.what() << '\n';
     return npusim::kExitBadInput;
   } catch (const npusim::SimulationError& e) {
-    std::cerr << "npusim: simulation failed: " << e.what() << '\n';
+    std::cerr << "npusim: " << e.stage() << " failed: " << e.what() << '\n';
     return npusim::kExitSimulationFailed;
   } catch (const std::exception& e) {
     std::cerr << "npusim: internal error: " << e.what() << '\n';

@@ -1,12 +1,16 @@
 #include "sim/app/profiler_commands.h"
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
 #include <sstream>
 
+#include <spdlog/spdlog.h>
 #include <boost/program_options.hpp>
+#include <nlohmann/json.hpp>
 
 #include "profiler/csv_readers.h"
 #include "profiler/layer_stats.h"
@@ -65,14 +69,16 @@ std::uint64_t parse_clock_khz(const std::string& text) {
 }  // namespace
 
 int report_command(const std::vector<std::string>& args) {
-  std::string dir, mode = "total", format = "table";
+  std::string dir, mode = "total", format = "table", by = "layer";
   bool estimate = false, help = false, layers = false;
   po::options_description desc("Options for npusim report");
   desc.add_options()("help,h", po::bool_switch(&help), "show this help")(
       "dir", po::value(&dir)->value_name("DIR"),
       "a run's output folder (or its stats.json); may be given as the positional argument")(
       "mode", po::value(&mode)->value_name("total|each")->default_value("total"),
-      "total: op types by cycles; each: every op by index")(
+      "total: op types by cycles; each: one row per model operator (layer)")(
+      "by", po::value(&by)->value_name("layer|command")->default_value("layer"),
+      "with --mode each: one row per layer, or per command (by index)")(
       "estimate", po::bool_switch(&estimate),
       "report the compile-time estimate even when the folder holds a simulation")(
       "layers", po::bool_switch(&layers),
@@ -84,11 +90,13 @@ int report_command(const std::vector<std::string>& args) {
   parse_options(args, desc, "report", "dir", 1);
   if (help) {
     print_help(
-        "npusim report DIR [--mode total|each | --layers [--format table|csv]] [--estimate] [-q]",
+        "npusim report DIR [--mode total|each [--by layer|command] | --layers [--format "
+        "table|csv]] [--estimate] [-q]",
         "Breaks a run down from DIR/stats.json (the simulation if present, else the\n"
         "estimate; written at --stats-level 70 or more): invoke time, NPU time, DMA time,\n"
         "DRAM bytes moved, variable buffer size; the op types' share of the ops' cycles\n"
-        "(total) or every op (each); per layer, its cycles and the shares of them spent in\n"
+        "(total) or each model operator's (each; --by command: every command); per layer, its "
+        "cycles and the shares of them spent in\n"
         "array compute, vector compute, DMA load and DMA store (docs/report.md).",
         desc);
     return kExitOk;
@@ -96,6 +104,9 @@ int report_command(const std::vector<std::string>& args) {
   if (dir.empty()) throw InputError("", "", "a run folder is required (see npusim report --help)");
   if (mode != "total" && mode != "each") {
     throw InputError("--mode", "", "expected total or each, found '" + mode + "'");
+  }
+  if (by != "layer" && by != "command") {
+    throw InputError("--by", "", "expected layer or command, found '" + by + "'");
   }
   if (format != "table" && format != "csv") {
     throw InputError("--format", "", "expected table or csv, found '" + format + "'");
@@ -124,16 +135,61 @@ int report_command(const std::vector<std::string>& args) {
     const profiler::ReportInput input = profiler::read_report_input_file(stats, estimate);
     const profiler::Report report = profiler::compute_report(input);
     if (is_quiet(args)) return kExitOk;  // the file was readable: that is all -q asks
-    profiler::write_report(
-        std::cout, input, report,
-        mode == "each" ? profiler::ReportMode::kEach : profiler::ReportMode::kTotal);
+    profiler::write_report(std::cout, input, report,
+                           mode == "total" ? profiler::ReportMode::kTotal
+                           : by == "layer" ? profiler::ReportMode::kEach
+                                           : profiler::ReportMode::kEachCommand);
     return kExitOk;
   });
 }
 
+namespace {
+
+// A stats.json's device.clock_mhz in kHz; 0 when it has none.
+std::uint64_t stats_clock_khz(const nlohmann::json& j) {
+  if (!j.is_object() || !j.contains("device") || !j["device"].is_object()) return 0;
+  const nlohmann::json& device = j["device"];
+  if (!device.contains("clock_mhz") || !device["clock_mhz"].is_number()) return 0;
+  const double mhz = device["clock_mhz"].get<double>();
+  return mhz > 0 ? static_cast<std::uint64_t>(std::llround(mhz * 1000)) : 0;
+}
+
+// The clock of the timeline files without --clock-mhz: the device.clock_mhz of the stats.json
+// beside them (npusim's run folders hold one), else 800 MHz with a warning.
+std::uint64_t timeline_clock_khz(const std::vector<std::string>& files) {
+  constexpr std::uint64_t kAssumedKhz = 800000;
+  std::uint64_t khz = 0;
+  std::string from;
+  for (const std::string& path : files) {
+    const fs::path stats = fs::path(path).parent_path() / "stats.json";
+    std::ifstream in(stats);
+    if (!in) continue;
+    const std::uint64_t k = stats_clock_khz(nlohmann::json::parse(in, nullptr, false));
+    if (k == 0) continue;
+    if (khz != 0 && k != khz) {
+      throw InputError("--clock-mhz", "",
+                       "the stats.json files beside the timelines disagree on the clock (" + from +
+                           ": " + std::to_string(khz) + " kHz, " + stats.string() + ": " +
+                           std::to_string(k) + " kHz); give --clock-mhz");
+    }
+    khz = k;
+    from = stats.string();
+  }
+  if (khz != 0) {
+    spdlog::info("timeline clock {} kHz, from {}", khz, from);
+    return khz;
+  }
+  if (!files.empty()) {
+    spdlog::warn("no --clock-mhz and no stats.json beside the timeline files: assuming 800 MHz");
+  }
+  return kAssumedKhz;
+}
+
+}  // namespace
+
 int convert_command(const std::vector<std::string>& args) {
   std::vector<std::string> compile, runtime;
-  std::string out, clock = "800";
+  std::string out, clock;
   bool help = false;
   po::options_description desc("Options for npusim convert");
   desc.add_options()("help,h", po::bool_switch(&help), "show this help")(
@@ -143,8 +199,9 @@ int convert_command(const std::vector<std::string>& args) {
       "runtime.csv files (id;time_since_open;time_since_start;location; microseconds)")(
       "out,o", po::value(&out)->value_name("T.pftrace"),
       "the Perfetto trace to write; the overview goes beside it as T.overview.json")(
-      "clock-mhz", po::value(&clock)->value_name("F")->default_value("800"),
-      "clock of the timeline files' cycles, in MHz (at most 3 decimals)");
+      "clock-mhz", po::value(&clock)->value_name("F"),
+      "clock of the timeline files' cycles, in MHz (at most 3 decimals); default: the clock of "
+      "the stats.json beside them, else 800 with a warning");
   add_logging(desc, true);
   parse_options(args, desc, "convert");
   if (help) {
@@ -164,7 +221,10 @@ int convert_command(const std::vector<std::string>& args) {
                      "no input: give --compile and/or --runtime files (see npusim convert --help)");
   }
   if (out.empty()) throw InputError("", "", "--out is required (see npusim convert --help)");
-  const std::uint64_t khz = parse_clock_khz(clock);
+  const bool clock_given = std::any_of(args.begin(), args.end(), [](const std::string& a) {
+    return a.rfind("--clock-mhz", 0) == 0;
+  });
+  const std::uint64_t given_khz = clock_given ? parse_clock_khz(clock) : 0;
   fs::path trace_path(out);
   const std::string stem = trace_path.extension() == ".pftrace"
                                ? (trace_path.parent_path() / trace_path.stem()).string()
@@ -187,6 +247,8 @@ int convert_command(const std::vector<std::string>& args) {
       f.runtime = profiler::read_runtime_csv_file(path);
       files.push_back(std::move(f));
     }
+    // After the files are read, so that a bad file is not preceded by a warning about clocks.
+    const std::uint64_t khz = clock_given ? given_khz : timeline_clock_khz(compile);
     const profiler::ImportedTrace trace(std::move(files), khz);
     write_file_atomically(trace_path, [&](std::ostream& s) { trace.write_perfetto(s); });
     write_file_atomically(overview_path, [&](std::ostream& s) {
@@ -223,8 +285,9 @@ profiler::DiffSide load_side(const std::string& arg, const char* csv_name) {
     side.no_layers_reason = stats.string() + " not found";
     return side;
   }
-  side.layer_of = profiler::read_layer_map(profiler::read_json_file(stats.string()), stats.string(),
-                                           side.no_layers_reason);
+  const nlohmann::json j = profiler::read_json_file(stats.string());
+  side.layer_of = profiler::read_layer_map(j, stats.string(), side.no_layers_reason);
+  side.clock_khz = stats_clock_khz(j);
   return side;
 }
 
@@ -317,8 +380,10 @@ int diff_command(const std::vector<std::string>& args) {
       a = load_side(inputs[0], csv);
       b = load_side(inputs[1], csv);
     }
+    const bool in_time = profiler::diff_in_time(a, b);
     const profiler::DiffResult result = profiler::compute_diff(a, b, *tolerance);
     profiler::DiffPrintOptions options;
+    options.in_time = in_time;
     options.top = top;
     options.fail_on_layer = fail_on_layer;
     std::ostringstream text;

@@ -9,14 +9,16 @@ namespace npusim {
 
 EngineLayout::EngineLayout(const HwConfig& config) : slices_(config.slices.count) {
   using profiler::EngineKind;
+  // Track groups as the RBLN profiler names them (its neural engine clusters are our slices).
+  const std::string nec = "Neural Engine Clusters";
   for (std::uint32_t s = 0; s < slices_; ++s) {
     const std::string slice = "SLICE" + std::to_string(s);
-    engines_.push_back({slice + ".ARRAY", EngineKind::kArray, 1, s, 0, slice + ".ARRAY"});
-    engines_.push_back({slice + ".VECTOR", EngineKind::kVector, 1, s, 0, slice + ".VECTOR"});
+    engines_.push_back({slice + ".ARRAY", EngineKind::kArray, 1, s, 0, nec});
+    engines_.push_back({slice + ".VECTOR", EngineKind::kVector, 1, s, 0, nec});
   }
-  engines_.push_back({"DMA_IN", EngineKind::kDmaIn, config.dma.in_channels, 0, 0, "DMA_IN"});
-  engines_.push_back({"DMA_OUT", EngineKind::kDmaOut, config.dma.out_channels, 0, 0, "DMA_OUT"});
-  engines_.push_back({"HOST", EngineKind::kHost, 1, 0, 0, "HOST"});
+  engines_.push_back({"DMA_IN", EngineKind::kDmaIn, config.dma.in_channels, 0, 0, "Task DMA"});
+  engines_.push_back({"DMA_OUT", EngineKind::kDmaOut, config.dma.out_channels, 0, 0, "Task DMA"});
+  engines_.push_back({"HOST", EngineKind::kHost, 1, 0, 0, "Host"});
 }
 
 std::uint32_t EngineLayout::of(const Command& command) const {

@@ -45,15 +45,19 @@ struct PartialRun {
 
 // The simulation (or the estimate) could not complete: exit code 3. Carries the partial run when
 // there is one, so that the outputs up to that point can still be written.
+// `stage` names what failed in the message ("simulation", "estimate").
 class SimulationError : public std::runtime_error {
  public:
   explicit SimulationError(const std::string& message,
-                           std::shared_ptr<const PartialRun> partial = nullptr)
-      : std::runtime_error(message), partial_(std::move(partial)) {}
+                           std::shared_ptr<const PartialRun> partial = nullptr,
+                           std::string stage = "simulation")
+      : std::runtime_error(message), partial_(std::move(partial)), stage_(std::move(stage)) {}
   const PartialRun* partial() const { return partial_.get(); }
+  const std::string& stage() const { return stage_; }
 
  private:
   std::shared_ptr<const PartialRun> partial_;
+  std::string stage_;
 };
 
 // Collects problems while a loader goes on checking, then throws them together.
