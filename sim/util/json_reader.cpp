@@ -4,41 +4,12 @@
 #include <fstream>
 #include <sstream>
 
+#include "sim/util/json_stream.h"
+
 namespace npusim {
 
-namespace {
-
-// Far deeper than any npusim format nests. nlohmann's dump() and copies recurse once per level,
-// so a file of a few hundred thousand '[' would overflow the stack where a value is printed.
-constexpr std::size_t kMaxJsonDepth = 512;
-
-// The byte offset at which `text` nests deeper than kMaxJsonDepth, if it does.
-std::optional<std::size_t> too_deep_at(const std::string& text) {
-  std::size_t depth = 0;
-  bool in_string = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char ch = text[i];
-    if (in_string) {
-      if (ch == '\\') {
-        ++i;
-      } else if (ch == '"') {
-        in_string = false;
-      }
-    } else if (ch == '"') {
-      in_string = true;
-    } else if (ch == '[' || ch == '{') {
-      if (++depth > kMaxJsonDepth) return i;
-    } else if ((ch == ']' || ch == '}') && depth > 0) {
-      --depth;
-    }
-  }
-  return std::nullopt;
-}
-
-}  // namespace
-
 Json parse_json_text(const std::string& text, const std::string& origin) {
-  if (const auto at = too_deep_at(text)) {
+  if (const auto at = JsonDepthScanner().feed(text.data(), text.size())) {
     throw InputError(origin, "byte " + std::to_string(*at),
                      "JSON nested more than " + std::to_string(kMaxJsonDepth) + " levels deep");
   }
