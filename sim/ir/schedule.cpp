@@ -1,8 +1,9 @@
 #include "sim/ir/schedule.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <limits>
-#include <map>
+#include <new>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -162,8 +163,12 @@ struct Buffer {
   std::uint64_t bytes = 0;
   bool freed = false;
   std::uint32_t freed_by = 0;
-  std::string free_pointer;
+  std::uint32_t free_index = 0;  // where in freed_by's free list: /commands/<freed_by>/free/<i>
 };
+
+// By name; unordered (a schedule has as many buffers as tiles), so problems that must come in
+// name order are sorted where they are reported.
+using BufferMap = std::unordered_map<std::string, Buffer>;
 
 // A dependency by id, resolved once every id is known: /commands/<command>/deps/<position>.
 struct PendingDep {
@@ -335,12 +340,22 @@ std::string describe_cycle(const std::vector<Command>& commands, const std::vect
 std::vector<std::uint32_t> topological_positions(const std::vector<Command>& commands,
                                                  Diagnostics& diag) {
   // indegree here counts unfinished dependencies; dependants[d] lists who waits on d.
+  // The dependants of d are dependants[first[d]] .. dependants[first[d + 1] - 1], in command
+  // order: one flat array rather than a vector per command.
   std::vector<int> indegree(commands.size(), 0);
-  std::vector<std::vector<std::uint32_t>> dependants(commands.size());
-  for (std::uint32_t i = 0; i < commands.size(); ++i) {
-    for (std::uint32_t d : commands[i].deps) {
-      ++indegree[i];
-      dependants[d].push_back(i);
+  std::vector<std::uint32_t> first(commands.size() + 1, 0);
+  for (const Command& c : commands) {
+    for (std::uint32_t d : c.deps) ++first[d + 1];
+  }
+  for (std::size_t i = 0; i < commands.size(); ++i) first[i + 1] += first[i];
+  std::vector<std::uint32_t> dependants(first.back());
+  {
+    std::vector<std::uint32_t> next(first.begin(), first.end() - 1);
+    for (std::uint32_t i = 0; i < commands.size(); ++i) {
+      for (std::uint32_t d : commands[i].deps) {
+        ++indegree[i];
+        dependants[next[d]++] = i;
+      }
     }
   }
   std::vector<std::uint32_t> ready;
@@ -353,8 +368,8 @@ std::vector<std::uint32_t> topological_positions(const std::vector<Command>& com
     const std::uint32_t i = ready.back();
     ready.pop_back();
     position[i] = ordered++;
-    for (std::uint32_t j : dependants[i]) {
-      if (--indegree[j] == 0) ready.push_back(j);
+    for (std::uint32_t k = first[i]; k < first[i + 1]; ++k) {
+      if (--indegree[dependants[k]] == 0) ready.push_back(dependants[k]);
     }
   }
   if (ordered < commands.size()) {
@@ -388,17 +403,26 @@ bool depends_on(const std::vector<Command>& commands, const std::vector<std::uin
 // A buffer must be freed by its allocator or by a command that (transitively) depends on it;
 // otherwise the free could come first and the occupancy would be meaningless.
 void check_buffer_order(const std::vector<Command>& commands,
-                        const std::vector<std::uint32_t>& position,
-                        const std::map<std::string, Buffer>& buffers, Diagnostics& diag) {
+                        const std::vector<std::uint32_t>& position, const BufferMap& buffers,
+                        Diagnostics& diag) {
   std::vector<std::uint32_t> stamp(commands.size(), 0);
   std::uint32_t epoch = 0;
-  for (const auto& [name, b] : buffers) {
+  std::vector<const BufferMap::value_type*> wrong;
+  for (const auto& entry : buffers) {
+    const Buffer& b = entry.second;
     if (!b.freed) continue;
     if (!depends_on(commands, position, b.freed_by, b.allocated_by, stamp, ++epoch)) {
-      diag.error(b.free_pointer, "buffer '" + name + "' is freed by " + commands[b.freed_by].id +
-                                     ", which does not depend on " + commands[b.allocated_by].id +
-                                     " that allocates it");
+      wrong.push_back(&entry);
     }
+  }
+  std::sort(wrong.begin(), wrong.end(),
+            [](const auto* a, const auto* b) { return a->first < b->first; });
+  for (const auto* entry : wrong) {
+    const Buffer& b = entry->second;
+    diag.error("/commands/" + std::to_string(b.freed_by) + "/free/" + std::to_string(b.free_index),
+               "buffer '" + entry->first + "' is freed by " + commands[b.freed_by].id +
+                   ", which does not depend on " + commands[b.allocated_by].id +
+                   " that allocates it");
   }
 }
 
@@ -412,6 +436,15 @@ class CommandStream {
     const std::size_t index = count_++;
     if (index >= kMaxCommands) return;  // counted only: the count is reported alone
     commands_.push_back(parse_command(value, index, config_, diag_, refs_));
+  }
+  // Room for about `commands` commands, so that a long schedule is not moved as it grows. Only
+  // what is used is touched, so a generous guess costs address space, not memory; with too
+  // little address space for it, the vector grows as usual.
+  void reserve(std::size_t commands) {
+    try {
+      commands_.reserve(std::min<std::size_t>(commands, kMaxCommands));
+    } catch (const std::bad_alloc&) {
+    }
   }
   void clear() {
     count_ = 0;
@@ -634,6 +667,7 @@ Schedule assemble_schedule(const Json& root, CommandStream* streamed, const std:
   top.finish();
 
   std::unordered_map<std::string, std::uint32_t> by_id;
+  by_id.reserve(sched.commands.size());
   for (std::uint32_t i = 0; i < sched.commands.size(); ++i) {
     const std::string& id = sched.commands[i].id;
     if (id.empty()) continue;
@@ -675,25 +709,27 @@ void finalize_schedule(Schedule& sched, const HwConfig& config, Diagnostics& dia
                                 " commands exceed the limit of " + std::to_string(kMaxCommands));
     return;
   }
-  std::map<std::string, Buffer> buffers;
+  BufferMap buffers;
+  buffers.reserve(sched.commands.size());
+  // Pointers are only built for problems: a schedule has millions of commands and few problems.
+  const auto cptr = [](std::uint32_t i) { return "/commands/" + std::to_string(i); };
   for (std::uint32_t i = 0; i < sched.commands.size(); ++i) {
     Command& cmd = sched.commands[i];
-    const std::string ptr = "/commands/" + std::to_string(i);
     cmd.lram_alloc_bytes = 0;
     for (std::size_t a = 0; a < cmd.alloc.size(); ++a) {
       const BufferAlloc& alloc = cmd.alloc[a];
       if (alloc.buffer.empty() || alloc.bytes == 0) continue;  // already reported by the parser
-      const std::string aptr = ptr + "/alloc/" + std::to_string(a);
+      const auto aptr = [&] { return cptr(i) + "/alloc/" + std::to_string(a); };
       if (alloc.bytes > config.lram_bytes) {
-        diag.error(aptr + "/bytes", "buffer of " + std::to_string(alloc.bytes) +
-                                        " bytes can never fit the local memory of " +
-                                        std::to_string(config.lram_bytes) + " bytes");
+        diag.error(aptr() + "/bytes", "buffer of " + std::to_string(alloc.bytes) +
+                                          " bytes can never fit the local memory of " +
+                                          std::to_string(config.lram_bytes) + " bytes");
       }
       Buffer buffer;
       buffer.allocated_by = i;
       buffer.bytes = alloc.bytes;
-      if (!buffers.emplace(alloc.buffer, std::move(buffer)).second) {
-        diag.error(aptr + "/buffer", "buffer '" + alloc.buffer + "' is allocated twice");
+      if (!buffers.emplace(alloc.buffer, buffer).second) {
+        diag.error(aptr() + "/buffer", "buffer '" + alloc.buffer + "' is allocated twice");
       }
       cmd.lram_alloc_bytes += alloc.bytes;
     }
@@ -701,28 +737,27 @@ void finalize_schedule(Schedule& sched, const HwConfig& config, Diagnostics& dia
   cost::Evaluator evaluator(config);
   for (std::uint32_t i = 0; i < sched.commands.size(); ++i) {
     Command& cmd = sched.commands[i];
-    const std::string ptr = "/commands/" + std::to_string(i);
     cmd.lram_free_bytes = 0;
     for (std::size_t f = 0; f < cmd.free.size(); ++f) {
       const std::string& name = cmd.free[f];
       if (name.empty()) continue;  // already reported by the parser
-      const std::string fptr = ptr + "/free/" + std::to_string(f);
+      const auto fptr = [&] { return cptr(i) + "/free/" + std::to_string(f); };
       auto it = buffers.find(name);
       if (it == buffers.end()) {
-        diag.error(fptr, "buffer '" + name + "' is never allocated");
+        diag.error(fptr(), "buffer '" + name + "' is never allocated");
       } else if (it->second.freed) {
-        diag.error(fptr, "buffer '" + name + "' is freed twice");
+        diag.error(fptr(), "buffer '" + name + "' is freed twice");
       } else {
         it->second.freed = true;
         it->second.freed_by = i;
-        it->second.free_pointer = fptr;
+        it->second.free_index = static_cast<std::uint32_t>(f);
         cmd.lram_free_bytes += it->second.bytes;
       }
     }
     if (is_dma(cmd.engine)) {
       const std::uint64_t bursts = evaluator.dma().burst_count(cmd.bytes);
       if (bursts > kMaxBurstsPerTransfer) {
-        diag.error(ptr + "/bytes",
+        diag.error(cptr(i) + "/bytes",
                    std::to_string(cmd.bytes) + " bytes make " + std::to_string(bursts) +
                        " bursts of dma.burst_bytes; at most " +
                        std::to_string(kMaxBurstsPerTransfer) +
@@ -737,9 +772,10 @@ void finalize_schedule(Schedule& sched, const HwConfig& config, Diagnostics& dia
       cmd.macs = c.macs;
       cmd.vector_macs = c.vector_macs;
     } catch (const std::overflow_error&) {
-      diag.error(ptr + "/shape", cmd.engine == EngineKind::kHost
-                                     ? "shape too large: its host cycles exceed 64 bits"
-                                     : "shape too large: its cycle or MAC count exceeds 64 bits");
+      diag.error(cptr(i) + "/shape",
+                 cmd.engine == EngineKind::kHost
+                     ? "shape too large: its host cycles exceed 64 bits"
+                     : "shape too large: its cycle or MAC count exceeds 64 bits");
     }
   }
   if (!diag.empty()) return;
@@ -750,6 +786,11 @@ void finalize_schedule(Schedule& sched, const HwConfig& config, Diagnostics& dia
 
 Schedule load_schedule(const std::string& path, const HwConfig& config) {
   CommandStream stream(path, config);
+  // The shortest command, {"id":"S0","engine":"DMA_IN","bytes":1}, takes 40 bytes; written ones
+  // take 100 and more.
+  std::error_code error;
+  const std::uintmax_t bytes = std::filesystem::file_size(path, error);
+  if (!error) stream.reserve(static_cast<std::size_t>(bytes / 64));
   ScheduleSax sax(stream);
   sax_parse_json_file(path, sax);
   return assemble_schedule(sax.root(), sax.streamed() ? &stream : nullptr, path, config);
