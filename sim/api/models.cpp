@@ -54,11 +54,12 @@ void add_input_shape(ModelOptions& options, const std::string& text) {
 
 namespace {
 
-// Reads a JSON file only as far as its top-level "format" names a kind of model npusim reads; the
-// loader of that kind then reads the whole file (and reports it if malformed further on). A file
-// with no such format is read to the end, so that malformed JSON is reported as such.
+// Finds a JSON file's top-level "format" (the last one, if repeated), keeping nothing else. With
+// stop_at_known, it stops as soon as one names a schedule or a graph; a file with no such format
+// is read to the end, so that malformed JSON is reported as such.
 class FormatSniffer final : public JsonSaxHandler {
  public:
+  explicit FormatSniffer(bool stop_at_known) : stop_at_known_(stop_at_known) {}
   const std::string& format() const { return format_; }
 
   bool null() override { return scalar(); }
@@ -70,7 +71,7 @@ class FormatSniffer final : public JsonSaxHandler {
     if (!at_format()) return true;
     format_ = v;
     format_key_ = false;
-    return format_ != "npusim-schedule" && format_ != "npusim-graph";  // found: stop
+    return !stop_at_known_ || (format_ != "npusim-schedule" && format_ != "npusim-graph");
   }
   bool start_object(std::size_t /*size*/) override { return container(); }
   bool start_array(std::size_t /*size*/) override {
@@ -101,18 +102,17 @@ class FormatSniffer final : public JsonSaxHandler {
     scalar();
     return enter();
   }
+  bool stop_at_known_;
   std::string format_;
   bool format_key_ = false;
   bool root_is_object_ = true;
 };
 
-}  // namespace
-
-ModelKind detect_model_kind(const std::string& path) {
+ModelKind model_kind(const std::string& path, bool stop_at_known) {
   const std::string ext = std::filesystem::path(path).extension().string();
   if (ext == ".onnx") return ModelKind::kOnnx;
   if (ext == ".csv") return ModelKind::kTopology;
-  FormatSniffer sniffer;
+  FormatSniffer sniffer(stop_at_known);
   sax_parse_json_file(path, sniffer);
   const std::string& format = sniffer.format();
   if (format == "npusim-schedule") return ModelKind::kSchedule;
@@ -122,6 +122,12 @@ ModelKind detect_model_kind(const std::string& path) {
       "not a model npusim reads: expected \"npusim-schedule\" or \"npusim-graph\" JSON, "
       "a SCALE-Sim topology (.csv) or an ONNX model (.onnx)");
 }
+
+}  // namespace
+
+ModelKind detect_model_kind(const std::string& path) { return model_kind(path, false); }
+
+ModelKind detect_model_kind_to_load(const std::string& path) { return model_kind(path, true); }
 
 std::optional<Graph> load_graph(const std::string& path, ModelKind kind,
                                 const ModelOptions& options) {
@@ -147,7 +153,7 @@ std::optional<Graph> load_graph(const std::string& path, ModelKind kind,
 
 Schedule load_or_compile(const std::string& path, const HwConfig& config,
                          const ModelOptions& options) {
-  const ModelKind kind = detect_model_kind(path);
+  const ModelKind kind = detect_model_kind_to_load(path);
   if (kind == ModelKind::kSchedule) return load_schedule(path, config);
   const Graph graph = *load_graph(path, kind, options);
   spdlog::info("{}: {} with {} layers, compiling for '{}'", path, model_kind_name(kind),
