@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
 # Measures npusim's speed and prints a table; writes the figures as JSON (default
 # traces/bench/bench.json). It measures, it asserts nothing: targets are checked by reading it.
-#   scripts/bench.sh [--runs N] [--out FILE] [--skip-build]
+#   scripts/bench.sh [--runs N] [--out FILE] [--skip-build] [--no-scale]
+# --no-scale skips the schedule files of 1M and 5M commands (a few minutes and ~10 GB of disk).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=5
 out=traces/bench/bench.json
 build=1
+scale=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --runs) runs=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --skip-build) build=0; shift ;;
-    *) echo "usage: scripts/bench.sh [--runs N] [--out FILE] [--skip-build]" >&2; exit 2 ;;
+    --no-scale) scale=0; shift ;;
+    *) echo "usage: scripts/bench.sh [--runs N] [--out FILE] [--skip-build] [--no-scale]" >&2; exit 2 ;;
   esac
 done
 if [ "$build" = 1 ]; then bash scripts/build.sh >/dev/null; fi
@@ -59,6 +62,34 @@ for n in 10000 100000 1000000; do
   printf '%-44s %10s %10s %12.1f\n' "  $n commands" "$s" "$cps" "$(echo "$kib / 1024" | bc -l)"
   json="$json, \"synthetic_${n}_wall_s\": $s, \"synthetic_${n}_simulate_commands_per_s\": $cps, \"synthetic_${n}_peak_rss_kib\": $kib"
 done
+
+if [ "$scale" = 1 ]; then
+  # Schedules at scale, from files as a user brings them (docs/schedule.md, "Limits"): written by
+  # npusim_bench write-synthetic, then read back. Once each: they take tens of seconds.
+  # Targets (issue 17): 1M commands estimated in <= 3 s and <= 1 GiB; 5M run in <= 30 s, 4 GiB.
+  printf '\n%-44s %10s %12s\n' "Schedule files (load from JSON, once)" "wall s" "peak RSS MiB"
+  for n in 1000000 5000000; do
+    build/npusim_bench write-synthetic "$n" "$tmp/s$n.json"
+    mb=$(echo "$(stat -c %s "$tmp/s$n.json") / 1000000" | bc)
+    # Phases: load (build_s), estimate and simulate, in one process without writing outputs.
+    /usr/bin/time -f "%e %M" -o "$tmp/time" build/npusim_bench load "$tmp/s$n.json" > "$tmp/load.json"
+    read -r s kib < "$tmp/time"
+    phases=$(python3 -c "import json; d=json.load(open('$tmp/load.json')); print(round(d['build_s'], 2), round(d['estimate_s'], 2), round(d['simulate_s'], 2))")
+    read -r load_s est_s sim_s <<< "$phases"
+    printf '%-44s %10s %12.1f\n' "  $n commands ($mb MB): load+estimate+simulate" "$s" "$(echo "$kib / 1024" | bc -l)"
+    printf '%-44s %10s\n' "    load" "$load_s" "    estimate" "$est_s" "    simulate" "$sim_s"
+    json="$json, \"file_${n}_bytes\": $(stat -c %s "$tmp/s$n.json"), \"file_${n}_load_s\": $load_s, \"file_${n}_estimate_s\": $est_s, \"file_${n}_simulate_s\": $sim_s"
+    # The CLI end to end, outputs included: estimate for 1M, run for 5M.
+    cmd=estimate
+    if [ "$n" = 5000000 ]; then cmd=run; fi
+    /usr/bin/time -f "%e %M" -o "$tmp/time" "$bin" "$cmd" "$tmp/s$n.json" -o "$tmp/out$n" -q
+    read -r s kib < "$tmp/time"
+    out_mb=$(du -sm "$tmp/out$n" | cut -f1)
+    printf '%-44s %10s %12.1f\n' "  npusim $cmd, $n commands ($out_mb MB out)" "$s" "$(echo "$kib / 1024" | bc -l)"
+    json="$json, \"file_${n}_${cmd}_wall_s\": $s, \"file_${n}_${cmd}_peak_rss_kib\": $kib, \"file_${n}_${cmd}_output_mb\": $out_mb"
+    rm -rf "$tmp/out$n" "$tmp/s$n.json"
+  done
+fi
 
 if "$bin" sweep --help >/dev/null 2>&1; then
   printf '\n%-44s %10s\n' "16-point ResNet-50 sweep, --jobs 2" "wall s"

@@ -10,6 +10,7 @@
 #include "sim/frontend/scalesim.h"
 #include "sim/util/error.h"
 #include "sim/util/json_reader.h"
+#include "sim/util/json_stream.h"
 
 namespace npusim::api {
 
@@ -51,15 +52,69 @@ void add_input_shape(ModelOptions& options, const std::string& text) {
   options.input_shapes[name] = dims;
 }
 
-ModelKind detect_model_kind(const std::string& path) {
+namespace {
+
+// Finds a JSON file's top-level "format" (the last one, if repeated), keeping nothing else. With
+// stop_at_known, it stops as soon as one names a schedule or a graph; a file with no such format
+// is read to the end, so that malformed JSON is reported as such.
+class FormatSniffer final : public JsonSaxHandler {
+ public:
+  explicit FormatSniffer(bool stop_at_known) : stop_at_known_(stop_at_known) {}
+  const std::string& format() const { return format_; }
+
+  bool null() override { return scalar(); }
+  bool boolean(bool /*v*/) override { return scalar(); }
+  bool number_integer(number_integer_t /*v*/) override { return scalar(); }
+  bool number_unsigned(number_unsigned_t /*v*/) override { return scalar(); }
+  bool number_float(number_float_t /*v*/, const string_t& /*text*/) override { return scalar(); }
+  bool string(string_t& v) override {
+    if (!at_format()) return true;
+    format_ = v;
+    format_key_ = false;
+    return !stop_at_known_ || (format_ != "npusim-schedule" && format_ != "npusim-graph");
+  }
+  bool start_object(std::size_t /*size*/) override { return container(); }
+  bool start_array(std::size_t /*size*/) override {
+    if (depth() == 0) root_is_object_ = false;
+    return container();
+  }
+  bool key(string_t& k) override {
+    format_key_ = root_is_object_ && depth() == 1 && k == "format";
+    return true;
+  }
+  bool end_object() override {
+    leave();
+    return true;
+  }
+  bool end_array() override {
+    leave();
+    return true;
+  }
+
+ private:
+  bool at_format() const { return format_key_ && depth() == 1; }
+  bool scalar() {
+    if (at_format()) format_.clear();  // not a string: no format, as a later key may still give
+    format_key_ = false;
+    return true;
+  }
+  bool container() {
+    scalar();
+    return enter();
+  }
+  bool stop_at_known_;
+  std::string format_;
+  bool format_key_ = false;
+  bool root_is_object_ = true;
+};
+
+ModelKind model_kind(const std::string& path, bool stop_at_known) {
   const std::string ext = std::filesystem::path(path).extension().string();
   if (ext == ".onnx") return ModelKind::kOnnx;
   if (ext == ".csv") return ModelKind::kTopology;
-  const Json root = read_json_file(path);
-  const std::string format =
-      root.is_object() && root.contains("format") && root["format"].is_string()
-          ? root["format"].get<std::string>()
-          : "";
+  FormatSniffer sniffer(stop_at_known);
+  sax_parse_json_file(path, sniffer);
+  const std::string& format = sniffer.format();
   if (format == "npusim-schedule") return ModelKind::kSchedule;
   if (format == "npusim-graph") return ModelKind::kGraphJson;
   throw InputError(
@@ -67,6 +122,12 @@ ModelKind detect_model_kind(const std::string& path) {
       "not a model npusim reads: expected \"npusim-schedule\" or \"npusim-graph\" JSON, "
       "a SCALE-Sim topology (.csv) or an ONNX model (.onnx)");
 }
+
+}  // namespace
+
+ModelKind detect_model_kind(const std::string& path) { return model_kind(path, false); }
+
+ModelKind detect_model_kind_to_load(const std::string& path) { return model_kind(path, true); }
 
 std::optional<Graph> load_graph(const std::string& path, ModelKind kind,
                                 const ModelOptions& options) {
@@ -92,7 +153,7 @@ std::optional<Graph> load_graph(const std::string& path, ModelKind kind,
 
 Schedule load_or_compile(const std::string& path, const HwConfig& config,
                          const ModelOptions& options) {
-  const ModelKind kind = detect_model_kind(path);
+  const ModelKind kind = detect_model_kind_to_load(path);
   if (kind == ModelKind::kSchedule) return load_schedule(path, config);
   const Graph graph = *load_graph(path, kind, options);
   spdlog::info("{}: {} with {} layers, compiling for '{}'", path, model_kind_name(kind),

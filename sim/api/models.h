@@ -25,8 +25,12 @@ struct ModelOptions {
 // Parses "name=1x3x224x224"; throws InputError naming the option on a malformed value.
 void add_input_shape(ModelOptions& options, const std::string& text);
 
-// By extension (.onnx, .csv) or, for .json, by its "format" field.
+// By extension (.onnx, .csv) or, for .json, by its "format" field. Reads the whole file (as a
+// stream, keeping nothing), so malformed JSON is reported here.
 ModelKind detect_model_kind(const std::string& path);
+// The same, reading a JSON file only up to a "format" that names a schedule or a graph: for a
+// caller that loads the model next, whose loader reports malformed JSON further on alike.
+ModelKind detect_model_kind_to_load(const std::string& path);
 
 // The model as a graph; nullopt for a schedule, which has none.
 std::optional<Graph> load_graph(const std::string& path, ModelKind kind,

@@ -1,11 +1,14 @@
 #include "sim/ir/schedule.h"
 
 #include <algorithm>
-#include <map>
+#include <filesystem>
+#include <limits>
+#include <new>
 #include <stdexcept>
 #include <unordered_map>
 
 #include "sim/cost/evaluator.h"
+#include "sim/util/json_stream.h"
 
 namespace npusim {
 namespace {
@@ -160,16 +163,37 @@ struct Buffer {
   std::uint64_t bytes = 0;
   bool freed = false;
   std::uint32_t freed_by = 0;
-  std::string free_pointer;
+  std::uint32_t free_index = 0;  // where in freed_by's free list: /commands/<freed_by>/free/<i>
 };
 
-// Dependencies by id, resolved once every id is known.
-struct PendingRefs {
-  std::vector<std::pair<std::string, std::string>> deps;  // (id, pointer)
+// By name; unordered (a schedule has as many buffers as tiles), so problems that must come in
+// name order are sorted where they are reported.
+using BufferMap = std::unordered_map<std::string, Buffer>;
+
+// A dependency by id, resolved once every id is known: /commands/<command>/deps/<position>.
+struct PendingDep {
+  std::uint32_t command = 0;
+  std::uint32_t position = 0;
+  std::string id;
+};
+
+// A command's program, checked once the number of programs is known (a file may list the programs
+// after the commands). Its problem, if any, goes where the command's check of it would have put
+// it: before the problem numbered `problem_at` of the command problems.
+struct ProgramCheck {
+  std::uint32_t command = 0;
+  std::size_t problem_at = 0;
+  std::uint64_t value = 0;
+};
+
+// What parsing a command leaves for later, once all commands and programs are known.
+struct CommandRefs {
+  std::vector<PendingDep> deps;
+  std::vector<ProgramCheck> programs;
 };
 
 Command parse_command(const Json& value, std::size_t index, const HwConfig& config,
-                      std::size_t program_count, Diagnostics& diag, PendingRefs& refs) {
+                      Diagnostics& diag, CommandRefs& refs) {
   const std::string ptr = "/commands/" + std::to_string(index);
   JsonObject c(value, ptr, diag);
   Command cmd;
@@ -244,16 +268,20 @@ Command parse_command(const Json& value, std::size_t index, const HwConfig& conf
   }
   cmd.layer = c.get_string("layer", "");
   cmd.loc = c.get_string("loc", "");
-  cmd.program = static_cast<std::uint32_t>(c.get_uint("program", 0, 0, program_count - 1));
+  const std::uint64_t program =
+      c.get_uint("program", 0, 0, std::numeric_limits<std::uint64_t>::max());
+  if (program != 0)
+    refs.programs.push_back({static_cast<std::uint32_t>(index), diag.size(), program});
 
   const Json& deps = c.get_array("deps", false);
   for (std::size_t d = 0; d < deps.size(); ++d) {
-    const std::string dptr = c.pointer("deps") + "/" + std::to_string(d);
     if (!deps[d].is_string()) {
-      diag.error(dptr, "expected a command id, found " + deps[d].dump());
+      diag.error(c.pointer("deps") + "/" + std::to_string(d),
+                 "expected a command id, found " + deps[d].dump());
       continue;
     }
-    refs.deps.emplace_back(deps[d].get<std::string>(), dptr);
+    refs.deps.push_back({static_cast<std::uint32_t>(index), static_cast<std::uint32_t>(d),
+                         deps[d].get<std::string>()});
   }
 
   const Json& allocs = c.get_array("alloc", false);
@@ -312,12 +340,22 @@ std::string describe_cycle(const std::vector<Command>& commands, const std::vect
 std::vector<std::uint32_t> topological_positions(const std::vector<Command>& commands,
                                                  Diagnostics& diag) {
   // indegree here counts unfinished dependencies; dependants[d] lists who waits on d.
+  // The dependants of d are dependants[first[d]] .. dependants[first[d + 1] - 1], in command
+  // order: one flat array rather than a vector per command.
   std::vector<int> indegree(commands.size(), 0);
-  std::vector<std::vector<std::uint32_t>> dependants(commands.size());
-  for (std::uint32_t i = 0; i < commands.size(); ++i) {
-    for (std::uint32_t d : commands[i].deps) {
-      ++indegree[i];
-      dependants[d].push_back(i);
+  std::vector<std::uint32_t> first(commands.size() + 1, 0);
+  for (const Command& c : commands) {
+    for (std::uint32_t d : c.deps) ++first[d + 1];
+  }
+  for (std::size_t i = 0; i < commands.size(); ++i) first[i + 1] += first[i];
+  std::vector<std::uint32_t> dependants(first.back());
+  {
+    std::vector<std::uint32_t> next(first.begin(), first.end() - 1);
+    for (std::uint32_t i = 0; i < commands.size(); ++i) {
+      for (std::uint32_t d : commands[i].deps) {
+        ++indegree[i];
+        dependants[next[d]++] = i;
+      }
     }
   }
   std::vector<std::uint32_t> ready;
@@ -330,8 +368,8 @@ std::vector<std::uint32_t> topological_positions(const std::vector<Command>& com
     const std::uint32_t i = ready.back();
     ready.pop_back();
     position[i] = ordered++;
-    for (std::uint32_t j : dependants[i]) {
-      if (--indegree[j] == 0) ready.push_back(j);
+    for (std::uint32_t k = first[i]; k < first[i + 1]; ++k) {
+      if (--indegree[dependants[k]] == 0) ready.push_back(dependants[k]);
     }
   }
   if (ordered < commands.size()) {
@@ -365,19 +403,164 @@ bool depends_on(const std::vector<Command>& commands, const std::vector<std::uin
 // A buffer must be freed by its allocator or by a command that (transitively) depends on it;
 // otherwise the free could come first and the occupancy would be meaningless.
 void check_buffer_order(const std::vector<Command>& commands,
-                        const std::vector<std::uint32_t>& position,
-                        const std::map<std::string, Buffer>& buffers, Diagnostics& diag) {
+                        const std::vector<std::uint32_t>& position, const BufferMap& buffers,
+                        Diagnostics& diag) {
   std::vector<std::uint32_t> stamp(commands.size(), 0);
   std::uint32_t epoch = 0;
-  for (const auto& [name, b] : buffers) {
+  std::vector<const BufferMap::value_type*> wrong;
+  for (const auto& entry : buffers) {
+    const Buffer& b = entry.second;
     if (!b.freed) continue;
     if (!depends_on(commands, position, b.freed_by, b.allocated_by, stamp, ++epoch)) {
-      diag.error(b.free_pointer, "buffer '" + name + "' is freed by " + commands[b.freed_by].id +
-                                     ", which does not depend on " + commands[b.allocated_by].id +
-                                     " that allocates it");
+      wrong.push_back(&entry);
     }
   }
+  std::sort(wrong.begin(), wrong.end(),
+            [](const auto* a, const auto* b) { return a->first < b->first; });
+  for (const auto* entry : wrong) {
+    const Buffer& b = entry->second;
+    diag.error("/commands/" + std::to_string(b.freed_by) + "/free/" + std::to_string(b.free_index),
+               "buffer '" + entry->first + "' is freed by " + commands[b.freed_by].id +
+                   ", which does not depend on " + commands[b.allocated_by].id +
+                   " that allocates it");
+  }
 }
+
+// Commands parsed one at a time, from a parsed array or as a file streams by, with the problems
+// they have, in order. What needs the whole schedule (ids, programs) is left in refs.
+class CommandStream {
+ public:
+  CommandStream(const std::string& origin, const HwConfig& config)
+      : config_(config), diag_(origin) {}
+  void add(const Json& value) {
+    const std::size_t index = count_++;
+    if (index >= kMaxCommands) return;  // counted only: the count is reported alone
+    commands_.push_back(parse_command(value, index, config_, diag_, refs_));
+  }
+  // Room for about `commands` commands, so that a long schedule is not moved as it grows. Only
+  // what is used is touched, so a generous guess costs address space, not memory; with too
+  // little address space for it, the vector grows as usual.
+  void reserve(std::size_t commands) {
+    try {
+      commands_.reserve(std::min<std::size_t>(commands, kMaxCommands));
+    } catch (const std::bad_alloc&) {
+    }
+  }
+  void clear() {
+    count_ = 0;
+    commands_.clear();
+    refs_ = {};
+    diag_.clear();
+  }
+  std::size_t count() const { return count_; }
+  std::vector<Command>& commands() { return commands_; }
+  const CommandRefs& refs() const { return refs_; }
+  const Diagnostics& diagnostics() const { return diag_; }
+
+ private:
+  const HwConfig& config_;
+  std::size_t count_ = 0;
+  std::vector<Command> commands_;
+  CommandRefs refs_;
+  Diagnostics diag_;
+};
+
+// Builds the schedule's JSON document as nlohmann's DOM parser does, except the top-level
+// "commands" array: each of its elements is built alone, handed to a CommandStream and dropped.
+class ScheduleSax final : public JsonSaxHandler {
+ public:
+  explicit ScheduleSax(CommandStream& stream) : stream_(stream) {}
+  const Json& root() const { return root_; }
+  // Whether the document's "commands" (the last one, if the key is repeated) went to the stream.
+  bool streamed() const { return streamed_; }
+
+  bool null() override { return value(nullptr); }
+  bool boolean(bool v) override { return value(v); }
+  bool number_integer(number_integer_t v) override { return value(v); }
+  bool number_unsigned(number_unsigned_t v) override { return value(v); }
+  bool number_float(number_float_t v, const string_t& /*text*/) override { return value(v); }
+  bool string(string_t& v) override { return value(std::move(v)); }
+  bool start_object(std::size_t /*size*/) override { return open(Json::object()); }
+  bool start_array(std::size_t /*size*/) override {
+    if (commands_key_ && depth() == 1 && stack_.size() == 1) {
+      *slot_ = Json::array();  // what JsonObject sees; the commands themselves are streamed
+      if (!enter()) return false;
+      in_commands_ = true;
+      streamed_ = true;
+      return true;
+    }
+    return open(Json::array());
+  }
+  bool key(string_t& k) override {
+    if (depth() == 1 && stack_.size() == 1) {
+      commands_key_ = k == "commands";
+      if (commands_key_) {  // a repeated key replaces the earlier value, as in a document
+        streamed_ = false;
+        stream_.clear();
+      }
+    }
+    slot_ = &(*stack_.back())[k];
+    return true;
+  }
+  bool end_object() override { return close(); }
+  bool end_array() override { return close(); }
+
+ private:
+  // An element of the commands array is being built when it sits at depth 2.
+  bool at_command() const { return in_commands_ && depth() == 2; }
+  Json* put(Json&& v) {
+    if (at_command()) {
+      command_ = std::move(v);
+      return &command_;
+    }
+    if (stack_.empty()) {
+      root_ = std::move(v);
+      return &root_;
+    }
+    Json& parent = *stack_.back();
+    if (parent.is_array()) {
+      parent.push_back(std::move(v));
+      return &parent.back();
+    }
+    *slot_ = std::move(v);
+    return slot_;
+  }
+  bool value(Json&& v) {
+    put(std::move(v));
+    if (at_command()) stream_.add(command_);
+    return true;
+  }
+  bool open(Json&& container) {
+    Json* at = put(std::move(container));
+    if (!enter()) return false;
+    stack_.push_back(at);
+    return true;
+  }
+  bool close() {
+    leave();
+    if (in_commands_ && depth() == 1) {  // the commands array itself
+      in_commands_ = false;
+      return true;
+    }
+    stack_.pop_back();
+    if (at_command()) stream_.add(command_);
+    return true;
+  }
+
+  CommandStream& stream_;
+  Json root_;
+  std::vector<Json*> stack_;   // the containers being built, innermost last
+  Json* slot_ = nullptr;       // where the value after a key goes
+  Json command_;               // the command being built
+  bool commands_key_ = false;  // the last top-level key was "commands"
+  bool in_commands_ = false;
+  bool streamed_ = false;
+};
+
+// The schedule from its document; its commands come from `streamed` when the document's
+// "commands" array was streamed past, or else from the document.
+Schedule assemble_schedule(const Json& root, CommandStream* streamed, const std::string& origin,
+                           const HwConfig& config);
 
 }  // namespace
 
@@ -397,6 +580,13 @@ const char* schedule_engine_name(EngineKind kind) {
 }
 
 Schedule parse_schedule(const Json& root, const std::string& origin, const HwConfig& config) {
+  return assemble_schedule(root, nullptr, origin, config);
+}
+
+namespace {
+
+Schedule assemble_schedule(const Json& root, CommandStream* streamed, const std::string& origin,
+                           const HwConfig& config) {
   Diagnostics diag(origin);
   Schedule sched;
   sched.file = origin;
@@ -447,20 +637,37 @@ Schedule parse_schedule(const Json& root, const std::string& origin, const HwCon
     sched.layers.push_back(std::move(v));
   }
   const Json& commands = top.get_array("commands", true);
-  if (commands.size() > kMaxCommands) {
-    diag.error("/commands", std::to_string(commands.size()) + " commands exceed the limit of " +
+  const std::size_t count = streamed ? streamed->count() : commands.size();
+  if (count > kMaxCommands) {
+    diag.error("/commands", std::to_string(count) + " commands exceed the limit of " +
                                 std::to_string(kMaxCommands));
     diag.throw_if_any();
   }
-  std::vector<PendingRefs> refs(commands.size());
-  sched.commands.reserve(commands.size());
-  for (std::size_t i = 0; i < commands.size(); ++i) {
-    sched.commands.push_back(
-        parse_command(commands[i], i, config, sched.programs.size(), diag, refs[i]));
+  CommandStream from_document(origin, config);
+  CommandStream& stream = streamed ? *streamed : from_document;
+  for (const Json& command : commands) stream.add(command);
+  sched.commands = std::move(stream.commands());
+  // The commands' problems, each program problem where the command's check put it.
+  const std::vector<Problem>& problems = stream.diagnostics().problems();
+  const std::vector<ProgramCheck>& checks = stream.refs().programs;
+  std::size_t next_program = 0;
+  for (std::size_t p = 0; p <= problems.size(); ++p) {
+    for (; next_program < checks.size() && checks[next_program].problem_at == p; ++next_program) {
+      const ProgramCheck& check = checks[next_program];
+      if (check.value < sched.programs.size()) {
+        sched.commands[check.command].program = static_cast<std::uint32_t>(check.value);
+      } else {
+        diag.error("/commands/" + std::to_string(check.command) + "/program",
+                   "value " + std::to_string(check.value) + " out of range [0, " +
+                       std::to_string(sched.programs.size() - 1) + "]");
+      }
+    }
+    if (p < problems.size()) diag.error(problems[p].where, problems[p].message);
   }
   top.finish();
 
   std::unordered_map<std::string, std::uint32_t> by_id;
+  by_id.reserve(sched.commands.size());
   for (std::uint32_t i = 0; i < sched.commands.size(); ++i) {
     const std::string& id = sched.commands[i].id;
     if (id.empty()) continue;
@@ -471,19 +678,22 @@ Schedule parse_schedule(const Json& root, const std::string& origin, const HwCon
           "duplicate id '" + id + "', first used at /commands/" + std::to_string(it->second));
     }
   }
-  for (std::uint32_t i = 0; i < sched.commands.size(); ++i) {
+  for (const PendingDep& dep : stream.refs().deps) {
+    const std::uint32_t i = dep.command;
     Command& cmd = sched.commands[i];
-    for (const auto& [id, ptr] : refs[i].deps) {
-      auto it = by_id.find(id);
-      if (it == by_id.end()) {
-        diag.error(ptr, "unknown command id '" + id + "'");
-      } else if (it->second == i) {
-        diag.error(ptr, "command '" + id + "' depends on itself");
-      } else if (std::find(cmd.deps.begin(), cmd.deps.end(), it->second) != cmd.deps.end()) {
-        diag.error(ptr, "duplicate dependency '" + id + "'");
-      } else {
-        cmd.deps.push_back(it->second);
-      }
+    const std::string& id = dep.id;
+    const auto ptr = [&] {
+      return "/commands/" + std::to_string(i) + "/deps/" + std::to_string(dep.position);
+    };
+    auto it = by_id.find(id);
+    if (it == by_id.end()) {
+      diag.error(ptr(), "unknown command id '" + id + "'");
+    } else if (it->second == i) {
+      diag.error(ptr(), "command '" + id + "' depends on itself");
+    } else if (std::find(cmd.deps.begin(), cmd.deps.end(), it->second) != cmd.deps.end()) {
+      diag.error(ptr(), "duplicate dependency '" + id + "'");
+    } else {
+      cmd.deps.push_back(it->second);
     }
   }
   finalize_schedule(sched, config, diag);
@@ -491,31 +701,35 @@ Schedule parse_schedule(const Json& root, const std::string& origin, const HwCon
   return sched;
 }
 
+}  // namespace
+
 void finalize_schedule(Schedule& sched, const HwConfig& config, Diagnostics& diag) {
   if (sched.commands.size() > kMaxCommands) {
     diag.error("/commands", std::to_string(sched.commands.size()) +
                                 " commands exceed the limit of " + std::to_string(kMaxCommands));
     return;
   }
-  std::map<std::string, Buffer> buffers;
+  BufferMap buffers;
+  buffers.reserve(sched.commands.size());
+  // Pointers are only built for problems: a schedule has millions of commands and few problems.
+  const auto cptr = [](std::uint32_t i) { return "/commands/" + std::to_string(i); };
   for (std::uint32_t i = 0; i < sched.commands.size(); ++i) {
     Command& cmd = sched.commands[i];
-    const std::string ptr = "/commands/" + std::to_string(i);
     cmd.lram_alloc_bytes = 0;
     for (std::size_t a = 0; a < cmd.alloc.size(); ++a) {
       const BufferAlloc& alloc = cmd.alloc[a];
       if (alloc.buffer.empty() || alloc.bytes == 0) continue;  // already reported by the parser
-      const std::string aptr = ptr + "/alloc/" + std::to_string(a);
+      const auto aptr = [&] { return cptr(i) + "/alloc/" + std::to_string(a); };
       if (alloc.bytes > config.lram_bytes) {
-        diag.error(aptr + "/bytes", "buffer of " + std::to_string(alloc.bytes) +
-                                        " bytes can never fit the local memory of " +
-                                        std::to_string(config.lram_bytes) + " bytes");
+        diag.error(aptr() + "/bytes", "buffer of " + std::to_string(alloc.bytes) +
+                                          " bytes can never fit the local memory of " +
+                                          std::to_string(config.lram_bytes) + " bytes");
       }
       Buffer buffer;
       buffer.allocated_by = i;
       buffer.bytes = alloc.bytes;
-      if (!buffers.emplace(alloc.buffer, std::move(buffer)).second) {
-        diag.error(aptr + "/buffer", "buffer '" + alloc.buffer + "' is allocated twice");
+      if (!buffers.emplace(alloc.buffer, buffer).second) {
+        diag.error(aptr() + "/buffer", "buffer '" + alloc.buffer + "' is allocated twice");
       }
       cmd.lram_alloc_bytes += alloc.bytes;
     }
@@ -523,28 +737,27 @@ void finalize_schedule(Schedule& sched, const HwConfig& config, Diagnostics& dia
   cost::Evaluator evaluator(config);
   for (std::uint32_t i = 0; i < sched.commands.size(); ++i) {
     Command& cmd = sched.commands[i];
-    const std::string ptr = "/commands/" + std::to_string(i);
     cmd.lram_free_bytes = 0;
     for (std::size_t f = 0; f < cmd.free.size(); ++f) {
       const std::string& name = cmd.free[f];
       if (name.empty()) continue;  // already reported by the parser
-      const std::string fptr = ptr + "/free/" + std::to_string(f);
+      const auto fptr = [&] { return cptr(i) + "/free/" + std::to_string(f); };
       auto it = buffers.find(name);
       if (it == buffers.end()) {
-        diag.error(fptr, "buffer '" + name + "' is never allocated");
+        diag.error(fptr(), "buffer '" + name + "' is never allocated");
       } else if (it->second.freed) {
-        diag.error(fptr, "buffer '" + name + "' is freed twice");
+        diag.error(fptr(), "buffer '" + name + "' is freed twice");
       } else {
         it->second.freed = true;
         it->second.freed_by = i;
-        it->second.free_pointer = fptr;
+        it->second.free_index = static_cast<std::uint32_t>(f);
         cmd.lram_free_bytes += it->second.bytes;
       }
     }
     if (is_dma(cmd.engine)) {
       const std::uint64_t bursts = evaluator.dma().burst_count(cmd.bytes);
       if (bursts > kMaxBurstsPerTransfer) {
-        diag.error(ptr + "/bytes",
+        diag.error(cptr(i) + "/bytes",
                    std::to_string(cmd.bytes) + " bytes make " + std::to_string(bursts) +
                        " bursts of dma.burst_bytes; at most " +
                        std::to_string(kMaxBurstsPerTransfer) +
@@ -559,9 +772,10 @@ void finalize_schedule(Schedule& sched, const HwConfig& config, Diagnostics& dia
       cmd.macs = c.macs;
       cmd.vector_macs = c.vector_macs;
     } catch (const std::overflow_error&) {
-      diag.error(ptr + "/shape", cmd.engine == EngineKind::kHost
-                                     ? "shape too large: its host cycles exceed 64 bits"
-                                     : "shape too large: its cycle or MAC count exceeds 64 bits");
+      diag.error(cptr(i) + "/shape",
+                 cmd.engine == EngineKind::kHost
+                     ? "shape too large: its host cycles exceed 64 bits"
+                     : "shape too large: its cycle or MAC count exceeds 64 bits");
     }
   }
   if (!diag.empty()) return;
@@ -571,7 +785,15 @@ void finalize_schedule(Schedule& sched, const HwConfig& config, Diagnostics& dia
 }
 
 Schedule load_schedule(const std::string& path, const HwConfig& config) {
-  return parse_schedule(read_json_file(path), path, config);
+  CommandStream stream(path, config);
+  // The shortest command, {"id":"S0","engine":"DMA_IN","bytes":1}, takes 40 bytes; written ones
+  // take 100 and more.
+  std::error_code error;
+  const std::uintmax_t bytes = std::filesystem::file_size(path, error);
+  if (!error) stream.reserve(static_cast<std::size_t>(bytes / 64));
+  ScheduleSax sax(stream);
+  sax_parse_json_file(path, sax);
+  return assemble_schedule(sax.root(), sax.streamed() ? &stream : nullptr, path, config);
 }
 
 }  // namespace npusim

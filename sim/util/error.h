@@ -66,6 +66,9 @@ class Diagnostics {
   explicit Diagnostics(std::string file) : file_(std::move(file)) {}
   void error(std::string where, std::string message);
   bool empty() const { return problems_.empty(); }
+  std::size_t size() const { return problems_.size(); }
+  const std::vector<Problem>& problems() const { return problems_; }
+  void clear() { problems_.clear(); }
   const std::string& file() const { return file_; }
   // Throws InputError if any problem was recorded.
   void throw_if_any() const;

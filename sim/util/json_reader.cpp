@@ -1,44 +1,16 @@
 #include "sim/util/json_reader.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
 
+#include "sim/util/json_stream.h"
+
 namespace npusim {
 
-namespace {
-
-// Far deeper than any npusim format nests. nlohmann's dump() and copies recurse once per level,
-// so a file of a few hundred thousand '[' would overflow the stack where a value is printed.
-constexpr std::size_t kMaxJsonDepth = 512;
-
-// The byte offset at which `text` nests deeper than kMaxJsonDepth, if it does.
-std::optional<std::size_t> too_deep_at(const std::string& text) {
-  std::size_t depth = 0;
-  bool in_string = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char ch = text[i];
-    if (in_string) {
-      if (ch == '\\') {
-        ++i;
-      } else if (ch == '"') {
-        in_string = false;
-      }
-    } else if (ch == '"') {
-      in_string = true;
-    } else if (ch == '[' || ch == '{') {
-      if (++depth > kMaxJsonDepth) return i;
-    } else if ((ch == ']' || ch == '}') && depth > 0) {
-      --depth;
-    }
-  }
-  return std::nullopt;
-}
-
-}  // namespace
-
 Json parse_json_text(const std::string& text, const std::string& origin) {
-  if (const auto at = too_deep_at(text)) {
+  if (const auto at = JsonDepthScanner().feed(text.data(), text.size())) {
     throw InputError(origin, "byte " + std::to_string(*at),
                      "JSON nested more than " + std::to_string(kMaxJsonDepth) + " levels deep");
   }
@@ -80,6 +52,7 @@ std::string pointer_token(const std::string& key) {
 
 JsonObject::JsonObject(const Json& value, std::string pointer, Diagnostics& diag)
     : value_(value), pointer_(std::move(pointer)), diag_(diag), is_object_(value.is_object()) {
+  read_.reserve(16);  // more keys than any npusim object has: one allocation
   if (!is_object_) {
     diag_.error(pointer_.empty() ? "/" : pointer_,
                 std::string("expected an object, found ") + value.type_name());
@@ -92,8 +65,12 @@ JsonObject::~JsonObject() {
 
 bool JsonObject::has(const std::string& key) const { return is_object_ && value_.contains(key); }
 
+void JsonObject::mark_read(const std::string& key) {
+  if (std::find(read_.begin(), read_.end(), key) == read_.end()) read_.push_back(key);
+}
+
 const Json* JsonObject::lookup(const std::string& key) {
-  read_.insert(key);
+  mark_read(key);
   if (!is_object_) return nullptr;
   auto it = value_.find(key);
   return it == value_.end() ? nullptr : &*it;
@@ -155,7 +132,7 @@ std::optional<std::uint64_t> JsonObject::require_uint(const std::string& key, st
 std::uint64_t JsonObject::get_uint(const std::string& key, std::uint64_t fallback,
                                    std::uint64_t min, std::uint64_t max) {
   if (!has(key)) {
-    read_.insert(key);
+    mark_read(key);
     return fallback;
   }
   return require_uint(key, min, max).value_or(fallback);
@@ -201,7 +178,7 @@ std::optional<std::string> JsonObject::require_string(const std::string& key) {
 
 std::string JsonObject::get_string(const std::string& key, const std::string& fallback) {
   if (!has(key)) {
-    read_.insert(key);
+    mark_read(key);
     return fallback;
   }
   return require_string(key).value_or(fallback);
@@ -211,9 +188,11 @@ void JsonObject::finish() {
   finished_ = true;
   if (!is_object_) return;
   for (auto it = value_.begin(); it != value_.end(); ++it) {
-    if (read_.count(it.key()) == 0) {
+    if (std::find(read_.begin(), read_.end(), it.key()) == read_.end()) {
+      std::vector<std::string> sorted = read_;
+      std::sort(sorted.begin(), sorted.end());
       std::string known;
-      for (const std::string& k : read_) known += (known.empty() ? "" : ", ") + k;
+      for (const std::string& k : sorted) known += (known.empty() ? "" : ", ") + k;
       diag_.error(pointer(it.key()), "unknown key (expected one of: " + known + ")");
     }
   }

@@ -4,8 +4,8 @@
 
 #include <cstdint>
 #include <optional>
-#include <set>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -64,10 +64,13 @@ class JsonObject {
 
  private:
   const Json* lookup(const std::string& key);
+  void mark_read(const std::string& key);
   const Json& value_;
   std::string pointer_;
   Diagnostics& diag_;
-  std::set<std::string> read_;
+  // The keys asked for. A few per object, so a vector (no allocation per key, as a set has): a
+  // schedule reads millions of objects.
+  std::vector<std::string> read_;
   bool finished_ = false;
   bool is_object_ = false;
 };
