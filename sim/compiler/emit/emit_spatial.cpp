@@ -43,6 +43,11 @@ void Emitter::emit_spatial(const LayerGroup& group, const Mapping& mapping) {
     const std::uint64_t last_w = (v.c1 - 1) * s.stride_w + s.span_w;
     v.wl = v.c0 * s.stride_w > s.pad_left ? v.c0 * s.stride_w - s.pad_left : 0;
     v.wh = std::min(s.w, last_w > s.pad_left ? last_w - s.pad_left : 0);
+    // A tile whose windows all lie in the bottom or right padding (SCALE-Sim's output size makes
+    // them when the stride passes the filter) reads no input: an empty range, not one that
+    // wraps to 2^64 - lo.
+    v.lo = std::min(v.lo, v.hi);
+    v.wl = std::min(v.wl, v.wh);
     return v;
   };
   // Ranges cover whole rows: a column tile's bytes lie within them.
