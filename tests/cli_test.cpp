@@ -742,6 +742,13 @@ TEST_F(Cli, HugeLayerIsRejectedBeforeAllocatingNamingIt) {
   const Result r = npusim({"run", "-m", g.string(), "-o", out.string()});
   expect_bad_input(r, out, "huge.json: layer 'L' loc(\"huge.json\":/layers/0)");
   EXPECT_THAT(r.err, HasSubstr("more than the 16777216 a schedule may have"));
+  // A depthwise topology layer over 2^32 channels.
+  const fs::path dw = write("dw.csv",
+                            "Layer name,IFMAP Height,IFMAP Width,Filter Height,Filter Width,"
+                            "Channels,Num Filter,Strides,\nDP_huge,64,64,3,3,4294967296,1,1,\n");
+  const Result d = npusim({"run", "-m", dw.string(), "-o", out.string()});
+  expect_bad_input(d, out, "dw.csv: layer 'DP_huge' loc(\"dw.csv\":2)");
+  EXPECT_THAT(d.err, HasSubstr("more than the 16777216 a schedule may have"));
 }
 
 // SCALE-Sim: a stride larger than the IFMAP leaves output rows whose window lies wholly in the
@@ -799,6 +806,21 @@ TEST_F(Cli, OnnxVersionsAndMissingExternalDataAreBadInput) {
       npusim({"run", "-m", (onnx / "external_data_missing.onnx").string(), "-o", out.string()}),
       out,
       "external_data_missing.onnx: initializer 'w': external data file 'weights_not_here.bin' (");
+}
+
+// Found by the onnx_proto fuzzer: a ReLU over [1, 4, 8, 8, 2^31] float32 with lram_kib = 2^25
+// makes tiles of one 2^31-byte row piece, 2^23 bursts of 256 bytes where a transfer may have
+// 2^22. No slice count gives a schedule that checks; that was an internal error (exit 4).
+TEST_F(Cli, TileLargerThanOneTransferIsBadInputNamingTheLayer) {
+  const fs::path onnx = kSource / "tests" / "fuzz" / "regressions" / "onnx" /
+                        "relu_tile_past_dma_transfer_limit.onnx";
+  const Result r = npusim({"info", onnx.string(), "--set", "lram_kib=33554432"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err,
+              HasSubstr("relu_tile_past_dma_transfer_limit.onnx: layer 'Relu_1' "
+                        "loc(\"relu_tile_past_dma_transfer_limit.onnx\":node 1 \"Relu_1\"): no "
+                        "mapping of it makes a valid schedule for this config: "
+                        "/commands/0/bytes: 2147483648 bytes make 8388608 bursts"));
 }
 
 TEST_F(Cli, NegativeCountsOfOptionsAreUsageErrors) {
