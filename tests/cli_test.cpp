@@ -727,6 +727,14 @@ TEST_F(Cli, NonUtf8FileNamesAreEscapedInOutputsAndMessages) {
   const Json stats = Json::parse(read_file(out / "stats.json"));  // valid UTF-8 JSON
   EXPECT_THAT(stats.dump(), HasSubstr(R"(net\\xFF)"));
   EXPECT_TRUE(Json::accept(read_file(out / "trace.json")));
+  // A sweep of that model into a folder so named: sweep.json and sweep-plan.json stay JSON.
+  const fs::path sweep = dir_ / "sweep\xfd";
+  const Result sw = npusim({"sweep", "-m", model_file.string(), "--clock-mhz", "400,800", "--jobs",
+                            "1", "-o", sweep.string(), "-q"});
+  ASSERT_EQ(sw.exit_code, 0) << sw.err;
+  const Json plan = Json::parse(read_file(sweep / "sweep-plan.json"));
+  EXPECT_THAT(plan["model_path"].get<std::string>(), HasSubstr("net\\xFF.csv"));
+  EXPECT_EQ(Json::parse(read_file(sweep / "sweep.json"))["summary"]["ok"], 2);
   // A message naming such a file names it escaped.
   const Result missing = npusim({"run", "-m", (dir_ / "gone\xff.json").string(), "-o", "x"});
   EXPECT_EQ(missing.exit_code, 2);
