@@ -93,7 +93,8 @@ if [ "$COVERAGE" -eq 1 ]; then
   mkdir -p "$COV_BUILD/profiles"
   objects=()
   for t in "${TARGETS[@]}"; do
-    dirs=("tests/fuzz/corpus/$(seeds_of "$t")" "tests/fuzz/regressions/$(seeds_of "$t")")
+    dirs=("tests/fuzz/corpus/$(seeds_of "$t")")
+    [ -d "tests/fuzz/regressions/$(seeds_of "$t")" ] && dirs+=("tests/fuzz/regressions/$(seeds_of "$t")")
     [ -d "$BUILD/corpus/$t" ] && dirs+=("$BUILD/corpus/$t")
     LLVM_PROFILE_FILE="$COV_BUILD/profiles/$t-%p.profraw" \
       "$COV_BUILD/fuzz/fuzz_$t" -runs=0 -timeout="$TIMEOUT" -rss_limit_mb=2560 "${dirs[@]}" \
@@ -202,7 +203,8 @@ if [ "$SAVE_CORPUS" -eq 1 ]; then
     small="$BUILD/corpus/$t.small"
     rm -rf "$small" && mkdir -p "$small"
     find "$BUILD/corpus/$t" -type f -size -"$((${NPUSIM_FUZZ_SAVE_MAX_LEN:-4096} + 1))"c -exec cp {} "$small/" \;
-    "$BUILD/fuzz/fuzz_$t" -merge=1 -timeout="$TIMEOUT" -rss_limit_mb=2560 \
+    # Edges only (-use_counters=0): an input that only reaches an edge more often is not kept.
+    "$BUILD/fuzz/fuzz_$t" -merge=1 -use_counters=0 -timeout="$TIMEOUT" -rss_limit_mb=2560 \
       "tests/fuzz/corpus/$seeds" "$small" >"$BUILD/logs/$t.save.log" 2>&1 ||
       echo "fuzz.sh: merging $t into tests/fuzz/corpus/$seeds failed (see $BUILD/logs/$t.save.log)" >&2
     rm -rf "$small"
