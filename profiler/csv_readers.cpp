@@ -9,6 +9,8 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "profiler/input_file.h"
+
 namespace npusim::profiler {
 namespace {
 
@@ -323,15 +325,9 @@ std::vector<CsvRecord> parse_csv(std::string_view text, char separator, const st
 }
 
 std::string read_text_file(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    throw ParseError(path, 0, "", "is a folder, not a file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ParseError(path, 0, "", std::string("cannot be read: ") + std::strerror(errno));
-  std::ostringstream s;
-  s << in.rdbuf();
-  if (in.bad()) throw ParseError(path, 0, "", "cannot be read");
-  return s.str();
+  std::string text;
+  if (const auto problem = read_input_file(path, text)) throw ParseError(path, 0, "", *problem);
+  return text;
 }
 
 std::vector<TimelineRow> read_timeline_csv(std::string_view text, const std::string& file) {

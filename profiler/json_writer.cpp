@@ -2,7 +2,20 @@
 
 #include <nlohmann/json.hpp>
 
+#include "profiler/input_file.h"
+
 namespace npusim::profiler {
+
+namespace {
+
+// Names reach the outputs from files (a model's path, a topology's file name) whose bytes need
+// not be UTF-8; nlohmann would throw type_error.316 on them, so invalid bytes are escaped.
+std::string quoted(std::string_view text) {
+  if (is_valid_utf8(text)) return nlohmann::json(text).dump();
+  return nlohmann::json(escape_invalid_utf8(text)).dump();
+}
+
+}  // namespace
 
 void JsonWriter::newline() {
   out_ << '\n';
@@ -23,7 +36,7 @@ void JsonWriter::before_value() {
 
 void JsonWriter::key(std::string_view name) {
   before_value();
-  out_ << nlohmann::json(name).dump() << ": ";
+  out_ << quoted(name) << ": ";
   after_key_ = true;
 }
 
@@ -72,7 +85,7 @@ void JsonWriter::value(bool v) {
 
 void JsonWriter::value(std::string_view v) {
   before_value();
-  out_ << nlohmann::json(v).dump();
+  out_ << quoted(v);
 }
 
 }  // namespace npusim::profiler

@@ -5,7 +5,11 @@
 #include <stdexcept>
 #include <system_error>
 
+#include <signal.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
 
 namespace npusim::profiler {
 
@@ -48,8 +52,40 @@ void write_file_atomically(const fs::path& path, const std::string& text) {
   write_file_atomically(path, [&](std::ostream& out) { out << text; });
 }
 
+namespace {
+
+constexpr const char* kStagingPrefix = ".npusim-staging-";
+
+// The pid in a staging folder's name, or 0 when the name is not one.
+pid_t staging_pid(const std::string& name) {
+  const std::string prefix = kStagingPrefix;
+  if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) return 0;
+  const std::string digits = name.substr(prefix.size());
+  if (digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) return 0;
+  return static_cast<pid_t>(std::strtol(digits.c_str(), nullptr, 10));
+}
+
+}  // namespace
+
+std::vector<fs::path> remove_stale_staging(const fs::path& dir) {
+  std::vector<fs::path> removed;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const pid_t pid = staging_pid(it->path().filename().string());
+    if (pid <= 0 || pid == ::getpid()) continue;
+    // Only a process that no longer exists (ESRCH) leaves its folder for the taking; EPERM means
+    // it lives under another user. A pid reused since is taken as alive: the folder stays.
+    if (::kill(pid, 0) == 0 || errno != ESRCH) continue;
+    std::error_code ignored;
+    if (!it->is_directory(ignored) || it->is_symlink(ignored)) continue;
+    fs::remove_all(it->path(), ignored);
+    if (!ignored) removed.push_back(it->path());
+  }
+  return removed;
+}
+
 OutputDir::OutputDir(fs::path dir)
-    : dir_(std::move(dir)), staging_(dir_ / (".npusim-staging-" + std::to_string(::getpid()))) {}
+    : dir_(std::move(dir)), staging_(dir_ / (kStagingPrefix + std::to_string(::getpid()))) {}
 
 OutputDir::~OutputDir() {
   std::error_code ignored;
@@ -62,6 +98,7 @@ void OutputDir::write(const std::string& name, const std::function<void(std::ost
   std::error_code ec;
   if (staged_.empty()) {
     created_ = !fs::exists(dir_, ec);
+    if (!created_) remove_stale_staging(dir_);  // what runs killed before their end left behind
     fs::create_directories(staging_, ec);
     if (ec) throw OutputError("cannot create output folder " + dir_.string() + ": " + ec.message());
   }

@@ -27,6 +27,11 @@ void write_file_atomically(const std::filesystem::path& path,
                            const std::function<void(std::ostream&)>& write);
 void write_file_atomically(const std::filesystem::path& path, const std::string& text);
 
+// Removes the staging folders (.npusim-staging-<pid>) in `dir` of processes that no longer exist:
+// a run killed with SIGKILL cannot remove its own. Folders of live processes are never touched.
+// Returns the folders removed. Every OutputDir does this before it stages its first file.
+std::vector<std::filesystem::path> remove_stale_staging(const std::filesystem::path& dir);
+
 class OutputDir {
  public:
   explicit OutputDir(std::filesystem::path dir);

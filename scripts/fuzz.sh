@@ -5,21 +5,42 @@
 # target; exits 1 if any target found a crash, a sanitizer report, an unexpected exception, a
 # timeout or ran out of memory (the input is saved under build-fuzz/artifacts/<target>/).
 #
-# Usage: scripts/fuzz.sh [SECONDS] [TARGET...]
-#   targets: hw_config schedule graph_json topology onnx timeline_csv runtime_csv (default: all)
+# Usage: scripts/fuzz.sh [--save-corpus] [--coverage] [SECONDS] [TARGET...]
+#   targets: hw_config schedule graph_json topology onnx onnx_proto timeline_csv runtime_csv
+#   (default: all). onnx_proto is the onnx entry with a structure-aware mutator; it shares the
+#   onnx seeds and regressions.
+#   --save-corpus  after the run, merge what each target found (build-fuzz/corpus/<target>/) into
+#                  the committed seeds tests/fuzz/corpus/<target>/ with libFuzzer's -merge=1: only
+#                  inputs that add coverage, none larger than NPUSIM_FUZZ_SAVE_MAX_LEN bytes
+#                  (default 4096), so the committed corpora stay small. Review, then commit them.
+#   --coverage     instead of fuzzing, build the targets with clang's source-based coverage
+#                  (-fprofile-instr-generate -fcoverage-mapping) into build-fuzz-cov/, replay the
+#                  seeds and everything found so far (build-fuzz/corpus/<target>/), and print
+#                  llvm-cov-14's per-file line coverage of sim/ and profiler/ (SECONDS unused).
 # Environment: NPUSIM_FUZZ_BUILD (default build-fuzz), NPUSIM_FUZZ_JOBS (default nproc),
 #   NPUSIM_FUZZ_TIMEOUT (seconds one input may take, default 30), CXX (default clang++-14),
 #   NPUSIM_FUZZ_ARGS (extra libFuzzer flags, e.g. "-only_ascii=1").
 #
-# New inputs the fuzzers find go to build-fuzz/corpus/<target>/, never into the source tree. To
-# keep useful ones: ./build-fuzz/fuzz/fuzz_T -merge=1 tests/fuzz/corpus/T build-fuzz/corpus/T.
+# New inputs the fuzzers find go to build-fuzz/corpus/<target>/, never into the source tree
+# unless --save-corpus is given. That corpus is kept between runs, so each run starts where the
+# last one stopped; when it holds more than NPUSIM_FUZZ_PRUNE_AT files (default 4000) it is pruned
+# with -merge=1 to the inputs that keep its coverage before the run.
 # To reproduce a finding: ./build-fuzz/fuzz/fuzz_T build-fuzz/artifacts/T/crash-...; once fixed,
 # copy it to tests/fuzz/regressions/T/ (npusim_fuzz_regression_tests replays it in every build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-ALL_TARGETS=(hw_config schedule graph_json topology onnx timeline_csv runtime_csv)
+ALL_TARGETS=(hw_config schedule graph_json topology onnx onnx_proto timeline_csv runtime_csv)
 SECS=60
+SAVE_CORPUS=0
+COVERAGE=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --save-corpus) SAVE_CORPUS=1; shift ;;
+    --coverage) COVERAGE=1; shift ;;
+    *) break ;;
+  esac
+done
 if [ $# -gt 0 ] && [[ "$1" =~ ^[0-9]+$ ]]; then
   SECS=$1
   shift
@@ -32,6 +53,9 @@ for t in "${TARGETS[@]}"; do
   fi
 done
 
+# The seed folder of a target: onnx_proto mutates the onnx seeds.
+seeds_of() { if [ "$1" = onnx_proto ]; then echo onnx; else echo "$1"; fi; }
+
 bash scripts/setup.sh >/dev/null  # clang and libclang-rt-14-dev among the rest
 BUILD=${NPUSIM_FUZZ_BUILD:-build-fuzz}
 JOBS=${NPUSIM_FUZZ_JOBS:-$(nproc)}
@@ -43,6 +67,52 @@ fi
 if [ -z "$CXX_FUZZ" ]; then
   echo "fuzz.sh: clang++ not found (scripts/setup.sh installs clang and libclang-rt-14-dev)" >&2
   exit 2
+fi
+
+if [ "$COVERAGE" -eq 1 ]; then
+  # Coverage build: libFuzzer's driver (fuzzer-no-link for the libraries, fuzzer for the targets)
+  # without sanitizers, each input replayed once (-runs=0), profiles merged and reported.
+  COV_BUILD=${NPUSIM_FUZZ_COV_BUILD:-build-fuzz-cov}
+  PROFDATA=$(command -v llvm-profdata-14 || command -v llvm-profdata || true)
+  LLVMCOV=$(command -v llvm-cov-14 || command -v llvm-cov || true)
+  if [ -z "$PROFDATA" ] || [ -z "$LLVMCOV" ]; then
+    echo "fuzz.sh: llvm-profdata-14 and llvm-cov-14 are needed for --coverage (package llvm-14)" >&2
+    exit 2
+  fi
+  mkdir -p "$COV_BUILD"
+  cmake -S . -B "$COV_BUILD" -DCMAKE_CXX_COMPILER="$CXX_FUZZ" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link -fprofile-instr-generate -fcoverage-mapping" \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
+    -DCMAKE_EXE_LINKER_FLAGS="-fprofile-instr-generate" \
+    -DNPUSIM_FUZZ=ON >"$COV_BUILD/configure.log" 2>&1 || { cat "$COV_BUILD/configure.log"; exit 2; }
+  build_targets=()
+  for t in "${TARGETS[@]}"; do build_targets+=(--target "fuzz_$t"); done
+  cmake --build "$COV_BUILD" -j "$JOBS" "${build_targets[@]}" >"$COV_BUILD/build.log" 2>&1 ||
+    { tail -50 "$COV_BUILD/build.log"; echo "fuzz.sh: coverage build failed" >&2; exit 2; }
+  rm -rf "$COV_BUILD/profiles"
+  mkdir -p "$COV_BUILD/profiles"
+  objects=()
+  for t in "${TARGETS[@]}"; do
+    dirs=("tests/fuzz/corpus/$(seeds_of "$t")")
+    [ -d "tests/fuzz/regressions/$(seeds_of "$t")" ] && dirs+=("tests/fuzz/regressions/$(seeds_of "$t")")
+    [ -d "$BUILD/corpus/$t" ] && dirs+=("$BUILD/corpus/$t")
+    LLVM_PROFILE_FILE="$COV_BUILD/profiles/$t-%p.profraw" \
+      "$COV_BUILD/fuzz/fuzz_$t" -runs=0 -timeout="$TIMEOUT" -rss_limit_mb=2560 "${dirs[@]}" \
+      >"$COV_BUILD/profiles/$t.log" 2>&1 || echo "fuzz.sh: $t failed on its corpus (see $COV_BUILD/profiles/$t.log)" >&2
+    "$PROFDATA" merge -sparse "$COV_BUILD"/profiles/"$t"-*.profraw -o "$COV_BUILD/profiles/$t.profdata"
+    total=$("$LLVMCOV" report "$COV_BUILD/fuzz/fuzz_$t" -instr-profile="$COV_BUILD/profiles/$t.profdata" \
+      "$PWD/sim" "$PWD/profiler" 2>/dev/null | awk '/^TOTAL/ {print $(NF-3)}')
+    echo "fuzz: coverage $t: ${total:-?} of the lines of sim/ and profiler/ it links"
+    objects+=(-object "$COV_BUILD/fuzz/fuzz_$t")
+  done
+  "$PROFDATA" merge -sparse "$COV_BUILD"/profiles/*.profdata -o "$COV_BUILD/profiles/all.profdata"
+  echo "fuzz: per-file line coverage, all targets together (lines, missed, cover):"
+  "$LLVMCOV" report "${objects[@]:1}" -instr-profile="$COV_BUILD/profiles/all.profdata" \
+    "$PWD/sim" "$PWD/profiler" 2>/dev/null |
+    awk 'NR > 2 && $1 != "" && $1 !~ /^-/ { printf "  %-48s %6s %6s %8s\n", $1, $(NF-5), $(NF-4), $(NF-3) }' |
+    sed "s|$PWD/||"
+  echo "fuzz: html: $LLVMCOV show ${objects[*]:1} -instr-profile=$COV_BUILD/profiles/all.profdata -format=html -output-dir=$COV_BUILD/html sim profiler"
+  exit 0
 fi
 
 # Instrument the whole build (the libraries under test, not only the targets): coverage for
@@ -74,9 +144,17 @@ run_one() {
   local corpus="$BUILD/corpus/$t" artifacts="$BUILD/artifacts/$t" log="$BUILD/logs/$t.log"
   mkdir -p "$corpus" "$artifacts" "$(dirname "$log")"
   local dict=()
-  [ -f "tests/fuzz/dicts/$t.dict" ] && dict=(-dict="tests/fuzz/dicts/$t.dict")
   # shellcheck disable=SC2086
-  "$BUILD/fuzz/fuzz_$t" "$corpus" "tests/fuzz/corpus/$t" "${dict[@]}" \
+  local seeds
+  seeds=$(seeds_of "$t")
+  [ -f "tests/fuzz/dicts/$seeds.dict" ] && dict=(-dict="tests/fuzz/dicts/$seeds.dict")
+  # The corpus grows across runs; prune it to the inputs that keep its coverage when it is large.
+  if [ "$(find "$corpus" -type f | wc -l)" -gt "${NPUSIM_FUZZ_PRUNE_AT:-4000}" ]; then
+    rm -rf "$corpus.pruned" && mkdir -p "$corpus.pruned"
+    "$BUILD/fuzz/fuzz_$t" -merge=1 -timeout="$TIMEOUT" -rss_limit_mb=2560 "$corpus.pruned" "$corpus" \
+      >"$log.prune" 2>&1 && rm -rf "$corpus" && mv "$corpus.pruned" "$corpus"
+  fi
+  "$BUILD/fuzz/fuzz_$t" "$corpus" "tests/fuzz/corpus/$seeds" "${dict[@]}" \
     -max_total_time="$SECS" -timeout="$TIMEOUT" -rss_limit_mb=2560 \
     -artifact_prefix="$artifacts/" -print_final_stats=1 ${NPUSIM_FUZZ_ARGS:-} >"$log" 2>&1
 }
@@ -117,5 +195,22 @@ while [ ${#pending[@]} -gt 0 ] || [ ${#running[@]} -gt 0 ]; do
   summary "$t" "$rc"
   [ "$rc" -eq 0 ] || failed=1
 done
+if [ "$SAVE_CORPUS" -eq 1 ]; then
+  for t in "${TARGETS[@]}"; do
+    seeds=$(seeds_of "$t")
+    before=$(find "tests/fuzz/corpus/$seeds" -type f | wc -l)
+    # Only small inputs are candidates (merge keeps those that add coverage to the seeds).
+    small="$BUILD/corpus/$t.small"
+    rm -rf "$small" && mkdir -p "$small"
+    find "$BUILD/corpus/$t" -type f -size -"$((${NPUSIM_FUZZ_SAVE_MAX_LEN:-4096} + 1))"c -exec cp {} "$small/" \;
+    # Edges only (-use_counters=0): an input that only reaches an edge more often is not kept.
+    "$BUILD/fuzz/fuzz_$t" -merge=1 -use_counters=0 -timeout="$TIMEOUT" -rss_limit_mb=2560 \
+      "tests/fuzz/corpus/$seeds" "$small" >"$BUILD/logs/$t.save.log" 2>&1 ||
+      echo "fuzz.sh: merging $t into tests/fuzz/corpus/$seeds failed (see $BUILD/logs/$t.save.log)" >&2
+    rm -rf "$small"
+    after=$(find "tests/fuzz/corpus/$seeds" -type f | wc -l)
+    echo "fuzz: saved $((after - before)) new input(s) of $t into tests/fuzz/corpus/$seeds/"
+  done
+fi
 echo "fuzz: total $(( $(date +%s) - T0 )) s"
 exit $failed

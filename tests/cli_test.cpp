@@ -5,7 +5,11 @@
 #include "sim/api/session.h"
 #include "tests/cli_support.h"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -767,6 +771,345 @@ INSTANTIATE_TEST_SUITE_P(AllModels, ModelRun,
                          ::testing::Combine(::testing::ValuesIn(all_models()),
                                             ::testing::Values("default", "server")),
                          model_run_name);
+
+// ---- issue 17: no input reaches an internal error ----------------------------------------------
+
+// A graph JSON of one layer, `op` over `in` into `out` (shapes as JSON arrays), with `attrs`.
+std::string one_layer_graph(const std::string& op, const std::string& in, const std::string& w,
+                            const std::string& out, const std::string& attrs) {
+  std::string tensors = R"({"name": "x", "shape": )" + in + "}";
+  std::string inputs = R"(["x")";
+  if (!w.empty()) {
+    tensors += R"(, {"name": "w", "shape": )" + w + R"(, "constant": true})";
+    inputs += R"(, "w")";
+  }
+  tensors += R"(, {"name": "y", "shape": )" + out + "}";
+  return R"({"format": "npusim-graph", "version": 1, "name": "g", "tensors": [)" + tensors +
+         R"(], "inputs": ["x"], "outputs": ["y"], "layers": [{"name": "L", "op": ")" + op +
+         R"(", "inputs": )" + inputs + R"(], "outputs": ["y"])" +
+         (attrs.empty() ? "" : ", " + attrs) + "}]}";
+}
+
+// Devices, FIFOs and folders are refused before a byte is read: /dev/zero as a schedule or a
+// config used to be read until memory ran out (std::bad_alloc, exit 4); a FIFO would block.
+TEST_F(Cli, NonRegularInputFilesAreBadInput) {
+  const fs::path out = dir_ / "out";
+  expect_bad_input(npusim({"run", "-m", "/dev/zero", "-o", out.string()}), out,
+                   "/dev/zero: is a device, not a regular file");
+  expect_bad_input(npusim({"run", "-m", model("fc"), "-c", "/dev/zero", "-o", out.string()}), out,
+                   "/dev/zero: is a device, not a regular file");
+  const fs::path fifo = dir_ / "pipe.json";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  expect_bad_input(npusim({"run", "-m", fifo.string(), "-o", out.string()}), out,
+                   "pipe.json: is a FIFO (named pipe), not a regular file");
+  const fs::path fifo_onnx = dir_ / "pipe.onnx";
+  ASSERT_EQ(::mkfifo(fifo_onnx.c_str(), 0600), 0);
+  expect_bad_input(npusim({"estimate", "-m", fifo_onnx.string(), "-o", out.string()}), out,
+                   "pipe.onnx: is a FIFO (named pipe), not a regular file");
+  fs::create_directories(dir_ / "folder.csv");
+  expect_bad_input(npusim({"run", "-m", (dir_ / "folder.csv").string(), "-o", out.string()}), out,
+                   "folder.csv: is a folder, not a file");
+  const fs::path trace = dir_ / "t.pftrace";
+  const Result convert = npusim({"convert", "--compile", "/dev/zero", "-o", trace.string()});
+  EXPECT_EQ(convert.exit_code, 2) << convert.err;
+  EXPECT_THAT(convert.err, HasSubstr("/dev/zero: is a device, not a regular file"));
+  EXPECT_FALSE(fs::exists(trace));
+}
+
+// The limit is 2^31 bytes (docs/reliability.md); the files are sparse, so the test writes nothing.
+TEST_F(Cli, InputFilesOverTheSizeLimitAreBadInput) {
+  const fs::path out = dir_ / "out";
+  const std::string limit = "is 2147483649 bytes, more than the 2147483648 bytes (2 GiB)";
+  for (const std::string name : {"big.json", "big.onnx", "big.csv"}) {
+    const fs::path big = write(name, "");
+    fs::resize_file(big, (std::uintmax_t{1} << 31) + 1);
+    expect_bad_input(npusim({"run", "-m", big.string(), "-o", out.string()}), out,
+                     name + ": " + limit);
+  }
+  const fs::path cfg = write("cfg.json", "");
+  fs::resize_file(cfg, (std::uintmax_t{1} << 31) + 1);
+  expect_bad_input(npusim({"run", "-m", model("fc"), "-c", cfg.string(), "-o", out.string()}), out,
+                   "cfg.json: " + limit);
+}
+
+// A file or folder name that is not UTF-8: nlohmann used to throw type_error.316 writing it into
+// stats.json (exit 4). The name is kept, with each invalid byte written as \xNN.
+TEST_F(Cli, NonUtf8FileNamesAreEscapedInOutputsAndMessages) {
+  const std::string topology =
+      "Layer name,IFMAP Height,IFMAP Width,Filter Height,Filter Width,"
+      "Channels,Num Filter,Strides,\nconv1,8,8,3,3,4,8,1,\n";
+  const fs::path model_file = write("net\xff.csv", topology);
+  const fs::path out = dir_ / "out\xfe";
+  const Result r = npusim({"run", "-m", model_file.string(), "-o", out.string(), "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json stats = Json::parse(read_file(out / "stats.json"));  // valid UTF-8 JSON
+  EXPECT_THAT(stats.dump(), HasSubstr(R"(net\\xFF)"));
+  EXPECT_TRUE(Json::accept(read_file(out / "trace.json")));
+  // A sweep of that model into a folder so named: sweep.json and sweep-plan.json stay JSON.
+  const fs::path sweep = dir_ / "sweep\xfd";
+  const Result sw = npusim({"sweep", "-m", model_file.string(), "--clock-mhz", "400,800", "--jobs",
+                            "1", "-o", sweep.string(), "-q"});
+  ASSERT_EQ(sw.exit_code, 0) << sw.err;
+  const Json plan = Json::parse(read_file(sweep / "sweep-plan.json"));
+  EXPECT_THAT(plan["model_path"].get<std::string>(), HasSubstr("net\\xFF.csv"));
+  EXPECT_EQ(Json::parse(read_file(sweep / "sweep.json"))["summary"]["ok"], 2);
+  // A message naming such a file names it escaped.
+  const Result missing = npusim({"run", "-m", (dir_ / "gone\xff.json").string(), "-o", "x"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_THAT(missing.err, HasSubstr("gone\\xFF.json: cannot open file"));
+}
+
+// A ReLU over 2^48 elements compiles into billions of commands: the compiler estimates them
+// before allocating anything and names the layer (it used to take 55 s and 8 GB first).
+TEST_F(Cli, HugeLayerIsRejectedBeforeAllocatingNamingIt) {
+  const fs::path g = write("huge.json", one_layer_graph("Relu", "[256, 1048576, 1048576]", "",
+                                                        "[256, 1048576, 1048576]", ""));
+  const fs::path out = dir_ / "out";
+  const Result r = npusim({"run", "-m", g.string(), "-o", out.string()});
+  expect_bad_input(r, out, "huge.json: layer 'L' loc(\"huge.json\":/layers/0)");
+  EXPECT_THAT(r.err, HasSubstr("more than the 16777216 a schedule may have"));
+  // A depthwise topology layer over 2^32 channels.
+  const fs::path dw = write("dw.csv",
+                            "Layer name,IFMAP Height,IFMAP Width,Filter Height,Filter Width,"
+                            "Channels,Num Filter,Strides,\nDP_huge,64,64,3,3,4294967296,1,1,\n");
+  const Result d = npusim({"run", "-m", dw.string(), "-o", out.string()});
+  expect_bad_input(d, out, "dw.csv: layer 'DP_huge' loc(\"dw.csv\":2)");
+  EXPECT_THAT(d.err, HasSubstr("more than the 16777216 a schedule may have"));
+}
+
+// SCALE-Sim: a stride larger than the IFMAP leaves output rows whose window lies wholly in the
+// padding; the compiler used to emit a buffer of 2^64 - 32 bytes for them.
+TEST_F(Cli, TopologyStrideLargerThanTheIfmapIsRejectedAtItsRow) {
+  const fs::path t =
+      write("stride.csv",
+            "Layer name,IFMAP Height,IFMAP Width,Filter Height,Filter Width,"
+            "Channels,Num Filter,Strides,\nok,8,8,3,3,4,8,1,\nwide,4,4,2,2,4,8,8,\n");
+  const fs::path out = dir_ / "out";
+  expect_bad_input(npusim({"run", "-m", t.string(), "-o", out.string()}), out,
+                   "stride.csv: row 3: layer 'wide': stride 8x8 is larger than the IFMAP 4x4");
+}
+
+// Graph JSON: a Conv whose padding is as wide as its kernel window (1x1 kernel, stride 5, pads
+// 4): output pixels that read only padding.
+TEST_F(Cli, ConvWindowsWhollyInThePaddingAreRejectedAtTheLayer) {
+  // Input 1x4x4x4, kernel 1x1, stride 5, pads 4: padded 12, (12 - 1) / 5 + 1 = 3 outputs per
+  // side; the first window (row 0) and the last (row 10) read only padding.
+  const fs::path g =
+      write("pad.json", one_layer_graph("Conv", "[1, 4, 4, 4]", "[8, 4, 1, 1]", "[1, 8, 3, 3]",
+                                        R"("attrs": {"strides": [5, 5], "pads": [4, 4, 4, 4]})"));
+  const fs::path out = dir_ / "out";
+  expect_bad_input(npusim({"run", "-m", g.string(), "-o", out.string()}), out,
+                   "pad.json: layer 'L' (loc(\"pad.json\":/layers/0)): pads [4, 4, 4, 4] are not "
+                   "smaller than the kernel window 1x1");
+}
+
+TEST_F(Cli, UnproducedGraphOutputIsNamed) {
+  std::string g = one_layer_graph("Relu", "[1, 4]", "", "[1, 4]", "");
+  const std::string from = R"("outputs": ["y"], "layers")";
+  g.replace(g.find(from), from.size(), R"("outputs": ["y", "z"], "layers")");
+  const std::string tensor = R"({"name": "y", "shape": [1, 4]})";
+  g.replace(g.find(tensor), tensor.size(), tensor + R"(, {"name": "z", "shape": [1, 4]})");
+  const fs::path file = write("unproduced.json", g);
+  const fs::path out = dir_ / "out";
+  expect_bad_input(npusim({"run", "-m", file.string(), "-o", out.string()}), out,
+                   "unproduced.json: graph outputs: output tensor 'z' is never produced");
+}
+
+// ONNX models the importer cannot read faithfully: hand-made in
+// tests/fuzz/corpus/make_onnx_probes.py and kept as regressions. Each used to exit 0.
+TEST_F(Cli, OnnxVersionsAndMissingExternalDataAreBadInput) {
+  const fs::path onnx = kSource / "tests" / "fuzz" / "regressions" / "onnx";
+  const fs::path out = dir_ / "out";
+  expect_bad_input(npusim({"run", "-m", (onnx / "opset_999.onnx").string(), "-o", out.string()}),
+                   out,
+                   "opset_999.onnx: opset_import: default-domain opset 999 is not supported "
+                   "(npusim reads opsets 1 to 21)");
+  expect_bad_input(
+      npusim({"run", "-m", (onnx / "ir_version_11.onnx").string(), "-o", out.string()}), out,
+      "ir_version_11.onnx: ir_version: IR version 11 is not supported (npusim reads IR versions "
+      "3 to 10)");
+  expect_bad_input(
+      npusim({"run", "-m", (onnx / "external_data_missing.onnx").string(), "-o", out.string()}),
+      out,
+      "external_data_missing.onnx: initializer 'w': external data file 'weights_not_here.bin' (");
+}
+
+// Found by the onnx_proto fuzzer: a ReLU over [1, 4, 8, 8, 2^31] float32 with lram_kib = 2^25
+// makes tiles of one 2^31-byte row piece, 2^23 bursts of 256 bytes where a transfer may have
+// 2^22. No slice count gives a schedule that checks; that was an internal error (exit 4).
+TEST_F(Cli, TileLargerThanOneTransferIsBadInputNamingTheLayer) {
+  const fs::path onnx = kSource / "tests" / "fuzz" / "regressions" / "onnx" /
+                        "relu_tile_past_dma_transfer_limit.onnx";
+  const Result r = npusim({"info", onnx.string(), "--set", "lram_kib=33554432"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err,
+              HasSubstr("relu_tile_past_dma_transfer_limit.onnx: layer 'Relu_1' "
+                        "loc(\"relu_tile_past_dma_transfer_limit.onnx\":node 1 \"Relu_1\"): no "
+                        "mapping of it makes a valid schedule for this config: "
+                        "/commands/0/bytes: 2147483648 bytes make 8388608 bursts"));
+}
+
+TEST_F(Cli, NegativeCountsOfOptionsAreUsageErrors) {
+  const Result top = npusim({"diff", model("fc"), model("fc"), "--top=-1"});
+  EXPECT_EQ(top.exit_code, 2) << top.err;
+  EXPECT_THAT(top.err, HasSubstr("--top: expected a number of rows of at least 0 (0 shows all), "
+                                 "found -1"));
+  for (const std::string jobs : {"-1", "0"}) {
+    const fs::path out = dir_ / "sweep";
+    const Result r = npusim({"sweep", "-m", model("fc"), "--clock-mhz", "400,800", "--jobs=" + jobs,
+                             "-o", out.string()});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_THAT(r.err, HasSubstr("--jobs: expected 1 to 4096 processes at a time, found " + jobs));
+    EXPECT_FALSE(fs::exists(out));
+  }
+}
+
+// A sweep plan whose point count is past the limit, wraps 64 bits or is not what its keys make is
+// refused before any point is read (a plan claiming 2^40 points used to loop for hours; one whose
+// keys make 2^64 points wrapped to 0 and exited 0).
+TEST_F(Cli, SweepMergeChecksThePlanAgainstTheFolderFirst) {
+  const fs::path sweep = dir_ / "sweep";
+  const Result made = npusim({"sweep", "-m", model("fc"), "--clock-mhz", "400,800", "--emit-jobs",
+                              (dir_ / "jobs.txt").string(), "-o", sweep.string(), "-q"});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  const Json plan = Json::parse(read_file(sweep / "sweep-plan.json"));
+  auto merge_with = [&](const Json& p) {
+    std::ofstream(sweep / "sweep-plan.json", std::ios::binary | std::ios::trunc) << p.dump();
+    return npusim({"sweep", "--merge", sweep.string()});
+  };
+  // 40 keys of 2 values: 2^40 points.
+  Json huge = plan;
+  huge["keys"] = Json::array();
+  for (int k = 0; k < 40; ++k)
+    huge["keys"].push_back({{"key", "clock_mhz"}, {"values", {"1", "2"}}});
+  huge["points"] = std::uint64_t{1} << 40;
+  Result r = merge_with(huge);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("sweep-plan.json: /points: expected a point count of 1 to 100000"));
+  // 64 keys of 2 values: the product wraps to 0 in 64 bits; the plan says 0.
+  Json wraps = plan;
+  wraps["keys"] = Json::array();
+  for (int k = 0; k < 64; ++k)
+    wraps["keys"].push_back({{"key", "clock_mhz"}, {"values", {"1", "2"}}});
+  wraps["points"] = 0;
+  r = merge_with(wraps);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("sweep-plan.json: /points: expected a point count of 1 to 100000"));
+  // A count that the keys do not make.
+  Json three = plan;
+  three["points"] = 3;
+  r = merge_with(three);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("sweep-plan.json: /points: the keys' values make 2 point(s), but "
+                               "the plan says 3"));
+  EXPECT_FALSE(fs::exists(sweep / "sweep.json"));
+}
+
+// ---- issue 17: nothing left behind by a kill ----------------------------------------------------
+
+// A pid that does not exist: a child that has exited and been reaped.
+pid_t dead_pid() {
+  const pid_t pid = ::fork();
+  if (pid == 0) ::_exit(0);
+  ::waitpid(pid, nullptr, 0);
+  return pid;
+}
+
+TEST_F(Cli, StaleStagingOfDeadProcessesIsRemovedAndLiveOnesKept) {
+  const fs::path out = dir_ / "out";
+  const fs::path stale = out / (".npusim-staging-" + std::to_string(dead_pid()));
+  const fs::path live = out / (".npusim-staging-" + std::to_string(::getpid()));  // this test
+  fs::create_directories(stale);
+  fs::create_directories(live);
+  std::ofstream(stale / "trace.json") << "half";
+  ASSERT_EQ(npusim({"estimate", "-m", model("fc"), "-o", out.string(), "-q"}).exit_code, 0);
+  EXPECT_FALSE(fs::exists(stale));
+  EXPECT_TRUE(fs::exists(live));
+}
+
+// kill -9 of a run while it writes its outputs leaves its staging folder; the next run into the
+// same folder removes it. The model is large enough that writing takes a while (resnet50 at
+// --stats-level 100); the run is killed as soon as its staging folder appears.
+TEST_F(Cli, KilledRunLeavesNoStagingAfterTheNextRun) {
+  const fs::path out = dir_ / "out";
+  fs::create_directories(out);
+  bool killed_while_staging = false;
+  for (int attempt = 0; attempt < 3 && !killed_while_staging; ++attempt) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      const std::string m = model("zoo/resnet50"), o = out.string();
+      const int null = ::open("/dev/null", O_WRONLY);
+      ::dup2(null, 1);
+      ::dup2(null, 2);
+      ::execl(NPUSIM_BINARY, "npusim", "run", m.c_str(), "-o", o.c_str(), "--stats-level", "100",
+              "-q", static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    const fs::path staging = out / (".npusim-staging-" + std::to_string(pid));
+    int status = 0;
+    for (;;) {
+      if (fs::exists(staging)) {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, &status, 0);
+        killed_while_staging = WIFSIGNALED(status);
+        break;
+      }
+      if (::waitpid(pid, &status, WNOHANG) == pid) break;  // finished first: try again
+      ::usleep(1000);
+    }
+  }
+  ASSERT_TRUE(killed_while_staging) << "the run never showed its staging folder";
+  bool stale = false;
+  for (const auto& e : fs::directory_iterator(out))
+    stale = stale || e.path().filename().string().rfind(".npusim-staging-", 0) == 0;
+  ASSERT_TRUE(stale) << "kill -9 left no staging folder to clean";
+  ASSERT_EQ(npusim({"estimate", "-m", model("fc"), "-o", out.string(), "-q"}).exit_code, 0);
+  for (const auto& e : fs::directory_iterator(out))
+    EXPECT_NE(e.path().filename().string().rfind(".npusim-staging-", 0), 0u) << e.path();
+}
+
+// kill -9 of a sweep: its running child dies with it (PR_SET_PDEATHSIG) instead of running to
+// its end. The child is found among the sweep's children in /proc; the model (one Llama-2-7B
+// layer) takes seconds to simulate, so a child left running would still be writing.
+TEST_F(Cli, SweepChildDiesWithItsParent) {
+  const pid_t sweep = ::fork();
+  ASSERT_GE(sweep, 0);
+  if (sweep == 0) {
+    const std::string m = model("zoo/llm7b_decoder_layer"), o = (dir_ / "sweep").string();
+    const int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, 1);
+    ::dup2(null, 2);
+    ::execl(NPUSIM_BINARY, "npusim", "sweep", "-m", m.c_str(), "--clock-mhz", "400,800", "--jobs",
+            "1", "-o", o.c_str(), "-q", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  pid_t child = 0;
+  const fs::path children =
+      fs::path("/proc") / std::to_string(sweep) / "task" / std::to_string(sweep) / "children";
+  while (child == 0) {
+    std::ifstream in(children);
+    long c = 0;
+    if (in >> c) child = static_cast<pid_t>(c);
+    if (::waitpid(sweep, nullptr, WNOHANG) == sweep)
+      FAIL() << "the sweep ended before its child ran";
+    ::usleep(1000);
+  }
+  ::kill(sweep, SIGKILL);
+  ::waitpid(sweep, nullptr, 0);
+  // The child is reparented and killed by the kernel; it exists until its new parent reaps it.
+  bool gone = false;
+  for (int i = 0; i < 100000 && !gone; ++i) {
+    const std::string text = read_file("/proc/" + std::to_string(child) + "/stat");
+    const auto close = text.rfind(')');
+    gone = text.empty() || (close != std::string::npos && close + 2 < text.size() &&
+                            (text[close + 2] == 'Z' || text[close + 2] == 'X'));
+    if (!gone) ::usleep(1000);
+  }
+  EXPECT_TRUE(gone) << "sweep child " << child << " outlived its killed parent";
+  // Killed, not finished: a child that ran to its end (about 12 s) would have written its outputs.
+  EXPECT_FALSE(fs::exists(dir_ / "sweep" / "points" / "0" / "stats.json"));
+}
 
 TEST_F(Cli, HelpDescribesEachCommand) {
   const Result r = npusim({"run", "--help"});

@@ -661,7 +661,7 @@ TEST(OnnxImport, NonOnnxFileIsAnInputErrorNamingIt) {
   const std::string empty = ModelBuilder::write_file("empty.onnx", "");
   EXPECT_THAT(import_error(empty), HasSubstr(empty + ": the file is empty, not an ONNX model"));
   EXPECT_THAT(import_error("/nonexistent/model.onnx"),
-              HasSubstr("/nonexistent/model.onnx: cannot open the file"));
+              HasSubstr("/nonexistent/model.onnx: cannot open file: No such file or directory"));
 }
 
 // ---- more mappings ---------------------------------------------------------------------------

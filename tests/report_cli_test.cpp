@@ -276,7 +276,7 @@ TEST_F(ProfilerCli, ConvertRejectsBadInputWithExit2AndWritesNothing) {
       "found 'id;time_since_open;time_since_start;location' (that is a runtime.csv header)\n");
   r = npusim({"convert", "--compile", "missing.csv", "--out", "T.pftrace"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err, "npusim: error: missing.csv: cannot be read: No such file or directory\n");
+  EXPECT_EQ(r.err, "npusim: error: missing.csv: cannot open file: No such file or directory\n");
   r = npusim({"convert", "--compile", "npusim.csv", "--out", "T.pftrace", "--clock-mhz", "0.0001"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err,

@@ -371,7 +371,7 @@ TEST_F(Sweep, BadInputOfTheSweepExits2AndRunsNothing) {
       {{"sweep", "-m", (dir_ / "none.json").string(), "--clock-mhz", "400", "-o", out},
        "none.json: no such file"},
       {{"sweep", "-m", fc, "--clock-mhz", "400", "-o", out, "--jobs", "0"},
-       "--jobs: expected at least 1"},
+       "--jobs: expected 1 to 4096 processes at a time, found 0"},
       {{"sweep", "-m", fc, "--clock-mhz", "400", "-o", out, "--set", "dram.bandwidth_gbps=0"},
        "/dram/bandwidth_gbps: value 0 out of range"},
       {{"sweep", "-m", fc, "--clock-mhz", "400", "-o", out, "-c", "nosuchconfig"},
@@ -380,7 +380,9 @@ TEST_F(Sweep, BadInputOfTheSweepExits2AndRunsNothing) {
        "--stats-level: expected 40, 50, 70 or 100"},
       {{"sweep", "-m", fc, "--clock-mhz", "400", "-o", out, "--bogus"},
        "unrecognised option '--bogus'"},
-      {{"sweep", "--merge", out}, "sweep-plan.json: cannot read it"},
+      {{"sweep", "--merge", out},
+       "sweep-plan.json: cannot open file: No such file or directory (is this a folder written by "
+       "npusim sweep or --emit-jobs?)"},
       {{"sweep", "--merge", out, "--clock-mhz", "400"}, "--merge takes no --clock-mhz"},
   };
   for (const auto& [args, message] : cases) {

@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "profiler/input_file.h"
 #include "sim/compiler/compiler.h"
 #include "sim/frontend/graph_json.h"
 #include "sim/frontend/onnx_import.h"
@@ -109,6 +110,8 @@ class FormatSniffer final : public JsonSaxHandler {
 };
 
 ModelKind model_kind(const std::string& path, bool stop_at_known) {
+  // Checked here too, before any loader opens the file, whichever way the loader reads it.
+  if (const auto problem = profiler::input_file_problem(path)) throw InputError(path, "", *problem);
   const std::string ext = std::filesystem::path(path).extension().string();
   if (ext == ".onnx") return ModelKind::kOnnx;
   if (ext == ".csv") return ModelKind::kTopology;

@@ -573,7 +573,7 @@ double now_seconds() {
 
 int check_command(const std::vector<std::string>& args) {
   std::string file, junit, out;
-  unsigned jobs = 0;
+  long long jobs = 0;  // signed, so that --jobs -1 is rejected rather than read as 2^32 - 1
   bool help = false, update = false;
   po::options_description desc("Options for npusim check");
   desc.add_options()("help,h", po::bool_switch(&help), "show this help")(
@@ -607,7 +607,10 @@ int check_command(const std::vector<std::string>& args) {
   }
   const bool quiet = vm["quiet"].as<bool>();
   if (file.empty()) throw InputError("", "", "a budget file is required (see npusim check --help)");
-  if (vm.count("jobs") && jobs == 0) throw InputError("", "--jobs", "expected at least 1");
+  if (vm.count("jobs") && (jobs < 1 || jobs > 4096)) {
+    throw InputError("", "--jobs",
+                     "expected 1 to 4096 processes at a time, found " + std::to_string(jobs));
+  }
   if (!vm.count("jobs")) jobs = default_jobs();
 
   const Budgets budgets = load_budgets(file);
@@ -633,20 +636,22 @@ int check_command(const std::vector<std::string>& args) {
   std::size_t finished = 0;
   {
     Progress progress("budgets", n, quiet);
-    run_children(children, jobs, [&](std::size_t i, const ChildOutcome& outcome) {
-      results[i] = read_result(budgets.entries[i], dirs[i], outcome);
-      ++finished;
-      const Result& r = results[i];
-      // With --update, an expected value that moved is about to be rewritten, not a failure.
-      const bool rewritten = update && budgets.entries[i].kind == Kind::kExpected &&
-                             (r.verdict == Verdict::kFail || r.verdict == Verdict::kNew);
-      const bool bad = r.verdict != Verdict::kPass && r.verdict != Verdict::kImproved && !rewritten;
-      progress.finished("npusim: check: [" + std::to_string(finished) + "/" + std::to_string(n) +
-                            "] " + budgets.entries[i].name + ": " + verdict_name(r.verdict) +
-                            (bad ? ", " + r.message : std::string()) + " (" +
-                            seconds_text(r.seconds) + " s)",
-                        bad);
-    });
+    run_children(
+        children, static_cast<unsigned>(jobs), [&](std::size_t i, const ChildOutcome& outcome) {
+          results[i] = read_result(budgets.entries[i], dirs[i], outcome);
+          ++finished;
+          const Result& r = results[i];
+          // With --update, an expected value that moved is about to be rewritten, not a failure.
+          const bool rewritten = update && budgets.entries[i].kind == Kind::kExpected &&
+                                 (r.verdict == Verdict::kFail || r.verdict == Verdict::kNew);
+          const bool bad =
+              r.verdict != Verdict::kPass && r.verdict != Verdict::kImproved && !rewritten;
+          progress.finished("npusim: check: [" + std::to_string(finished) + "/" +
+                                std::to_string(n) + "] " + budgets.entries[i].name + ": " +
+                                verdict_name(r.verdict) + (bad ? ", " + r.message : std::string()) +
+                                " (" + seconds_text(r.seconds) + " s)",
+                            bad);
+        });
   }
   const double total = now_seconds() - start;
 

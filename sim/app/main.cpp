@@ -8,6 +8,7 @@
 
 #include "profiler/output_dir.h"
 #include "sim/app/commands.h"
+#include "sim/app/process_runner.h"
 #include "sim/app/profiler_commands.h"
 #include "sim/app/sweep.h"
 #include "sim/platform/platform.h"
@@ -73,6 +74,7 @@ int dispatch(const std::string& command, const std::vector<std::string>& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  npusim::app::die_with_parent();
   const std::vector<std::string> all(argv + 1, argv + argc);
   if (all.empty() || all[0] == "--help" || all[0] == "-h" || all[0] == "help") {
     std::cout << kUsage;

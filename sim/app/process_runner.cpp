@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -64,8 +66,22 @@ pid_t spawn(const ChildSpec& spec, const sigset_t& child_mask) {
   for (std::string& w : words) argv.push_back(w.data());
   argv.push_back(nullptr);
 
+  // The child learns who its parent is, so that it can die with it (die_with_parent()):
+  // posix_spawn runs no code between fork and exec where prctl could be called.
+  std::vector<std::string> env_words;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::strncmp(*e, kParentPidVariable, std::strlen(kParentPidVariable)) != 0 ||
+        (*e)[std::strlen(kParentPidVariable)] != '=') {
+      env_words.emplace_back(*e);
+    }
+  }
+  env_words.push_back(std::string(kParentPidVariable) + "=" + std::to_string(::getpid()));
+  std::vector<char*> envp;
+  for (std::string& w : env_words) envp.push_back(w.data());
+  envp.push_back(nullptr);
+
   pid_t pid = -1;
-  const int rc = posix_spawn(&pid, "/proc/self/exe", &actions, &attr, argv.data(), environ);
+  const int rc = posix_spawn(&pid, "/proc/self/exe", &actions, &attr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) {
@@ -152,6 +168,20 @@ void run_children(const std::vector<ChildSpec>& children, unsigned jobs,
     signal(interrupted, SIG_DFL);
     raise(interrupted);
   }
+}
+
+void die_with_parent() {
+  const char* value = std::getenv(kParentPidVariable);
+  if (value == nullptr) return;
+  char* end = nullptr;
+  const long parent = std::strtol(value, &end, 10);
+  const bool valid = end != value && *end == '\0' && parent > 1;
+  ::unsetenv(kParentPidVariable);  // not passed on to anything this process starts
+  if (!valid) return;
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  // The parent may have died between spawning this process and the prctl: then the signal never
+  // comes, and this process has been reparented already.
+  if (::getppid() != static_cast<pid_t>(parent)) ::raise(SIGKILL);
 }
 
 std::string self_executable() {

@@ -32,6 +32,15 @@ struct ChildOutcome {
 void run_children(const std::vector<ChildSpec>& children, unsigned jobs,
                   const std::function<void(std::size_t, const ChildOutcome&)>& done);
 
+// The environment variable through which run_children tells each child its parent's pid.
+constexpr const char* kParentPidVariable = "NPUSIM_PARENT_PID";
+
+// Called first thing in main(): in a child of run_children, asks the kernel to SIGKILL this
+// process when its parent dies (PR_SET_PDEATHSIG), so that a sweep or check killed with SIGKILL
+// leaves no child running to its end; kills itself at once if the parent is already gone.
+// Does nothing in a process not started by run_children.
+void die_with_parent();
+
 // The absolute path of the running npusim binary (readlink of /proc/self/exe).
 std::string self_executable();
 

@@ -301,7 +301,7 @@ void require(const fs::path& file, const std::string& why) {
 int diff_command(const std::vector<std::string>& args) {
   std::vector<std::string> inputs;
   std::string tolerance_arg = "1";
-  std::size_t top = 20;
+  long long top = 20;  // signed, so that --top -1 is rejected rather than read as 2^64 - 1
   bool help = false, estimate_vs_runtime = false, estimates = false, fail_on_layer = false;
   po::options_description desc("Options for npusim diff");
   desc.add_options()("help,h", po::bool_switch(&help), "show this help")(
@@ -332,6 +332,11 @@ int diff_command(const std::vector<std::string>& args) {
         "is, with --fail-on-layer), 2 on bad input (docs/report.md).",
         desc);
     return kExitOk;
+  }
+  if (top < 0) {
+    throw InputError(
+        "", "--top",
+        "expected a number of rows of at least 0 (0 shows all), found " + std::to_string(top));
   }
   const auto tolerance = profiler::parse_tolerance(tolerance_arg);
   if (!tolerance) {
@@ -384,7 +389,7 @@ int diff_command(const std::vector<std::string>& args) {
     const profiler::DiffResult result = profiler::compute_diff(a, b, *tolerance);
     profiler::DiffPrintOptions options;
     options.in_time = in_time;
-    options.top = top;
+    options.top = static_cast<std::size_t>(top);
     options.fail_on_layer = fail_on_layer;
     std::ostringstream text;
     const bool failed = profiler::write_diff(text, a, b, result, *tolerance, options);

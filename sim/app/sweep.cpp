@@ -14,6 +14,7 @@
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
 
+#include "profiler/input_file.h"
 #include "profiler/output_dir.h"
 #include "profiler/stats.h"
 #include "sim/api/models.h"
@@ -59,7 +60,9 @@ std::string child_error_text(const fs::path& stderr_file, int exit_code) {
         "killed by signal " + std::to_string(exit_code - 128) + (text.empty() ? "" : ": " + text);
   }
   if (text.empty()) text = "exited with code " + std::to_string(exit_code) + " and printed nothing";
-  return text;
+  // It goes into sweep.json and check's JUnit XML: a message naming a file that is not UTF-8
+  // must not make them unwritable.
+  return profiler::escape_invalid_utf8(text);
 }
 
 std::string absolute_config(const std::string& config) {
@@ -71,6 +74,7 @@ std::string absolute_config(const std::string& config) {
 namespace {
 
 constexpr std::size_t kMaxPoints = 100000;
+constexpr long long kMaxJobs = 4096;
 
 // ---- the grid -----------------------------------------------------------------------------------
 
@@ -89,9 +93,15 @@ struct Plan {
   unsigned stats_level = 40;              // --stats-level, passed on
   std::vector<SweepKey> keys;             // command-line order
 
+  // The number of points; 0 when it would pass kMaxPoints (a plan read from a file may claim any
+  // number of values), so that no product ever wraps.
   std::size_t size() const {
     std::size_t n = 1;
-    for (const SweepKey& k : keys) n *= k.values.size();
+    for (const SweepKey& k : keys) {
+      if (k.values.empty()) return 0;
+      if (k.values.size() > kMaxPoints || n > kMaxPoints / k.values.size()) return 0;
+      n *= k.values.size();
+    }
     return n;
   }
   // The value index of each key for point `index`: the last key varies fastest.
@@ -313,8 +323,8 @@ std::string sweep_json(const Plan& plan, const std::vector<PointResult>& results
   OJson j;
   j["format"] = "npusim-sweep";
   j["version"] = 1;
-  j["model"] = plan.model;
-  j["config"] = plan.config;
+  j["model"] = profiler::escape_invalid_utf8(plan.model);
+  j["config"] = profiler::escape_invalid_utf8(plan.config);
   j["set"] = plan.fixed;
   j["input_shapes"] = plan.input_shapes;
   j["stats_level"] = plan.stats_level;
@@ -358,7 +368,8 @@ std::string sweep_json(const Plan& plan, const std::vector<PointResult>& results
     points.push_back(p);
   }
   j["points"] = points;
-  return j.dump(2) + "\n";
+  // Paths are escaped above; any other invalid UTF-8 (a swept value) is replaced, not thrown on.
+  return j.dump(2, ' ', false, OJson::error_handler_t::replace) + "\n";
 }
 
 // ---- sweep-plan.json: what --merge needs to rebuild the grid ------------------------------------
@@ -367,10 +378,10 @@ std::string plan_json(const Plan& plan) {
   OJson j;
   j["format"] = "npusim-sweep-plan";
   j["version"] = 1;
-  j["model"] = plan.model;
-  j["model_path"] = plan.model_path;
-  j["config"] = plan.config;
-  j["config_arg"] = plan.config_arg;
+  j["model"] = profiler::escape_invalid_utf8(plan.model);
+  j["model_path"] = profiler::escape_invalid_utf8(plan.model_path);
+  j["config"] = profiler::escape_invalid_utf8(plan.config);
+  j["config_arg"] = profiler::escape_invalid_utf8(plan.config_arg);
   j["set"] = plan.fixed;
   j["input_shapes"] = plan.input_shapes;
   j["stats_level"] = plan.stats_level;
@@ -378,20 +389,22 @@ std::string plan_json(const Plan& plan) {
   for (const SweepKey& k : plan.keys) keys.push_back({{"key", k.key}, {"values", k.values}});
   j["keys"] = keys;
   j["points"] = plan.size();
-  return j.dump(2) + "\n";
+  // Paths are escaped above; any other invalid UTF-8 (a swept value) is replaced, not thrown on.
+  return j.dump(2, ' ', false, OJson::error_handler_t::replace) + "\n";
 }
 
 Plan read_plan(const fs::path& dir) {
   const fs::path file = dir / "sweep-plan.json";
-  const std::string name = file.string();
-  std::ifstream in(file, std::ios::binary);
-  if (!in)
+  const std::string name = profiler::escape_invalid_utf8(file.string());
+  std::string text;
+  if (const auto problem = profiler::read_input_file(file.string(), text)) {
     throw InputError(name, "",
-                     "cannot read it (is this a folder written by npusim sweep or --emit-jobs?)");
+                     *problem + " (is this a folder written by npusim sweep or --emit-jobs?)");
+  }
   OJson j;
   try {
-    j = OJson::parse(in);
-  } catch (const OJson::parse_error& e) {
+    j = OJson::parse(text);
+  } catch (const OJson::exception& e) {
     throw InputError(name, "", std::string("malformed JSON: ") + e.what());
   }
   Plan plan;
@@ -411,8 +424,17 @@ Plan read_plan(const fs::path& dir) {
       if (key.values.empty()) throw InputError(name, "/keys", "a key without values");
       plan.keys.push_back(std::move(key));
     }
-    if (plan.keys.empty() || j.at("points").get<std::size_t>() != plan.size()) {
-      throw InputError(name, "/points", "does not match the keys' values");
+    const OJson& points = j.at("points");
+    if (plan.keys.empty() || !points.is_number_unsigned() ||
+        points.get<std::uint64_t>() > kMaxPoints || plan.size() == 0) {
+      throw InputError(name, "/points",
+                       "expected a point count of 1 to " + std::to_string(kMaxPoints) +
+                           " that matches the keys' values, found " + points.dump());
+    }
+    if (points.get<std::uint64_t>() != plan.size()) {
+      throw InputError(name, "/points",
+                       "the keys' values make " + std::to_string(plan.size()) +
+                           " point(s), but the plan says " + points.dump());
     }
   } catch (const OJson::exception& e) {
     throw InputError(name, "", std::string("not a sweep plan: ") + e.what());
@@ -425,7 +447,7 @@ Plan read_plan(const fs::path& dir) {
 struct SweepOptions {
   std::string model, config = "default", out, emit_jobs, merge;
   std::vector<std::string> fixed, input_shapes;
-  unsigned jobs = 0;
+  long long jobs = 0;  // signed, so that --jobs -1 is rejected rather than read as 2^32 - 1
   unsigned stats_level = 40;
   bool help = false;
 };
@@ -656,12 +678,16 @@ int sweep_command(const std::vector<std::string>& args) {
   if (keys.empty())
     throw InputError("", "",
                      "nothing to sweep: give --clock-mhz, --slices or --sweep KEY=V1,V2,...");
-  if (vm.count("jobs") && o.jobs == 0) throw InputError("", "--jobs", "expected at least 1");
+  if (vm.count("jobs") && (o.jobs < 1 || o.jobs > kMaxJobs)) {
+    throw InputError("", "--jobs",
+                     "expected 1 to " + std::to_string(kMaxJobs) + " processes at a time, found " +
+                         std::to_string(o.jobs));
+  }
   if (o.stats_level != 40 && o.stats_level != 50 && o.stats_level != 70 && o.stats_level != 100) {
     throw InputError("", "--stats-level",
                      "expected 40, 50, 70 or 100, found " + std::to_string(o.stats_level));
   }
-  const unsigned jobs = vm.count("jobs") ? o.jobs : default_jobs();
+  const unsigned jobs = vm.count("jobs") ? static_cast<unsigned>(o.jobs) : default_jobs();
   for (std::size_t a = 0; a < keys.size(); ++a) {
     for (std::size_t b = 0; b < a; ++b) {
       if (keys[a].key == keys[b].key) throw InputError("", "", keys[a].key + " is swept twice");

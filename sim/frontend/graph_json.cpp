@@ -3,6 +3,8 @@
 #include <filesystem>
 #include <unordered_map>
 
+#include "profiler/input_file.h"
+
 namespace npusim {
 namespace {
 
@@ -145,8 +147,10 @@ Graph parse_graph_json(const Json& root, const std::string& origin) {
     layer.inputs = resolve(l.get_array("inputs", true), l.pointer("inputs"));
     layer.outputs = resolve(l.get_array("outputs", true), l.pointer("outputs"));
     if (const Json* a = l.get("attrs")) layer.attrs = parse_attrs(*a, l.pointer("attrs"), diag);
-    layer.loc = l.get_string(
-        "loc", "loc(\"" + std::filesystem::path(origin).filename().string() + "\":" + ptr + ")");
+    layer.loc = l.get_string("loc", "loc(\"" +
+                                        profiler::escape_invalid_utf8(
+                                            std::filesystem::path(origin).filename().string()) +
+                                        "\":" + ptr + ")");
     l.finish();
     g.layers.push_back(std::move(layer));
   }

@@ -11,6 +11,7 @@
 #include <queue>
 #include <set>
 
+#include "profiler/input_file.h"
 #include "sim/compiler/passes/fold_dequantize.h"
 #include "sim/compiler/passes/fuse_layer_norm_gelu.h"
 #include "sim/frontend/onnx_infer.h"
@@ -141,11 +142,18 @@ std::vector<std::int64_t> to_i64(const std::vector<std::uint64_t>& v) {
 
 std::string u64_dims_text(const std::vector<std::uint64_t>& v) { return dims_text(to_i64(v)); }
 
+// The IR versions and default-domain opsets the importer reads: IR 3 introduced opset imports;
+// IR 10 and opset 21 are ONNX 1.16's. A newer model may use ops or semantics this importer does not
+// know, so it is refused rather than read wrongly.
+constexpr std::int64_t kMinIrVersion = 3;
+constexpr std::int64_t kMaxIrVersion = 10;
+constexpr std::int64_t kMaxOpset = 21;
+
 class Importer {
  public:
   Importer(std::string path, const OnnxImportOptions& options, std::vector<std::string>* notes)
       : path_(std::move(path)), options_(options), notes_(notes), diag_(path_) {
-    base_ = std::filesystem::path(path_).filename().string();
+    base_ = profiler::escape_invalid_utf8(std::filesystem::path(path_).filename().string());
   }
 
   Graph run() {
@@ -203,26 +211,40 @@ class Importer {
 
   // ---- 1. the file ------------------------------------------------------------------------
   void load() {
-    std::ifstream in(path_, std::ios::binary | std::ios::ate);
-    if (!in) fail_file("cannot open the file");
-    const std::streamoff size = in.tellg();
-    std::string bytes(static_cast<std::size_t>(std::max<std::streamoff>(size, 0)), '\0');
-    in.seekg(0);
-    if (size < 0 || !in.read(bytes.data(), size)) fail_file("cannot read the file");
+    std::string bytes;
+    if (const auto problem = profiler::read_input_file(path_, bytes)) fail_file(*problem);
     if (bytes.empty()) fail_file("the file is empty, not an ONNX model");
     if (!model_.ParseFromString(bytes)) {
       fail_file("not a readable ONNX model (the protobuf does not parse: truncated or not ONNX)");
     }
+    bytes = std::string();  // the parsed model holds what is needed
     if (!model_.has_graph() || model_.ir_version() <= 0 || model_.opset_import_size() == 0) {
       fail_file("not an ONNX model (no graph, IR version or opset)");
     }
-    opset_ = 0;
-    for (const auto& o : model_.opset_import()) {
-      if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = static_cast<int>(o.version());
+    if (model_.ir_version() < kMinIrVersion || model_.ir_version() > kMaxIrVersion) {
+      throw InputError(path_, "ir_version",
+                       "IR version " + std::to_string(model_.ir_version()) +
+                           " is not supported (npusim reads IR versions " +
+                           std::to_string(kMinIrVersion) + " to " + std::to_string(kMaxIrVersion) +
+                           ")");
     }
-    if (opset_ == 0) fail_file("the model imports no version of the default ONNX op set");
+    std::int64_t opset = 0;
+    for (const auto& o : model_.opset_import()) {
+      if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
+    }
+    if (opset == 0) fail_file("the model imports no version of the default ONNX op set");
+    if (opset < 1 || opset > kMaxOpset) {
+      throw InputError(path_, "opset_import",
+                       "default-domain opset " + std::to_string(opset) +
+                           " is not supported (npusim reads opsets 1 to " +
+                           std::to_string(kMaxOpset) + ")");
+    }
+    opset_ = static_cast<int>(opset);
+    check_external_data();
     const auto& graph = model_.graph();
-    g_.name = graph.name().empty() ? std::filesystem::path(path_).stem().string() : graph.name();
+    g_.name = graph.name().empty()
+                  ? profiler::escape_invalid_utf8(std::filesystem::path(path_).stem().string())
+                  : graph.name();
     g_.source_file = path_;
     for (const auto& t : graph.initializer()) {
       try {
@@ -231,6 +253,64 @@ class Importer {
         values_[t.name()] = std::move(v);
       } catch (const OpError& e) {
         fail_file(std::string("initializer: ") + e.what());
+      }
+    }
+  }
+
+  // A tensor whose values live in another file (ONNX external data) is imported from its shape
+  // alone, but the file must be there: a model copied without it is incomplete, and a tool that
+  // runs it would fail. The file is named relative to the model's folder, as ONNX specifies.
+  void check_external_data() {
+    const std::filesystem::path folder = std::filesystem::path(path_).parent_path();
+    auto check = [&](const onnx::TensorProto& t, const std::string& what) {
+      if (t.data_location() != onnx::TensorProto::EXTERNAL) return;
+      std::string location;
+      std::uint64_t offset = 0, length = 0;
+      bool has_length = false;
+      for (const auto& entry : t.external_data()) {
+        const auto number = [&]() -> std::uint64_t {
+          const std::string& v = entry.value();
+          if (v.empty() || v.size() > 19 ||
+              v.find_first_not_of("0123456789") != std::string::npos) {
+            throw InputError(path_, what,
+                             "external data " + entry.key() + " '" + v + "' is not a byte count");
+          }
+          return std::stoull(v);
+        };
+        if (entry.key() == "location") location = entry.value();
+        if (entry.key() == "offset") offset = number();
+        if (entry.key() == "length") {
+          length = number();
+          has_length = true;
+        }
+      }
+      if (location.empty()) throw InputError(path_, what, "external data without a location");
+      const std::filesystem::path file = folder / location;
+      if (std::filesystem::path(location).is_absolute()) {
+        throw InputError(path_, what,
+                         "external data location '" + location +
+                             "' is absolute; ONNX names it relative to the model's folder");
+      }
+      if (const auto problem = profiler::input_file_problem(file.string())) {
+        throw InputError(
+            path_, what,
+            "external data file '" + location + "' (" + file.string() + "): " + *problem);
+      }
+      std::error_code ec;
+      const std::uint64_t size = std::filesystem::file_size(file, ec);
+      if (ec || offset > size || (has_length && length > size - offset)) {
+        throw InputError(path_, what,
+                         "external data file '" + location + "' has " + std::to_string(size) +
+                             " bytes, fewer than offset " + std::to_string(offset) +
+                             (has_length ? " + length " + std::to_string(length) : std::string()));
+      }
+    };
+    const auto& graph = model_.graph();
+    for (const auto& t : graph.initializer()) check(t, "initializer '" + t.name() + "'");
+    for (int n = 0; n < graph.node_size(); ++n) {
+      for (const auto& a : graph.node(n).attribute()) {
+        if (a.has_t()) check(a.t(), where(n) + " attribute '" + a.name() + "'");
+        for (const auto& t : a.tensors()) check(t, where(n) + " attribute '" + a.name() + "'");
       }
     }
   }

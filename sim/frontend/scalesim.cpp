@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "profiler/input_file.h"
 #include "sim/util/error.h"
 #include "sim/util/json_reader.h"
 
@@ -57,8 +58,9 @@ Graph parse_scalesim_topology(const std::string& text, const std::string& origin
   Diagnostics diag(origin);
   Graph g;
   g.source_file = origin;
-  g.name = std::filesystem::path(origin).stem().string();
-  const std::string file = std::filesystem::path(origin).filename().string();
+  g.name = profiler::escape_invalid_utf8(std::filesystem::path(origin).stem().string());
+  const std::string file =
+      profiler::escape_invalid_utf8(std::filesystem::path(origin).filename().string());
   std::istringstream in(text);
   std::string line;
   std::size_t row = 0;
@@ -131,6 +133,14 @@ Graph parse_scalesim_topology(const std::string& text, const std::string& origin
           continue;
         }
         sw = *d;
+      }
+      // Past the IFMAP, SCALE-Sim's output size ceil((H - Fh + S) / S) counts windows that start
+      // beyond the input and read nothing of it.
+      if (sh > h || sw > w) {
+        diag.error(where, "layer '" + name + "': stride " + std::to_string(sh) + "x" +
+                              std::to_string(sw) + " is larger than the IFMAP " +
+                              std::to_string(h) + "x" + std::to_string(w));
+        continue;
       }
       if (fh > h || fw > w) {
         diag.error(where, "filter " + std::to_string(fh) + "x" + std::to_string(fw) +

@@ -262,6 +262,34 @@ std::uint64_t layer_macs(const Graph& g, const Layer& l) {
   return 0;
 }
 
+namespace {
+
+// A leading pad as wide as the kernel window makes the first output row or column read only
+// padding: a geometry no exporter writes (ONNX Runtime refuses it for pools), whose tiles would
+// start past the input. Trailing pads may be (SCALE-Sim's output size needs them when the stride
+// passes the filter). Attributes that conv_output_dims rejects anyway are left to it.
+std::optional<std::string> leading_pad_problem(const Attributes& attrs) {
+  const auto k = attrs.get_ints("kernel_shape", {});
+  const auto p = attrs.get_ints("pads", {0, 0, 0, 0});
+  const auto d = attrs.get_ints("dilations", {1, 1});
+  if (k.size() != 2 || p.size() != 4 || d.size() != 2) return std::nullopt;
+  std::int64_t window[2] = {0, 0};
+  for (int i = 0; i < 2; ++i) {
+    if (k[i] < 1 || d[i] < 1 || __builtin_mul_overflow(d[i], k[i] - 1, &window[i]) ||
+        __builtin_add_overflow(window[i], 1, &window[i])) {
+      return std::nullopt;
+    }
+  }
+  if (p[0] < window[0] && p[1] < window[1]) return std::nullopt;
+  std::string pads;
+  for (std::size_t i = 0; i < p.size(); ++i) pads += (i ? ", " : "") + std::to_string(p[i]);
+  return "pads [" + pads + "] are not smaller than the kernel window " + std::to_string(window[0]) +
+         "x" + std::to_string(window[1]) + ": its first output " +
+         (p[0] >= window[0] ? "row" : "column") + " would read only padding";
+}
+
+}  // namespace
+
 void check_graph(const Graph& g) {
   Diagnostics diag(g.source_file);
   auto where = [&](const Layer& l) {
@@ -376,6 +404,10 @@ void check_graph(const Graph& g) {
       }
       Attributes attrs = l.attrs;
       attrs.ints["kernel_shape"] = weight_kernel;
+      if (const auto problem = leading_pad_problem(attrs)) {
+        diag.error(where(l), *problem);
+        continue;
+      }
       const auto dims = conv_output_dims(x.shape[2], x.shape[3], attrs);
       if (!dims) {
         diag.error(where(l), "invalid kernel_shape, strides, pads or dilations for input " +
@@ -406,6 +438,10 @@ void check_graph(const Graph& g) {
     } else if (l.op == "MaxPool" || l.op == "AveragePool") {
       if (!need_inputs(1)) continue;
       const Tensor& x = g.tensors[l.inputs[0]];
+      if (const auto problem = leading_pad_problem(l.attrs)) {
+        diag.error(where(l), *problem);
+        continue;
+      }
       const auto dims = x.shape.size() == 4 ? conv_output_dims(x.shape[2], x.shape[3], l.attrs,
                                                                l.attrs.get_int("ceil_mode", 0) != 0)
                                             : std::nullopt;
@@ -447,8 +483,15 @@ void check_graph(const Graph& g) {
     }
   }
   for (std::uint32_t t : g.outputs) {
-    if (t >= g.tensors.size() || !available[t])
-      diag.error("graph outputs", "output tensor is never produced");
+    if (t >= g.tensors.size()) {
+      diag.error("graph outputs", "output tensor #" + std::to_string(t) +
+                                      " does not exist (the graph has " +
+                                      std::to_string(g.tensors.size()) + " tensors)");
+    } else if (!available[t]) {
+      diag.error("graph outputs",
+                 "output tensor '" + g.tensors[t].name +
+                     "' is never produced (no layer writes it and it is not a graph input)");
+    }
   }
   diag.throw_if_any();
 }

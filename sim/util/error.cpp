@@ -1,5 +1,7 @@
 #include "sim/util/error.h"
 
+#include "profiler/input_file.h"
+
 namespace npusim {
 namespace {
 
@@ -23,7 +25,10 @@ std::string join(const std::vector<Problem>& problems) {
 std::string Problem::to_string() const {
   std::string text = file;
   if (!where.empty()) text += (text.empty() ? "" : ": ") + where;
-  return text + (text.empty() ? "" : ": ") + message;
+  text += (text.empty() ? "" : ": ") + message;
+  // File names and values quoted from a file may be any bytes; a message is printed, and goes
+  // into sweep.json and JUnit XML, so it is kept valid UTF-8.
+  return profiler::escape_invalid_utf8(text);
 }
 
 InputError::InputError(std::vector<Problem> problems)

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "sim/util/json_stream.h"
+#include "profiler/input_file.h"
 
 namespace npusim {
 
@@ -26,12 +27,10 @@ Json parse_json_text(const std::string& text, const std::string& origin) {
 }
 
 std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, "", "cannot open file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw InputError(path, "", "cannot read file");
-  return text.str();
+  std::string text;
+  if (const auto problem = profiler::read_input_file(path, text))
+    throw InputError(path, "", *problem);
+  return text;
 }
 
 Json read_json_file(const std::string& path) { return parse_json_text(read_text_file(path), path); }

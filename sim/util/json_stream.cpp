@@ -4,6 +4,7 @@
 #include <iterator>
 #include <vector>
 
+#include "profiler/input_file.h"
 #include "sim/util/error.h"
 
 namespace npusim {
@@ -62,6 +63,8 @@ class ChunkIterator {
 };
 
 std::ifstream open_file(const std::string& path) {
+  // Not a regular file (a folder, /dev/zero, a FIFO) or too large: refused before reading.
+  if (const auto problem = profiler::input_file_problem(path)) throw InputError(path, "", *problem);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path, "", "cannot open file");
   return in;

@@ -31,6 +31,11 @@ TileWindow SpatialLayer::window(std::uint64_t t, std::uint64_t rows, std::uint64
   const std::uint64_t last_w = (v.c1 - 1) * stride_w + span_w;
   v.wl = v.c0 * stride_w > pad_left ? v.c0 * stride_w - pad_left : 0;
   v.wh = std::min(w, last_w > pad_left ? last_w - pad_left : 0);
+  // A tile whose windows all lie in the bottom or right padding (SCALE-Sim's output size makes
+  // them when the stride passes the filter) reads no input: an empty range, not one that wraps to
+  // 2^64 - lo.
+  v.lo = std::min(v.lo, v.hi);
+  v.wl = std::min(v.wl, v.wh);
   return v;
 }
 

@@ -105,17 +105,29 @@ namespace {
 
 // The estimator's cycles for the group emitted alone with `m` on `config` (loads wait for
 // nothing), or nullopt when the scratch schedule does not check.
+// `why`, when given, receives the first problem of a schedule that does not check.
 std::optional<std::uint64_t> emitted_cycles(const Graph& graph, const LayerGroup& group,
                                             const TensorLayouts& layouts, const HwConfig& config,
                                             const Mapping& m,
-                                            std::optional<std::uint32_t> on_chip_input) {
+                                            std::optional<std::uint32_t> on_chip_input,
+                                            std::string* why = nullptr) {
   Emitter scratch(graph, config, layouts);
   if (on_chip_input) scratch.assume_on_chip(*on_chip_input);
   scratch.emit_group(group, m);
   Schedule schedule = scratch.finish();
   Diagnostics diag(graph.source_file);
   finalize_schedule(schedule, config, diag);
-  if (!diag.empty()) return std::nullopt;
+  if (!diag.empty()) {
+    if (why != nullptr && why->empty()) {
+      try {
+        diag.throw_if_any();
+      } catch (const InputError& e) {
+        const Problem& p = e.problems().front();
+        *why = p.where.empty() ? p.message : p.where + ": " + p.message;
+      }
+    }
+    return std::nullopt;
+  }
   // With free dispatch (ideal memory) a command still counts a cycle, as in the closed form, so
   // that cutting a layer never wins by SCALE-Sim's "-1" per command.
   const std::uint64_t per_command = config.dispatch_cycles == 0 ? schedule.commands.size() : 0;
@@ -209,6 +221,7 @@ SearchChoice choose_slices_by_emission(const Graph& graph, const LayerGroup& gro
                                        const TensorLayouts& layouts, const HwConfig& config) {
   SearchChoice choice;
   bool first = true;
+  std::string why_not;
   for (const std::uint32_t slices : slice_options(config.slices.count)) {
     HwConfig fewer = config;
     fewer.slices.count = slices;
@@ -231,11 +244,17 @@ SearchChoice choose_slices_by_emission(const Graph& graph, const LayerGroup& gro
       continue;
     }
     const std::optional<std::uint64_t> cycles =
-        emitted_cycles(graph, group, layouts, fewer, m, std::nullopt);
+        emitted_cycles(graph, group, layouts, fewer, m, std::nullopt, &why_not);
     if (!cycles) continue;
     m.slices = slices == config.slices.count ? 0 : slices;
     ++choice.candidates;
     consider(choice, m, *cycles, first);
+  }
+  // Every slice count made a schedule that does not check (a tile larger than one DMA transfer
+  // may move, on a huge lram_kib): bad input for this config, not a mapping to emit.
+  if (first) {
+    throw InputError(graph.source_file, "layer '" + group.name + "' " + group.loc,
+                     "no mapping of it makes a valid schedule for this config: " + why_not);
   }
   return choice;
 }

@@ -62,3 +62,13 @@ fold('Pow', 10, 40, 'fold_pow_overflow.onnx')
 write('maxpool_same_zero_stride.onnx', model([node('MaxPool',['x'],['y'],ld(5,ld(1,'kernel_shape')+ld(8,varint(2)+varint(2))+vi(20,7))+ld(5,ld(1,'strides')+ld(8,varint(0)+varint(1))+vi(20,7))+ld(5,ld(1,'auto_pad')+ld(4,'SAME_UPPER')+vi(20,3)))],[],[X],['y']))
 write('conv_same_huge_dilation.onnx', model([node('Conv',['x','w'],['y'],ld(5,ld(1,'dilations')+ld(8,varint(1<<62)+varint(1))+vi(20,7))+ld(5,ld(1,'auto_pad')+ld(4,'SAME_UPPER')+vi(20,3)))],[tensor('w',[4,4,3,3],1,f=[0.0]*144)],[X],['y']))
 write('maxpool_huge_kernel.onnx', model([node('MaxPool',['x'],['y'],ld(5,ld(1,'kernel_shape')+ld(8,varint((1<<63)-1)+varint(2))+vi(20,7)))],[],[X],['y']))
+# Issue 17: versions the importer does not read, and external data that is not there.
+def model_ir(nodes, inits, inputs, outputs, ir, opset):
+    g=b''.join(ld(1,n) for n in nodes)+ld(2,'g')+b''.join(ld(5,t) for t in inits)+b''.join(ld(11,i) for i in inputs)+b''.join(ld(12,ld(1,o)) for o in outputs)
+    return vi(1,ir)+ld(7,g)+ld(8,vi(2,opset))
+write('opset_999.onnx', model_ir([node('Relu',['x'],['y'])],[],[X],['y'],7,999))
+write('ir_version_11.onnx', model_ir([node('Relu',['x'],['y'])],[],[X],['y'],11,13))
+def external(name, dims, location):
+    # TensorProto: dims 1, data_type 2, name 8, external_data 13 (key 1, value 2), data_location 14
+    return b''.join(vi(1,d) for d in dims)+vi(2,1)+ld(8,name)+ld(13,ld(1,'location')+ld(2,location))+vi(14,1)
+write('external_data_missing.onnx', model([node('Conv',['x','w'],['y'])],[external('w',[4,4,3,3],'weights_not_here.bin')],[X],['y']))
