@@ -5,8 +5,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "sim/util/json_stream.h"
 #include "profiler/input_file.h"
+#include "sim/util/json_stream.h"
 
 namespace npusim {
 
