@@ -1,6 +1,7 @@
 #include "sim/api/session.h"
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 
 #include <spdlog/spdlog.h>
@@ -8,6 +9,7 @@
 
 #include "profiler/chrome_trace.h"
 #include "profiler/csv_writers.h"
+#include "profiler/input_file.h"
 #include "profiler/output_dir.h"
 #include "profiler/perfetto_trace.h"
 #include "profiler/select.h"
@@ -67,6 +69,14 @@ std::string lram_failure(const profiler::Workload& w, const profiler::Timeline& 
 // The config a schedule file says it was compiled for (`target.config`), or "" when the file
 // is not a readable schedule JSON or does not say.
 std::string schedule_target_config(const std::string& path) {
+  // Only a hint: not for a file that is not a regular one (a FIFO would block) or is large
+  // enough that a second parse would cost more than the hint is worth.
+  constexpr std::uintmax_t kHintMaxBytes = std::uintmax_t{64} << 20;
+  std::error_code ec;
+  if (profiler::input_file_problem(path) || std::filesystem::file_size(path, ec) > kHintMaxBytes ||
+      ec) {
+    return "";
+  }
   std::ifstream in(path);
   const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
   if (!j.is_object() || j.value("format", "") != "npusim-schedule") return "";
