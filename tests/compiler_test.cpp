@@ -550,12 +550,9 @@ TEST(CompilerParts, AConvSplitOverSlicesAddsItsPartialSums) {
   EXPECT_EQ(schedule_macs(s), 294912u);
 }
 
-TEST(CompilerParts, AnOutputKeptOnChipIsReadWithoutALoad) {
-  // two_convs on `default` (2 slices): conv1 in two tiles of 4 rows (weights outer), keeping its
-  // output on chip; conv2 (1x1, 32 -> 8) input outer as one block of all 8 x 8 pixels, which reads
-  // conv1's output from the buffers its tiles wrote instead of loading it.
-  const Graph g = two_convs();
-  const HwConfig config = parse_hw_config("{}", "default.json");
+// two_convs with conv1 in two tiles of 4 rows (weights outer) keeping its output on chip, and
+// conv2 input outer as one block of all 8 x 8 pixels, reading it from there.
+Schedule emit_two_convs_kept(const Graph& g, const HwConfig& config, bool on_chip_only) {
   const std::vector<LayerGroup> groups = fuse_layer_groups(g);
   const TensorLayouts layouts = assign_layouts(g, groups);
   Emitter emitter(g, config, layouts);
@@ -568,9 +565,18 @@ TEST(CompilerParts, AnOutputKeptOnChipIsReadWithoutALoad) {
   m1.tile_rows = 8;
   m1.tile_channel_units = 8;
   m1.order = LoopOrder::kInputOuter;
-  emitter.emit_group(groups[0], m0, /*keep_output=*/true);
+  emitter.emit_group(groups[0], m0, /*keep_output=*/true, on_chip_only);
   emitter.emit_group(groups[1], m1);
-  Schedule s = emitter.finish();
+  return emitter.finish();
+}
+
+TEST(CompilerParts, AnOutputKeptOnChipIsReadWithoutALoad) {
+  // two_convs on `default` (2 slices): conv1 in two tiles of 4 rows (weights outer), keeping its
+  // output on chip; conv2 (1x1, 32 -> 8) input outer as one block of all 8 x 8 pixels, which reads
+  // conv1's output from the buffers its tiles wrote instead of loading it.
+  const Graph g = two_convs();
+  const HwConfig config = parse_hw_config("{}", "default.json");
+  Schedule s = emit_two_convs_kept(g, config, /*on_chip_only=*/false);
   std::vector<std::string> ids;
   for (const Command& c : s.commands) ids.push_back(c.id);
   // conv1: weights b0; tile 0 loads b1, writes b2; tile 1 loads b3, writes b4. conv2: its weights
@@ -606,21 +612,7 @@ TEST(CompilerParts, AnOutputOnlyTheNextGroupReadsIsNotWrittenToDram) {
   // the weight chunk after both Convs, and it writes its 4 x 8 x 32 = 1024 bytes.
   const Graph g = two_convs();
   const HwConfig config = parse_hw_config("{}", "default.json");
-  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
-  const TensorLayouts layouts = assign_layouts(g, groups);
-  Emitter emitter(g, config, layouts);
-  Mapping m0;
-  m0.kind = MappingKind::kSpatial;
-  m0.tile_rows = 4;
-  m0.tile_cols = 8;
-  m0.tile_channel_units = 32;
-  Mapping m1 = m0;
-  m1.tile_rows = 8;
-  m1.tile_channel_units = 8;
-  m1.order = LoopOrder::kInputOuter;
-  emitter.emit_group(groups[0], m0, /*keep_output=*/true, /*on_chip_only=*/true);
-  emitter.emit_group(groups[1], m1);
-  Schedule s = emitter.finish();
+  Schedule s = emit_two_convs_kept(g, config, /*on_chip_only=*/true);
   std::vector<std::string> ids;
   for (const Command& c : s.commands) ids.push_back(c.id);
   ASSERT_EQ(ids,

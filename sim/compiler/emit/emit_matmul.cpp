@@ -191,11 +191,7 @@ void Emitter::emit_matmul_ksplit(const LayerGroup& group, const Mapping& mapping
               emit(std::move(load_a), "DI", di_, group, std::move(a_deps)), b_loads[t].first};
           if (!o.steps.empty()) deps.push_back(o.steps.back());  // accumulates onto the last step
           if (o.steps.empty() && o.ring_wait != kNone) deps.push_back(o.ring_wait);
-          Command gemm;
-          gemm.op = find_op("Gemm");
-          gemm.engine = op_table()[gemm.op].unit;
-          gemm.slice = o.slice;
-          gemm.shape = GemmShape{1, o.r1 - o.r0, o.nc, kn};
+          Command gemm = compute("Gemm", o.slice, GemmShape{1, o.r1 - o.r0, o.nc, kn});
           if (o.steps.empty()) gemm.alloc.push_back({o.out_buffer, (o.r1 - o.r0) * o.nc * ey});
           gemm.free = {a_buf, b_loads[t].second};
           o.steps.push_back(emit(std::move(gemm), "S", s_, group, std::move(deps)));

@@ -112,19 +112,10 @@ void Emitter::emit_spatial_input_outer(const LayerGroup& group, const SpatialLay
           std::vector<std::string> frees = {p.weights_buffer};
           for (const Piece& piece : with_residual(g_, group, layouts_, s, {}, img, v.r0, v.r1, v.c0,
                                                   v.c1, cu * s.out_per_unit)) {
-            std::vector<CommandIndex> load_deps = p.waits;
-            reader_deps(piece.tensor, piece.lo, piece.hi, load_deps);
-            Command load = dma(EngineKind::kDmaIn, piece.bytes);
-            frees.push_back(buffer_name());
-            load.alloc.push_back({frees.back(), load.bytes});
-            deps.push_back(emit(std::move(load), "DI", di_, group, std::move(load_deps)));
+            deps.push_back(load_piece(group, piece, p.waits, frees));
           }
           deps.insert(deps.end(), weights_pieces_.begin(), weights_pieces_.end());
-          Command conv;
-          conv.op = find_op(s.op);
-          conv.engine = op_table()[conv.op].unit;
-          conv.slice = p.slice;
-          conv.shape = s.tile_shape(tr, tc, cu);
+          Command conv = compute(s.op, p.slice, s.tile_shape(tr, tc, cu));
           const std::uint64_t out_bytes = s.output_bytes(tr, tc, cu);
           const std::string out_buffer = buffer_name();
           conv.alloc.push_back({out_buffer, std::max<std::uint64_t>(out_bytes, 1)});
@@ -157,13 +148,9 @@ void Emitter::emit_split_tile(const LayerGroup& group, const SpatialLayer& s,
   std::vector<std::vector<std::string>> partial_buffers(pieces);
   std::vector<CommandIndex> convs;
   for (const BlockPart* p : parts) {
-    Command conv;
-    conv.op = find_op(s.op);
-    conv.engine = op_table()[conv.op].unit;
-    conv.slice = p->slice;
     ConvShape shape = s.tile_shape(tr, tc, cu);
     shape.in_c = p->in_c;
-    conv.shape = shape;
+    Command conv = compute(s.op, p->slice, shape);
     for (std::uint64_t i = 0; i < pieces; ++i) {
       const auto [r0, r1] = piece_rows_of(v, piece_rows, i);
       partial_buffers[i].push_back(buffer_name());
@@ -185,18 +172,10 @@ void Emitter::emit_split_tile(const LayerGroup& group, const SpatialLayer& s,
     std::vector<std::string> frees = partial_buffers[i];
     for (const Piece& piece :
          with_residual(g_, group, layouts_, s, {}, img, r0, r1, v.c0, v.c1, out_c)) {
-      std::vector<CommandIndex> load_deps = reducer.waits;
-      reader_deps(piece.tensor, piece.lo, piece.hi, load_deps);
-      Command load = dma(EngineKind::kDmaIn, piece.bytes);
-      frees.push_back(buffer_name());
-      load.alloc.push_back({frees.back(), load.bytes});
-      deps.push_back(emit(std::move(load), "DI", di_, group, std::move(load_deps)));
+      deps.push_back(load_piece(group, piece, reducer.waits, frees));
     }
-    Command add;
-    add.op = find_op("PartialSum");
-    add.engine = op_table()[add.op].unit;
-    add.slice = reducer.slice;
-    add.shape = ElementsShape{s.reduce_elements(r1 - r0, tc, cu, mapping.k_parts)};
+    Command add = compute("PartialSum", reducer.slice,
+                          ElementsShape{s.reduce_elements(r1 - r0, tc, cu, mapping.k_parts)});
     out_buffers.push_back(buffer_name());
     add.alloc.push_back(
         {out_buffers.back(), std::max<std::uint64_t>(s.output_bytes(r1 - r0, tc, cu), 1)});

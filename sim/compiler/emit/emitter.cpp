@@ -152,6 +152,15 @@ Command Emitter::dma(EngineKind engine, std::uint64_t bytes) {
   return c;
 }
 
+Command Emitter::compute(std::string_view op, std::uint32_t slice, Shape shape) {
+  Command c;
+  c.op = find_op(op);
+  c.engine = op_table().at(c.op).unit;
+  c.slice = slice;
+  c.shape = shape;
+  return c;
+}
+
 std::string Emitter::buffer_name() { return "b" + std::to_string(buffers_++); }
 
 // A few commands whose ends imply that every writer of [lo, hi) of a tensor ended: what a load of
@@ -159,6 +168,16 @@ std::string Emitter::buffer_name() { return "b" + std::to_string(buffers_++); }
 void Emitter::reader_deps(std::uint32_t tensor, std::uint64_t lo, std::uint64_t hi,
                           std::vector<CommandIndex>& deps) {
   writers_.wait_for(tensor, lo, hi, deps);
+}
+
+Emitter::CommandIndex Emitter::load_piece(const LayerGroup& group, const Piece& piece,
+                                          std::vector<CommandIndex> deps,
+                                          std::vector<std::string>& buffers) {
+  reader_deps(piece.tensor, piece.lo, piece.hi, deps);
+  Command c = dma(EngineKind::kDmaIn, piece.bytes);
+  buffers.push_back(buffer_name());
+  c.alloc.push_back({buffers.back(), c.bytes});
+  return emit(std::move(c), "DI", di_, group, std::move(deps));
 }
 
 void Emitter::record_write(std::uint32_t tensor, std::uint64_t lo, std::uint64_t hi,
@@ -273,22 +292,14 @@ Emitter::CommandIndex Emitter::tile(std::uint32_t slice, const LayerGroup& group
   for (const Piece& p : pieces) {
     if (p.bytes == 0) continue;
     std::vector<CommandIndex> deps;
-    reader_deps(p.tensor, p.lo, p.hi, deps);
     if (ring_wait != kNone) deps.push_back(ring_wait);
-    Command c = dma(EngineKind::kDmaIn, p.bytes);
-    in_buffers.push_back(buffer_name());
-    c.alloc.push_back({in_buffers.back(), c.bytes});
-    compute_deps.push_back(emit(std::move(c), "DI", di_, group, std::move(deps)));
+    compute_deps.push_back(load_piece(group, p, std::move(deps), in_buffers));
   }
   if (weights != kNone) {
     compute_deps.insert(compute_deps.end(), weights_pieces_.begin(), weights_pieces_.end());
   }
   if (ring_wait != kNone) compute_deps.push_back(ring_wait);
-  Command s;
-  s.op = find_op(op);
-  s.engine = op_table().at(s.op).unit;
-  s.slice = slice;
-  s.shape = shape;
+  Command s = compute(op, slice, shape);
   const std::string out_buffer = buffer_name();
   s.alloc.push_back({out_buffer, std::max<std::uint64_t>(out_bytes, 1)});
   s.free = in_buffers;

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sim/compiler/emit/writer_index.h"
@@ -60,9 +61,15 @@ class Emitter {
   CommandIndex emit(Command c, const char* prefix, std::uint64_t& counter, const LayerGroup& group,
                     std::vector<CommandIndex> deps);
   static Command dma(EngineKind engine, std::uint64_t bytes);
+  // A compute: `op` with `shape` on `slice`, on the op's unit.
+  static Command compute(std::string_view op, std::uint32_t slice, Shape shape);
   std::string buffer_name();
   void reader_deps(std::uint32_t tensor, std::uint64_t lo, std::uint64_t hi,
                    std::vector<CommandIndex>& deps);
+  // The DMA_IN of `piece` into a new buffer (appended to `buffers`), after `deps` and the writers
+  // of its bytes.
+  CommandIndex load_piece(const LayerGroup& group, const Piece& piece,
+                          std::vector<CommandIndex> deps, std::vector<std::string>& buffers);
   void record_write(std::uint32_t tensor, std::uint64_t lo, std::uint64_t hi, CommandIndex store);
   std::vector<CommandIndex> last_per_queue(const std::vector<CommandIndex>& computes) const;
   CommandIndex load_weights(std::uint64_t bytes, const LayerGroup& group,
