@@ -69,6 +69,21 @@ if [ -z "$CXX_FUZZ" ]; then
   exit 2
 fi
 
+# Configures DIR with clang at -O1 with CXXFLAGS and LDFLAGS, and builds the fuzz targets; WHAT
+# names the build in the error.
+build_fuzz_targets() {
+  local dir=$1 cxxflags=$2 ldflags=$3 what=$4
+  mkdir -p "$dir"
+  cmake -S . -B "$dir" -DCMAKE_CXX_COMPILER="$CXX_FUZZ" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_FLAGS="$cxxflags" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
+    -DCMAKE_EXE_LINKER_FLAGS="$ldflags" \
+    -DNPUSIM_FUZZ=ON >"$dir/configure.log" 2>&1 || { cat "$dir/configure.log"; exit 2; }
+  local targets=()
+  for t in "${TARGETS[@]}"; do targets+=(--target "fuzz_$t"); done
+  cmake --build "$dir" -j "$JOBS" "${targets[@]}" >"$dir/build.log" 2>&1 ||
+    { tail -50 "$dir/build.log"; echo "fuzz.sh: $what failed (full log: $dir/build.log)" >&2; exit 2; }
+}
+
 if [ "$COVERAGE" -eq 1 ]; then
   # Coverage build: libFuzzer's driver (fuzzer-no-link for the libraries, fuzzer for the targets)
   # without sanitizers, each input replayed once (-runs=0), profiles merged and reported.
@@ -79,16 +94,9 @@ if [ "$COVERAGE" -eq 1 ]; then
     echo "fuzz.sh: llvm-profdata-14 and llvm-cov-14 are needed for --coverage (package llvm-14)" >&2
     exit 2
   fi
-  mkdir -p "$COV_BUILD"
-  cmake -S . -B "$COV_BUILD" -DCMAKE_CXX_COMPILER="$CXX_FUZZ" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link -fprofile-instr-generate -fcoverage-mapping" \
-    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
-    -DCMAKE_EXE_LINKER_FLAGS="-fprofile-instr-generate" \
-    -DNPUSIM_FUZZ=ON >"$COV_BUILD/configure.log" 2>&1 || { cat "$COV_BUILD/configure.log"; exit 2; }
-  build_targets=()
-  for t in "${TARGETS[@]}"; do build_targets+=(--target "fuzz_$t"); done
-  cmake --build "$COV_BUILD" -j "$JOBS" "${build_targets[@]}" >"$COV_BUILD/build.log" 2>&1 ||
-    { tail -50 "$COV_BUILD/build.log"; echo "fuzz.sh: coverage build failed" >&2; exit 2; }
+  build_fuzz_targets "$COV_BUILD" \
+    "-fsanitize=fuzzer-no-link -fprofile-instr-generate -fcoverage-mapping" \
+    "-fprofile-instr-generate" "coverage build"
   rm -rf "$COV_BUILD/profiles"
   mkdir -p "$COV_BUILD/profiles"
   objects=()
@@ -121,18 +129,7 @@ fi
 # NDEBUG keeps assert() on.
 SAN="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -D_GLIBCXX_ASSERTIONS"
 T0=$(date +%s)
-mkdir -p "$BUILD"
-cmake -S . -B "$BUILD" \
-  -DCMAKE_CXX_COMPILER="$CXX_FUZZ" \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_CXX_FLAGS="$SAN" \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
-  -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
-  -DNPUSIM_FUZZ=ON >"$BUILD/configure.log" 2>&1 || { cat "$BUILD/configure.log"; exit 2; }
-build_targets=()
-for t in "${TARGETS[@]}"; do build_targets+=(--target "fuzz_$t"); done
-cmake --build "$BUILD" -j "$JOBS" "${build_targets[@]}" >"$BUILD/build.log" 2>&1 ||
-  { tail -50 "$BUILD/build.log"; echo "fuzz.sh: build failed (full log: $BUILD/build.log)" >&2; exit 2; }
+build_fuzz_targets "$BUILD" "$SAN" "-fsanitize=address,undefined" "build"
 T1=$(date +%s)
 echo "fuzz: built ${#TARGETS[@]} target(s) in $((T1 - T0)) s; running each for ${SECS} s, ${JOBS} at a time"
 
