@@ -360,6 +360,7 @@ void write_summary(std::ostream& out, const Workload& w, const Timeline& estimat
     }
     out << '\n';
   }
+  if (options.llm != nullptr) write_llm_summary(out, *options.llm, clock);
   out << pad_right("lower bounds:", 24) << pad_left("cycles", 14) << pad_left("% of total", 12)
       << '\n';
   for (BoundResource r : kBoundResources) {
@@ -487,6 +488,10 @@ void write_stats_json(std::ostream& out, const Workload& w, const Timeline& esti
   if (iterations != nullptr) {
     j.key("iterations");
     write_iterations(j, *iterations, Clock{d.clock_khz});
+  }
+  if (options.llm != nullptr) {
+    j.key("llm");
+    write_llm_json(j, *options.llm, Clock{d.clock_khz});
   }
   j.end_object();
 }

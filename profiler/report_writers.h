@@ -5,6 +5,7 @@
 #include <ostream>
 #include <vector>
 
+#include "profiler/llm_report.h"
 #include "profiler/timeline.h"
 
 #include "profiler/trace_model.h"
@@ -42,6 +43,7 @@ struct Iterations {
 struct ReportOptions {
   StatsLevel level = StatsLevel::kOps;
   const Iterations* iterations = nullptr;  // null for a single inference
+  const LlmRun* llm = nullptr;              // a language model's phases; null for other models
   // Why the run could not complete, if it could not; the outputs then hold the commands that
   // finished and say so.
   std::string incomplete;

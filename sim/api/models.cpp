@@ -5,8 +5,10 @@
 #include <spdlog/spdlog.h>
 
 #include "profiler/input_file.h"
+#include "sim/api/llm_run.h"
 #include "sim/compiler/compiler.h"
 #include "sim/frontend/graph_json.h"
+#include "sim/frontend/llm.h"
 #include "sim/frontend/onnx_import.h"
 #include "sim/frontend/scalesim.h"
 #include "sim/util/error.h"
@@ -25,6 +27,8 @@ const char* model_kind_name(ModelKind kind) {
       return "SCALE-Sim topology";
     case ModelKind::kOnnx:
       return "ONNX";
+    case ModelKind::kLlm:
+      return "language model";
   }
   return "?";
 }
@@ -72,7 +76,8 @@ class FormatSniffer final : public JsonSaxHandler {
     if (!at_format()) return true;
     format_ = v;
     format_key_ = false;
-    return !stop_at_known_ || (format_ != "npusim-schedule" && format_ != "npusim-graph");
+    return !stop_at_known_ || (format_ != "npusim-schedule" && format_ != "npusim-graph" &&
+                               format_ != "npusim-llm");
   }
   bool start_object(std::size_t /*size*/) override { return container(); }
   bool start_array(std::size_t /*size*/) override {
@@ -120,9 +125,11 @@ ModelKind model_kind(const std::string& path, bool stop_at_known) {
   const std::string& format = sniffer.format();
   if (format == "npusim-schedule") return ModelKind::kSchedule;
   if (format == "npusim-graph") return ModelKind::kGraphJson;
+  if (format == "npusim-llm") return ModelKind::kLlm;
   throw InputError(
       path, "/format",
-      "not a model npusim reads: expected \"npusim-schedule\" or \"npusim-graph\" JSON, "
+      "not a model npusim reads: expected \"npusim-schedule\", \"npusim-graph\" or "
+      "\"npusim-llm\" JSON, "
       "a SCALE-Sim topology (.csv) or an ONNX model (.onnx)");
 }
 
@@ -141,6 +148,10 @@ std::optional<Graph> load_graph(const std::string& path, ModelKind kind,
       return load_graph_json(path);
     case ModelKind::kTopology:
       return load_scalesim_topology(path);
+    case ModelKind::kLlm: {
+      const LlmSpec spec = load_llm_spec(path);
+      return build_llm_graph(spec, prefill_phase(spec), LlmPart::kWhole);
+    }
     case ModelKind::kOnnx: {
       OnnxImportOptions onnx;
       onnx.input_shapes = options.input_shapes;
@@ -158,6 +169,10 @@ Schedule load_or_compile(const std::string& path, const HwConfig& config,
                          const ModelOptions& options) {
   const ModelKind kind = detect_model_kind_to_load(path);
   if (kind == ModelKind::kSchedule) return load_schedule(path, config);
+  if (kind == ModelKind::kLlm) {
+    const LlmSpec spec = load_llm_spec(path);
+    return assemble_llm_phase(compile_llm_phase(spec, prefill_phase(spec), config));
+  }
   const Graph graph = *load_graph(path, kind, options);
   spdlog::info("{}: {} with {} layers, compiling for '{}'", path, model_kind_name(kind),
                graph.layers.size(), config.name);

@@ -14,7 +14,7 @@
 
 namespace npusim::api {
 
-enum class ModelKind { kSchedule, kGraphJson, kTopology, kOnnx };
+enum class ModelKind { kSchedule, kGraphJson, kTopology, kOnnx, kLlm };
 const char* model_kind_name(ModelKind kind);
 
 struct ModelOptions {
@@ -32,7 +32,8 @@ ModelKind detect_model_kind(const std::string& path);
 // caller that loads the model next, whose loader reports malformed JSON further on alike.
 ModelKind detect_model_kind_to_load(const std::string& path);
 
-// The model as a graph; nullopt for a schedule, which has none.
+// The model as a graph; nullopt for a schedule, which has none. A language model's graph is its
+// whole prefill; its decode steps are built per step by the run.
 std::optional<Graph> load_graph(const std::string& path, ModelKind kind,
                                 const ModelOptions& options);
 

@@ -15,7 +15,9 @@
 #include "profiler/select.h"
 #include "profiler/trace_model.h"
 #include "sim/api/iterations.h"
+#include "sim/api/llm_run.h"
 #include "sim/api/simulate_child.h"
+#include "sim/compiler/compiler.h"
 #include "sim/estimator/estimator.h"
 #include "sim/ir/engines.h"
 #include "sim/platform/platform.h"
@@ -170,8 +172,23 @@ Session::Session(RunRequest request, HwConfig config, Schedule schedule)
 Session Session::open(const RunRequest& request) {
   if (request.model.empty()) throw InputError("", "", "a model is required");
   HwConfig config = load_config(request.config, request.overrides);
+  std::optional<LlmSpec> llm;
+  std::optional<LlmPhasePlan> plan;
+  if (detect_model_kind_to_load(request.model) == ModelKind::kLlm) {
+    llm = load_llm_spec(request.model);
+    const Iterations& it = request.iterations;
+    if (it.count != 1 || it.first_profiled != 0 || it.profiled != 0) {
+      throw InputError("--iterations", "",
+                       "a language model runs its prefill and decode steps (decode_tokens in " +
+                           request.model + "), not back-to-back inferences");
+    }
+  }
   Schedule schedule = [&] {
     PhaseTimer t("load and compile");
+    if (llm) {
+      plan = compile_llm_phase(*llm, prefill_phase(*llm), config);
+      return assemble_llm_phase(*plan);
+    }
     try {
       return load_or_compile(request.model, config, request.model_options);
     } catch (const InputError& e) {
@@ -191,7 +208,10 @@ Session Session::open(const RunRequest& request) {
   warn_on_target_mismatch(schedule, config);
   spdlog::info("{}: {} commands, config '{}' ({} slices)", request.model, schedule.commands.size(),
                config.name, config.slices.count);
-  return Session(request, std::move(config), std::move(schedule));
+  Session session(request, std::move(config), std::move(schedule));
+  session.llm_ = std::move(llm);
+  session.prefill_plan_ = std::move(plan);
+  return session;
 }
 
 std::filesystem::path default_out_for(const std::string& model) {
@@ -213,6 +233,76 @@ std::string other_model_in(const std::filesystem::path& out, const std::string& 
   return m->value("name", "") + " (" + file + ")";
 }
 
+namespace {
+
+// A phase's figures from its workload and timelines.
+profiler::LlmStep phase_step(const profiler::Workload& w, const profiler::Timeline& est,
+                             const profiler::Timeline* sim) {
+  profiler::LlmStep step;
+  step.commands = w.commands.size();
+  step.estimate_cycles = est.total_cycles();
+  const profiler::RunStats stats = profiler::compute_stats(w, sim != nullptr ? *sim : est);
+  if (sim != nullptr) step.runtime_cycles = stats.total_cycles;
+  step.macs = stats.macs;
+  step.dram_read_bytes = stats.dram_read_bytes;
+  step.dram_write_bytes = stats.dram_write_bytes;
+  step.bounds = profiler::compute_bounds(w);
+  return step;
+}
+
+// `sum` plus `n` times `part`: parts run one after another, so their figures add.
+void add_part(profiler::LlmStep& sum, const profiler::LlmStep& part, std::uint64_t n) {
+  sum.commands += part.commands * n;
+  sum.estimate_cycles += part.estimate_cycles * n;
+  if (part.runtime_cycles) sum.runtime_cycles = sum.runtime_cycles.value_or(0) + *part.runtime_cycles * n;
+  sum.macs += part.macs * n;
+  sum.dram_read_bytes += part.dram_read_bytes * n;
+  sum.dram_write_bytes += part.dram_write_bytes * n;
+  profiler::Bounds& b = sum.bounds;
+  const profiler::Bounds& p = part.bounds;
+  b.array_cycles += p.array_cycles * n;
+  b.vector_cycles += p.vector_cycles * n;
+  b.mac_peak_cycles += p.mac_peak_cycles * n;
+  b.dma_in_port_cycles += p.dma_in_port_cycles * n;
+  b.dma_out_port_cycles += p.dma_out_port_cycles * n;
+  b.dram_cycles += p.dram_cycles * n;
+  b.host_cycles += p.host_cycles * n;
+}
+
+// Runs each part of a language model's phase once: its estimate, and its simulation in a child.
+// A part that cannot complete throws SimulationError naming the part (without a partial run: the
+// parts' commands are not the phase's).
+struct PartRuns {
+  std::vector<profiler::Workload> workloads;
+  std::vector<profiler::Timeline> estimate, runtime;
+};
+PartRuns run_llm_parts(const LlmPhasePlan& plan, const HwConfig& config, bool simulate_too) {
+  PartRuns runs;
+  for (const LlmPhasePlan::Part& part : plan.parts) {
+    const std::string name = part.schedule.model.name;
+    runs.workloads.push_back(make_workload(part.schedule, config));
+    auto checked = [&](auto run, const char* which) {
+      profiler::Timeline t;
+      try {
+        t = run();
+      } catch (const SimulationError& e) {
+        throw SimulationError(name + ": " + e.what(), nullptr, e.stage());
+      }
+      const std::string over = lram_failure(runs.workloads.back(), t, which);
+      if (!over.empty()) throw SimulationError(name + ": " + over);
+      return t;
+    };
+    runs.estimate.push_back(checked([&] { return estimate(part.schedule, config); }, "estimate"));
+    if (simulate_too) {
+      runs.runtime.push_back(
+          checked([&] { return simulate_in_child(part.schedule, config); }, "simulation"));
+    }
+  }
+  return runs;
+}
+
+}  // namespace
+
 Measured Session::measure(bool simulate_too) const {
   const Iterations& iters = request_.iterations;
   check_iterations(iters, schedule_.commands.size());
@@ -233,6 +323,7 @@ Measured Session::measure(bool simulate_too) const {
   profiler::Timeline est = run_or_partial(
       [&] {
         PhaseTimer t("estimate");
+        if (prefill_plan_) return replay_llm_phase(*prefill_plan_, run_llm_parts(*prefill_plan_, config_, false).estimate);
         return estimate(schedule, config_);
       },
       failure, finished);
@@ -244,6 +335,7 @@ Measured Session::measure(bool simulate_too) const {
     sim = run_or_partial(
         [&] {
           PhaseTimer t("simulate");
+          if (prefill_plan_) return replay_llm_phase(*prefill_plan_, run_llm_parts(*prefill_plan_, config_, true).runtime);
           return request_.simulate_in_this_process ? simulate(schedule, config_)
                                                    : simulate_in_child(schedule, config_);
         },
@@ -255,13 +347,21 @@ Measured Session::measure(bool simulate_too) const {
     std::vector<const profiler::Timeline*> timelines = {&est};
     if (sim) timelines.push_back(&*sim);
     profiler::Selection part = profiler::select_commands(full, timelines, finished, 0);
-    Measured m{
-        std::move(part.workload), std::move(part.timelines[0]), std::nullopt, std::nullopt, failure,
-        failed_in_estimate};
+    Measured m{std::move(part.workload),
+               std::move(part.timelines[0]),
+               std::nullopt,
+               std::nullopt,
+               std::nullopt,
+               failure,
+               failed_in_estimate};
     if (sim) m.runtime = std::move(part.timelines[1]);
     return m;
   }
-  if (n == 1) return {full, std::move(est), std::move(sim), std::nullopt, "", false};
+  if (n == 1) {
+    Measured m{full, std::move(est), std::move(sim), std::nullopt, std::nullopt, "", false};
+    if (llm_) measure_decode(m, simulate_too);
+    return m;
+  }
 
   const std::size_t per = schedule_.commands.size();
   const std::uint32_t samples = iters.profiled == 0 ? n - start : iters.profiled;
@@ -279,12 +379,62 @@ Measured Session::measure(bool simulate_too) const {
     return start == 0 ? profiler::Cycles{0} : list[start - 1].end;
   };
   profiler::Selection e = profiler::select_commands(full, {&est}, keep, origin(it.estimate));
-  Measured m{std::move(e.workload), std::move(e.timelines[0]), std::nullopt, it, "", false};
+  Measured m{std::move(e.workload), std::move(e.timelines[0]), std::nullopt, it, std::nullopt, "",
+             false};
   if (sim) {
     m.runtime =
         std::move(profiler::select_commands(full, {&*sim}, keep, origin(it.runtime)).timelines[0]);
   }
   return m;
+}
+
+void Session::measure_decode(Measured& m, bool simulate_too) const {
+  const LlmSpec& spec = *llm_;
+  profiler::LlmRun run;
+  run.batch = spec.batch;
+  run.prefill_tokens = spec.prefill_tokens;
+  run.decode_tokens = spec.decode_tokens;
+  profiler::LlmStep prefill = phase_step(m.workload, m.estimate, m.runtime ? &*m.runtime : nullptr);
+  prefill.prefill = true;
+  prefill.tokens = spec.prefill_tokens;
+  prefill.context = spec.prefill_tokens;
+  run.steps.push_back(prefill);
+  PhaseTimer timer("decode steps");
+  // Where the decode steps' time goes, logged at info level like the phases.
+  double compile_ms = 0, run_ms = 0;
+  auto timed = [](double& total_ms, auto&& work) {
+    const auto start = std::chrono::steady_clock::now();
+    auto result = work();
+    total_ms +=
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    return result;
+  };
+  for (std::uint64_t i = 0; i < spec.decode_tokens; ++i) {
+    const LlmPhase phase = decode_phase(spec, i);
+    const LlmPhasePlan plan =
+        timed(compile_ms, [&] { return compile_llm_phase(spec, phase, config_); });
+    PartRuns runs;
+    try {
+      runs = timed(run_ms, [&] { return run_llm_parts(plan, config_, simulate_too); });
+    } catch (const SimulationError& e) {
+      m.failure = "decode step " + std::to_string(i) + ": " + e.what();
+      break;
+    }
+    profiler::LlmStep step;
+    for (std::size_t p = 0; p < plan.parts.size(); ++p) {
+      add_part(step,
+               phase_step(runs.workloads[p], runs.estimate[p],
+                          simulate_too ? &runs.runtime[p] : nullptr),
+               plan.parts[p].copies);
+    }
+    step.index = i;
+    step.tokens = phase.tokens;
+    step.context = phase.past + phase.tokens;
+    run.steps.push_back(step);
+  }
+  spdlog::info("decode steps: compile {:.1f} ms, estimate and simulate {:.1f} ms", compile_ms,
+               run_ms);
+  m.llm = std::move(run);
 }
 
 namespace {
@@ -293,6 +443,7 @@ profiler::ReportOptions report_options(const Measured& m, profiler::StatsLevel l
   report.level = level;
   report.iterations = m.iterations ? &*m.iterations : nullptr;
   report.incomplete = m.failure;
+  report.llm = m.llm ? &*m.llm : nullptr;
   return report;
 }
 }  // namespace
@@ -325,6 +476,11 @@ void Session::write(const Measured& m, const std::filesystem::path& out,
   dir.write("trace.pftrace", [&](std::ostream& s) { profiler::write_perfetto_trace(s, trace); });
   dir.write("summary.txt",
             [&](std::ostream& s) { profiler::write_summary(s, w, est, sim, report); });
+  if (m.llm) {
+    dir.write("llm.csv", [&](std::ostream& s) {
+      profiler::write_llm_csv(s, *m.llm, profiler::Clock{w.device.clock_khz});
+    });
+  }
   dir.write("stats.json",
             [&](std::ostream& s) { profiler::write_stats_json(s, w, est, sim, report); });
   dir.commit();

@@ -14,11 +14,14 @@
 #include <string>
 #include <vector>
 
+#include "profiler/llm_report.h"
 #include "profiler/report_writers.h"
 #include "profiler/stats.h"
 #include "profiler/timeline.h"
+#include "sim/api/llm_run.h"
 #include "sim/api/models.h"
 #include "sim/config/hw_config.h"
+#include "sim/frontend/llm.h"
 #include "sim/ir/schedule.h"
 
 namespace npusim::api {
@@ -52,6 +55,8 @@ struct Measured {
   profiler::Timeline estimate;
   std::optional<profiler::Timeline> runtime;
   std::optional<profiler::Iterations> iterations;
+  // A language model: the prefill (which the fields above profile) and every decode step.
+  std::optional<profiler::LlmRun> llm;
   std::string failure;  // why the run could not complete; the outputs then hold what finished
   bool failed_in_estimate = false;  // the estimate found the failure (the simulation never ran)
 };
@@ -85,11 +90,17 @@ class Session {
 
  private:
   Session(RunRequest request, HwConfig config, Schedule schedule);
+  // Compiles, estimates and (if `simulate`) simulates each decode step of the language model,
+  // appending them to `m.llm`; a step that cannot complete sets `m.failure` and ends the run.
+  void measure_decode(Measured& m, bool simulate) const;
 
   RunRequest request_;
   HwConfig config_;
   Schedule schedule_;
   profiler::Workload workload_;
+  std::optional<LlmSpec> llm_;  // set when the model is a language model
+  // How the language model's prefill runs (sim/api/llm_run.h); its schedule_ is the assembly.
+  std::optional<LlmPhasePlan> prefill_plan_;
 };
 
 // The summary that `run` prints, as written into summary.txt.
