@@ -13,17 +13,17 @@
 namespace npusim::profiler {
 
 struct OpGroup {
-  std::string name;           // "{iteration}_{layer}": the commands' trace names without `_k`
-  std::string_view layer;     // the commands' layer, or their op type when it is empty
-  std::string_view op;        // the commands' op type, or "mixed" when they differ
+  std::string name;        // "{iteration}_{layer}": the commands' trace names without `_k`
+  std::string_view layer;  // the commands' layer, or their op type when it is empty
+  std::string_view op;     // the commands' op type, or "mixed" when they differ
   std::uint32_t iteration = 0;
   std::uint32_t engine = 0;       // index into Workload::engines
   std::uint32_t program = 0;      // the program of its first command
   std::uint32_t first_index = 0;  // its first command, in schedule order
   std::uint32_t commands = 0;
-  Cycles cycles = 0;  // the sum of its commands' own cycles (end - start)
-  Cycles start = 0;   // first start of its commands
-  Cycles end = 0;     // last end of its commands
+  Cycles cycles = 0;        // the sum of its commands' own cycles (end - start)
+  Cycles start = 0;         // first start of its commands
+  Cycles end = 0;           // last end of its commands
   std::uint64_t bytes = 0;  // DMA bytes, both directions
   std::uint64_t macs = 0;   // array and vector MACs
   Cycles wait_deps = 0;     // sums of its commands' CommandStalls

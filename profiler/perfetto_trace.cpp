@@ -189,9 +189,8 @@ void write_perfetto_trace(std::ostream& out, const TraceModel& model) {
         ev.bytes_field(field::kEventName, model.slice_name(s));
         model.for_each_flow_out(e.index,
                                 [&](std::uint64_t id) { ev.fixed64_field(field::kFlowIds, id); });
-        model.for_each_flow_in(e.index, [&](std::uint64_t id) {
-          ev.fixed64_field(field::kTerminatingFlowIds, id);
-        });
+        model.for_each_flow_in(
+            e.index, [&](std::uint64_t id) { ev.fixed64_field(field::kTerminatingFlowIds, id); });
         break;
       }
       case TraceEvent::Kind::kEnd:

@@ -425,9 +425,9 @@ void TraceModel::slice_args(const TraceSlice& slice, std::vector<TraceArg>& args
   string_arg("layer", c.layer);
   string_arg("location", c.location);
   uint_arg("program", c.program);
-  string_arg("program_name",
-             c.program < w.programs.size() ? std::string_view(w.programs[c.program].name)
-                                           : std::string_view());
+  string_arg("program_name", c.program < w.programs.size()
+                                 ? std::string_view(w.programs[c.program].name)
+                                 : std::string_view());
   uint_arg("stall_deps_cycles", slice.stall_deps);
   uint_arg("stall_dram_cycles", slice.stall_dram);
 }

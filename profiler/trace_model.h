@@ -99,7 +99,7 @@ struct TraceTrack {
 struct TraceSlice {
   std::uint32_t process = 0;
   std::uint32_t command = 0;  // aggregated: the group, an index into TraceModel::groups
-  std::uint32_t track = 0;  // index into TraceModel::tracks
+  std::uint32_t track = 0;    // index into TraceModel::tracks
   std::uint64_t begin_ns = 0;
   std::uint64_t end_ns = 0;
   Cycles stall_deps = 0;  // CommandStalls

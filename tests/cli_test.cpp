@@ -209,8 +209,8 @@ TEST_F(Cli, TraceDetailAggregatesPastTheThresholdAndFullWritesEverything) {
   EXPECT_EQ(files_in(plain), files_in(full));
   // With the threshold lowered below 44, auto aggregates: the CSVs stay exact, the traces hold
   // one slice per layer per engine whose counts and cycles add up to the commands'.
-  const Result r = npusim(
-      {"run", "-m", model("convnet"), "-o", agg.string(), "--trace-detail-commands", "10"});
+  const Result r =
+      npusim({"run", "-m", model("convnet"), "-o", agg.string(), "--trace-detail-commands", "10"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("detail:  traces and stats.json aggregated per layer and engine (44 "
                                "commands > 10, --trace-detail auto)"));
@@ -228,7 +228,8 @@ TEST_F(Cli, TraceDetailAggregatesPastTheThresholdAndFullWritesEverything) {
       commands += g.at("commands").get<std::uint64_t>();
       cycles += g.at("cycles").get<std::uint64_t>();
     }
-    for (const Json& o : full_stats.at(run).at("ops")) full_cycles += o.at("cycles").get<std::uint64_t>();
+    for (const Json& o : full_stats.at(run).at("ops"))
+      full_cycles += o.at("cycles").get<std::uint64_t>();
     EXPECT_EQ(commands, 44u) << run;
     EXPECT_EQ(cycles, full_cycles) << run;
     EXPECT_EQ(stats.at(run).at("total_cycles"), full_stats.at(run).at("total_cycles"));
@@ -250,13 +251,13 @@ TEST_F(Cli, TraceDetailAggregatesPastTheThresholdAndFullWritesEverything) {
   EXPECT_EQ(cycles, full_cycles);
   // summary always aggregates; bad values are usage errors.
   const fs::path summary = dir_ / "summary";
-  ASSERT_EQ(npusim({"run", "-m", model("convnet"), "-o", summary.string(), "-q",
-                    "--trace-detail", "summary"})
+  ASSERT_EQ(npusim({"run", "-m", model("convnet"), "-o", summary.string(), "-q", "--trace-detail",
+                    "summary"})
                 .exit_code,
             0);
   EXPECT_EQ(Json::parse(read_file(summary / "stats.json")).at("aggregated"), true);
-  const Result bad = npusim({"run", "-m", model("fc"), "-o", (dir_ / "bad").string(),
-                             "--trace-detail", "some"});
+  const Result bad =
+      npusim({"run", "-m", model("fc"), "-o", (dir_ / "bad").string(), "--trace-detail", "some"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_THAT(bad.err, HasSubstr("--trace-detail: expected auto, full or summary, found some"));
 }

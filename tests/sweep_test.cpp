@@ -674,8 +674,7 @@ TEST_F(Check, StartsTheLargestRecordedRunFirstAndReportsInFileOrder) {
     return "{\"name\": \"" + name + "\", \"model\": \"" + model(m) + "\", \"max\": 1e12}";
   };
   const fs::path file = write("b.json", "{\"budgets\": [" + entry("a", "fc") + ", " +
-                                            entry("b", "convnet") + ", " + entry("c", "fc") +
-                                            "]}");
+                                            entry("b", "convnet") + ", " + entry("c", "fc") + "]}");
   // Recorded sizes: b is the largest; c has none (new), so it may be the longest: first.
   write("b.sizes.json", "{\"commands\": {\"a\": 4, \"b\": 44}}");
   const Result r = npusim({"check", file.string(), "-j", "1"});

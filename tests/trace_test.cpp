@@ -20,8 +20,8 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include "profiler/chrome_trace.h"
-#include "profiler/perfetto/perfetto_trace.pb.h"
 #include "profiler/op_groups.h"
+#include "profiler/perfetto/perfetto_trace.pb.h"
 #include "profiler/perfetto_trace.h"
 #include "profiler/report_writers.h"
 #include "profiler/stats.h"

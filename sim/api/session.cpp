@@ -316,8 +316,9 @@ std::string thousands(std::uint64_t n) {
 
 // timeline.csv, and for a run runtime_timeline.csv, runtime.csv and annotated.csv. The
 // per-command ones are complete or not written: past `budget` bytes together they are dropped.
-bool write_csvs(profiler::OutputDir& dir, const profiler::Workload& w, const profiler::Timeline& est,
-                const profiler::Timeline* sim, std::uint64_t budget) {
+bool write_csvs(profiler::OutputDir& dir, const profiler::Workload& w,
+                const profiler::Timeline& est, const profiler::Timeline* sim,
+                std::uint64_t budget) {
   bool fits = true;
   std::uint64_t used = 0;
   auto per_command = [&](const char* name, auto write) {
@@ -377,21 +378,20 @@ DetailNotes Session::write(const Measured& m, const std::filesystem::path& out,
   report.aggregated = aggregate;
   DetailNotes& notes = report.detail_notes;
   if (aggregate) {
-    notes.push_back(
-        "traces and stats.json aggregated per layer and engine (" + thousands(commands) +
-        " commands" +
-        (options.detail == profiler::TraceDetail::kAuto
-             ? " > " + thousands(options.auto_detail_commands) + ", --trace-detail auto"
-             : ", --trace-detail summary") +
-        "); --trace-detail full writes every command");
+    notes.push_back("traces and stats.json aggregated per layer and engine (" +
+                    thousands(commands) + " commands" +
+                    (options.detail == profiler::TraceDetail::kAuto
+                         ? " > " + thousands(options.auto_detail_commands) + ", --trace-detail auto"
+                         : ", --trace-detail summary") +
+                    "); --trace-detail full writes every command");
   }
   {
     PhaseTimer t("write CSVs");
     if (!write_csvs(dir, w, est, sim, full ? ~std::uint64_t{0} : kCsvBudgetBytes)) {
-      notes.push_back(std::string(sim ? "timeline.csv, runtime_timeline.csv, annotated.csv"
-                                      : "timeline.csv") +
-                      " not written: over " + thousands(kCsvBudgetBytes / 1000000) +
-                      " MB; --trace-detail full writes them");
+      notes.push_back(
+          std::string(sim ? "timeline.csv, runtime_timeline.csv, annotated.csv" : "timeline.csv") +
+          " not written: over " + thousands(kCsvBudgetBytes / 1000000) +
+          " MB; --trace-detail full writes them");
     }
   }
   std::vector<profiler::TraceRun> runs = {{"compile-time estimate", &est}};
@@ -410,8 +410,7 @@ DetailNotes Session::write(const Measured& m, const std::filesystem::path& out,
     });
     if (!fits) {
       dir.discard("trace.json");
-      notes.push_back("trace.json not written: over " +
-                      thousands(kChromeTraceMaxBytes / 1000000) +
+      notes.push_back("trace.json not written: over " + thousands(kChromeTraceMaxBytes / 1000000) +
                       " MB, more than DevTools loads; open trace.pftrace in ui.perfetto.dev");
     }
   }

@@ -451,8 +451,9 @@ void update_sizes(const Budgets& b, const std::vector<Result>& results) {
   OJson j;
   j["format"] = "npusim-budget-sizes";
   j["version"] = 1;
-  j["description"] = "Commands of each budget entry's run, recorded by npusim check --update; "
-                     "npusim check starts the largest first (docs/budgets.md#run-order).";
+  j["description"] =
+      "Commands of each budget entry's run, recorded by npusim check --update; "
+      "npusim check starts the largest first (docs/budgets.md#run-order).";
   OJson commands = OJson::object();
   bool changed = false;
   for (std::size_t i = 0; i < results.size(); ++i) {

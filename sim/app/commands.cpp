@@ -63,7 +63,8 @@ void add_profile_options(po::options_description& desc, RunOptions& o) {
       "stats-level", po::value(&o.stats_level)->value_name("40|50|70|100")->default_value(70),
       "how much the outputs hold: 40 totals; 50 + wait cycles; 70 + per-op figures; 100 + DRAM "
       "latency histogram, per-op MAC utilisation, per-program local-memory peak")(
-      "trace-detail", po::value(&o.trace_detail)->value_name("auto|full|summary")->default_value("auto"),
+      "trace-detail",
+      po::value(&o.trace_detail)->value_name("auto|full|summary")->default_value("auto"),
       "per-command detail of the traces and stats.json: auto aggregates them per layer and engine "
       "above --trace-detail-commands commands; full keeps every command (large: open "
       "trace.pftrace); summary always aggregates")(
@@ -146,13 +147,14 @@ api::WriteOptions write_options(const RunOptions& o, profiler::StatsLevel level)
   w.level = level;
   const auto detail = profiler::trace_detail_from(o.trace_detail);
   if (!detail) {
-    throw InputError("--trace-detail", "", "expected auto, full or summary, found " + o.trace_detail);
+    throw InputError("--trace-detail", "",
+                     "expected auto, full or summary, found " + o.trace_detail);
   }
   w.detail = *detail;
   if (o.trace_detail_commands < 0) {
-    throw InputError("--trace-detail-commands", "",
-                     "expected a non-negative number, found " +
-                         std::to_string(o.trace_detail_commands));
+    throw InputError(
+        "--trace-detail-commands", "",
+        "expected a non-negative number, found " + std::to_string(o.trace_detail_commands));
   }
   w.auto_detail_commands = static_cast<std::uint64_t>(o.trace_detail_commands);
   return w;

@@ -612,7 +612,7 @@ int sweep_command(const std::vector<std::string>& args) {
       "trace-detail", po::value(&o.trace_detail)->value_name("auto|full|summary"),
       "passed on to npusim run: per-command detail of each point's traces and stats.json "
       "(default: run's, auto)")("out,o", po::value(&o.out)->value_name("DIR"),
-                                                  "the sweep folder (required)")(
+                                "the sweep folder (required)")(
       "jobs,j", po::value(&o.jobs)->value_name("N"),
       "points run at a time (default: the number of cores)")(
       "emit-jobs", po::value(&o.emit_jobs)->value_name("FILE"),
@@ -695,7 +695,8 @@ int sweep_command(const std::vector<std::string>& args) {
                      "expected 40, 50, 70 or 100, found " + std::to_string(o.stats_level));
   }
   if (!o.trace_detail.empty() && !profiler::trace_detail_from(o.trace_detail)) {
-    throw InputError("", "--trace-detail", "expected auto, full or summary, found " + o.trace_detail);
+    throw InputError("", "--trace-detail",
+                     "expected auto, full or summary, found " + o.trace_detail);
   }
   const unsigned jobs = vm.count("jobs") ? static_cast<unsigned>(o.jobs) : default_jobs();
   for (std::size_t a = 0; a < keys.size(); ++a) {
