@@ -89,20 +89,9 @@ class JsonOut {
 // kTraceCategory.
 constexpr const char* kFlowName = "dependency";
 
-}  // namespace
-
-bool write_chrome_trace(std::ostream& out, const TraceModel& model, std::uint64_t limit_bytes) {
-  const Workload& w = *model.workload;
-  JsonOut j(out, limit_bytes);
-  std::vector<TraceArg> args;
-  bool first = true;
-  auto begin_event = [&]() -> JsonOut& {
-    j.raw(first ? "\n" : ",\n");
-    first = false;
-    return j;
-  };
-
-  j.raw("{\"traceEvents\":[");
+// The `M` events: process names and sort order, then thread names and sort order.
+template <typename BeginEvent>
+void write_metadata(const TraceModel& model, BeginEvent begin_event) {
   for (const TraceProcess& p : model.processes) {
     const auto pid = static_cast<std::int64_t>(p.pid);
     begin_event()
@@ -138,6 +127,23 @@ bool write_chrome_trace(std::ostream& out, const TraceModel& model, std::uint64_
         .num(static_cast<std::int64_t>(t.sort_index))
         .raw("}}");
   }
+}
+
+}  // namespace
+
+bool write_chrome_trace(std::ostream& out, const TraceModel& model, std::uint64_t limit_bytes) {
+  const Workload& w = *model.workload;
+  JsonOut j(out, limit_bytes);
+  std::vector<TraceArg> args;
+  bool first = true;
+  auto begin_event = [&]() -> JsonOut& {
+    j.raw(first ? "\n" : ",\n");
+    first = false;
+    return j;
+  };
+
+  j.raw("{\"traceEvents\":[");
+  write_metadata(model, begin_event);
 
   for (const TraceEvent& e : model.events) {
     if (e.kind == TraceEvent::Kind::kEnd) continue;  // X events carry their duration
