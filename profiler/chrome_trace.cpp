@@ -1,104 +1,86 @@
 #include "profiler/chrome_trace.h"
 
-#include <charconv>
 #include <string>
+#include <string_view>
+
+#include "profiler/text_out.h"
 
 namespace npusim::profiler {
 namespace {
 
-// Streams JSON text through a buffer, so that a trace of millions of events is never one object
-// in memory.
+// JSON text through a TextOut: no allocation per event, numbers by std::to_chars.
 class JsonOut {
  public:
-  explicit JsonOut(std::ostream& out) : out_(out) { buf_.reserve(kFlushAt + 4096); }
-  ~JsonOut() { flush(); }
-  JsonOut(const JsonOut&) = delete;
-  JsonOut& operator=(const JsonOut&) = delete;
+  JsonOut(std::ostream& out, std::uint64_t limit_bytes) : out_(out, limit_bytes) {}
 
-  JsonOut& raw(const char* s) {
-    buf_ += s;
-    return maybe_flush();
+  JsonOut& raw(std::string_view s) {
+    out_.put(s);
+    return *this;
   }
-  JsonOut& raw(const std::string& s) {
-    buf_ += s;
-    return maybe_flush();
-  }
-  JsonOut& str(const std::string& s) {
-    buf_ += '"';
-    for (char ch : s) {
+  JsonOut& str(std::string_view s) {
+    out_.put('"');
+    std::size_t plain_from = 0;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      const char ch = s[i];
       const auto u = static_cast<unsigned char>(ch);
+      if (u >= 0x20 && ch != '"' && ch != '\\') continue;
+      out_.put(s.substr(plain_from, i - plain_from));
+      plain_from = i + 1;
       switch (ch) {
         case '"':
-          buf_ += "\\\"";
+          out_.put("\\\"");
           break;
         case '\\':
-          buf_ += "\\\\";
+          out_.put("\\\\");
           break;
         case '\n':
-          buf_ += "\\n";
+          out_.put("\\n");
           break;
         case '\r':
-          buf_ += "\\r";
+          out_.put("\\r");
           break;
         case '\t':
-          buf_ += "\\t";
+          out_.put("\\t");
           break;
         case '\b':
-          buf_ += "\\b";
+          out_.put("\\b");
           break;
         case '\f':
-          buf_ += "\\f";
+          out_.put("\\f");
           break;
-        default:
-          if (u < 0x20) {
-            static const char* const kHex = "0123456789abcdef";
-            buf_ += "\\u00";
-            buf_ += kHex[u >> 4];
-            buf_ += kHex[u & 0xf];
-          } else {
-            buf_ += ch;
-          }
+        default: {
+          static const char* const kHex = "0123456789abcdef";
+          const char escaped[6] = {'\\', 'u', '0', '0', kHex[u >> 4], kHex[u & 0xf]};
+          out_.put(std::string_view(escaped, 6));
+        }
       }
     }
-    buf_ += '"';
-    return maybe_flush();
+    out_.put(s.substr(plain_from));
+    out_.put('"');
+    return *this;
   }
   JsonOut& num(std::uint64_t v) {
-    char tmp[24];
-    const auto r = std::to_chars(tmp, tmp + sizeof tmp, v);
-    buf_.append(tmp, r.ptr);
+    out_.num(v);
     return *this;
   }
   JsonOut& num(std::int64_t v) {
-    char tmp[24];
-    const auto r = std::to_chars(tmp, tmp + sizeof tmp, v);
-    buf_.append(tmp, r.ptr);
+    out_.num(v);
     return *this;
   }
   // Shortest text that reads back as the same double: deterministic, exact.
   JsonOut& num(double v) {
-    char tmp[64];
-    const auto r = std::to_chars(tmp, tmp + sizeof tmp, v);
-    buf_.append(tmp, r.ptr);
+    out_.shortest(v);
     return *this;
   }
   JsonOut& us(std::uint64_t ns) {
-    buf_ += trace_us_text(ns);
+    out_.us(ns);
     return *this;
   }
-  void flush() {
-    out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
-    buf_.clear();
-  }
+  void flush() { out_.flush(); }
+  bool over_limit() const { return out_.over_limit(); }
 
  private:
-  static constexpr std::size_t kFlushAt = 1 << 20;
-  JsonOut& maybe_flush() {
-    if (buf_.size() >= kFlushAt) flush();
-    return *this;
-  }
-  std::ostream& out_;
-  std::string buf_;
+  TextOut out_;
 };
 
 // The name of a flow's `s` and `f` events. Viewers match the two by id, category and name
@@ -107,19 +89,9 @@ class JsonOut {
 // kTraceCategory.
 constexpr const char* kFlowName = "dependency";
 
-}  // namespace
-
-void write_chrome_trace(std::ostream& out, const TraceModel& model) {
-  const Workload& w = *model.workload;
-  JsonOut j(out);
-  bool first = true;
-  auto begin_event = [&]() -> JsonOut& {
-    j.raw(first ? "\n" : ",\n");
-    first = false;
-    return j;
-  };
-
-  j.raw("{\"traceEvents\":[");
+// The `M` events: process names and sort order, then thread names and sort order.
+template <typename BeginEvent>
+void write_metadata(const TraceModel& model, BeginEvent begin_event) {
   for (const TraceProcess& p : model.processes) {
     const auto pid = static_cast<std::int64_t>(p.pid);
     begin_event()
@@ -155,9 +127,27 @@ void write_chrome_trace(std::ostream& out, const TraceModel& model) {
         .num(static_cast<std::int64_t>(t.sort_index))
         .raw("}}");
   }
+}
+
+}  // namespace
+
+bool write_chrome_trace(std::ostream& out, const TraceModel& model, std::uint64_t limit_bytes) {
+  const Workload& w = *model.workload;
+  JsonOut j(out, limit_bytes);
+  std::vector<TraceArg> args;
+  bool first = true;
+  auto begin_event = [&]() -> JsonOut& {
+    j.raw(first ? "\n" : ",\n");
+    first = false;
+    return j;
+  };
+
+  j.raw("{\"traceEvents\":[");
+  write_metadata(model, begin_event);
 
   for (const TraceEvent& e : model.events) {
     if (e.kind == TraceEvent::Kind::kEnd) continue;  // X events carry their duration
+    if (j.over_limit()) return false;
     if (e.kind == TraceEvent::Kind::kCounter) {
       const TraceCounter& c = model.counters[e.index];
       const TraceCounterSample& s = c.samples[e.sample];
@@ -199,7 +189,8 @@ void write_chrome_trace(std::ostream& out, const TraceModel& model) {
         .str(cat)
         .raw(",\"args\":{");
     bool first_arg = true;
-    for (const TraceArg& a : model.slice_args(s)) {
+    model.slice_args(s, args);
+    for (const TraceArg& a : args) {
       j.raw(first_arg ? "\"" : ",\"").raw(a.name).raw("\":");
       first_arg = false;
       switch (a.kind) {
@@ -215,7 +206,7 @@ void write_chrome_trace(std::ostream& out, const TraceModel& model) {
       }
     }
     j.raw("}}");
-    for (std::uint64_t id : model.flows_out(e.index)) {
+    model.for_each_flow_out(e.index, [&](std::uint64_t id) {
       begin_event()
           .raw("{\"ph\":\"s\",\"pid\":")
           .num(pid)
@@ -230,8 +221,8 @@ void write_chrome_trace(std::ostream& out, const TraceModel& model) {
           .raw("\",\"cat\":")
           .str(cat)
           .raw("}");
-    }
-    for (std::uint64_t id : model.flows_in(e.index)) {
+    });
+    model.for_each_flow_in(e.index, [&](std::uint64_t id) {
       begin_event()
           .raw("{\"ph\":\"f\",\"bp\":\"e\",\"pid\":")
           .num(pid)
@@ -246,7 +237,7 @@ void write_chrome_trace(std::ostream& out, const TraceModel& model) {
           .raw("\",\"cat\":")
           .str(cat)
           .raw("}");
-    }
+    });
   }
   j.raw("\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"generator\":\"npusim\",\"model\":")
       .str(w.model_name)
@@ -256,6 +247,7 @@ void write_chrome_trace(std::ostream& out, const TraceModel& model) {
       .num(w.device.clock_khz)
       .raw("}}\n");
   j.flush();
+  return !j.over_limit();
 }
 
 }  // namespace npusim::profiler

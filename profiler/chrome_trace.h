@@ -1,6 +1,7 @@
 // trace.json: the Chrome Trace Event Format, for chrome://tracing and the Perfetto UI.
 #pragma once
 
+#include <cstdint>
 #include <ostream>
 
 #include "profiler/trace_model.h"
@@ -20,6 +21,9 @@ namespace npusim::profiler {
 // ns. A counter's `C` events are named by its group with its unit as the series
 // (`"name":"DRAM","args":{"GB/s":12.8}`), which viewers show as "DRAM GB/s", the name the Perfetto
 // trace gives the same counter. The same model gives the same bytes.
-void write_chrome_trace(std::ostream& out, const TraceModel& model);
+// Returns false, having stopped, when the file would grow past `limit_bytes` (the caller discards
+// it: DevTools cannot load a trace.json of more than about 500 MB; docs/outputs.md#detail).
+bool write_chrome_trace(std::ostream& out, const TraceModel& model,
+                        std::uint64_t limit_bytes = ~std::uint64_t{0});
 
 }  // namespace npusim::profiler

@@ -4,9 +4,34 @@
 #include <numeric>
 
 #include "profiler/stats.h"
+#include "profiler/text_out.h"
 #include "profiler/trace_model.h"
 
 namespace npusim::profiler {
+namespace {
+
+// csv_field's text, appended without building a string.
+void put_field(TextOut& out, std::string_view value, char separator) {
+  bool plain = true;
+  for (char ch : value) {
+    if (ch == separator || ch == '"' || ch == '\n' || ch == '\r') {
+      plain = false;
+      break;
+    }
+  }
+  if (plain) {
+    out.put(value);
+    return;
+  }
+  out.put('"');
+  for (char ch : value) {
+    if (ch == '"') out.put('"');
+    out.put(ch);
+  }
+  out.put('"');
+}
+
+}  // namespace
 
 std::string csv_field(const std::string& value, char separator) {
   if (value.find_first_of(std::string{separator, '"', '\n', '\r'}) == std::string::npos) {
@@ -21,19 +46,27 @@ std::string csv_field(const std::string& value, char separator) {
   return quoted;
 }
 
-void write_timeline_csv(std::ostream& out, const Workload& workload, const Timeline& timeline) {
+bool write_timeline_csv(std::ostream& out, const Workload& workload, const Timeline& timeline,
+                        std::uint64_t limit_bytes) {
   std::vector<std::uint32_t> order(workload.commands.size());
   std::iota(order.begin(), order.end(), 0u);
   std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
     return timeline.commands[a].start < timeline.commands[b].start;
   });
-  out << "ID,Start,End,Location,Op Type\n";
+  TextOut text(out, limit_bytes);
+  text.put("ID,Start,End,Location,Op Type\n");
   for (std::uint32_t i : order) {
     const CommandInfo& c = workload.commands[i];
     const CommandTiming& t = timeline.commands[i];
-    out << csv_field(c.id) << ',' << t.start << ',' << t.end << ',' << csv_field(c.location) << ','
-        << csv_field(c.op_type) << '\n';
+    put_field(text, c.id, ',');
+    text.put(',').num(t.start).put(',').num(t.end).put(',');
+    put_field(text, c.location, ',');
+    text.put(',');
+    put_field(text, c.op_type, ',');
+    text.put('\n');
+    if (text.over_limit()) return false;
   }
+  return !text.over_limit();
 }
 
 void write_runtime_csv(std::ostream& out, const Workload& workload, const Timeline& timeline) {
@@ -48,7 +81,8 @@ void write_runtime_csv(std::ostream& out, const Workload& workload, const Timeli
   }
 }
 
-void write_annotated_csv(std::ostream& out, const Workload& workload, const Timeline& timeline) {
+bool write_annotated_csv(std::ostream& out, const Workload& workload, const Timeline& timeline,
+                         std::uint64_t limit_bytes) {
   const std::size_t slices = workload.device.slices;
   // Which slices and DMA engines each program uses.
   std::vector<std::vector<bool>> uses(workload.programs.size(),
@@ -62,9 +96,10 @@ void write_annotated_csv(std::ostream& out, const Workload& workload, const Time
                                  : std::size_t{workload.engines[c.engine].slice};
     uses[c.program][flag] = true;
   }
-  out << "program;operation;slice;invocation;start_us;end_us;total_us";
-  for (std::size_t s = 0; s < slices; ++s) out << ";slice" << s << "_used";
-  out << ";dma_in_used;dma_out_used;host_used\n";
+  TextOut text(out, limit_bytes);
+  text.put("program;operation;slice;invocation;start_us;end_us;total_us");
+  for (std::size_t s = 0; s < slices; ++s) text.put(";slice").num(s).put("_used");
+  text.put(";dma_in_used;dma_out_used;host_used\n");
   std::vector<std::uint32_t> order(workload.commands.size());
   std::iota(order.begin(), order.end(), 0u);
   std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
@@ -80,13 +115,22 @@ void write_annotated_csv(std::ostream& out, const Workload& workload, const Time
     const CommandTiming& t = timeline.commands[i];
     const std::uint64_t start_ns = trace_ns(t.start, khz), end_ns = trace_ns(t.end, khz);
     const EngineInfo& engine = workload.engines[c.engine];
-    out << c.program << ';' << csv_field(c.op_type, ';') << ';'
-        << (on_slice(engine.kind) ? std::to_string(engine.slice) : std::string("-")) << ';'
-        << csv_field(names[i], ';') << ';' << trace_us_text(start_ns) << ';'
-        << trace_us_text(end_ns) << ';' << trace_us_text(end_ns - start_ns);
-    for (bool used : uses[c.program]) out << ';' << (used ? 1 : 0);
-    out << '\n';
+    text.num(c.program).put(';');
+    put_field(text, c.op_type, ';');
+    text.put(';');
+    if (on_slice(engine.kind)) {
+      text.num(engine.slice);
+    } else {
+      text.put('-');
+    }
+    text.put(';');
+    put_field(text, names[i], ';');
+    text.put(';').us(start_ns).put(';').us(end_ns).put(';').us(end_ns - start_ns);
+    for (bool used : uses[c.program]) text.put(used ? ";1" : ";0");
+    text.put('\n');
+    if (text.over_limit()) return false;
   }
+  return !text.over_limit();
 }
 
 }  // namespace npusim::profiler

@@ -9,12 +9,14 @@
 #include <string_view>
 #include <vector>
 
+#include "profiler/text_out.h"
+
 namespace npusim::profiler {
 
 class JsonWriter {
  public:
   explicit JsonWriter(std::ostream& out) : out_(out) {}
-  ~JsonWriter() = default;
+  ~JsonWriter() = default;  // out_ hands what is buffered to the stream
   JsonWriter(const JsonWriter&) = delete;
   JsonWriter& operator=(const JsonWriter&) = delete;
 
@@ -46,7 +48,8 @@ class JsonWriter {
   void before_value();
   void close(char bracket);
   void newline();
-  std::ostream& out_;
+  void quoted(std::string_view text);
+  TextOut out_;
   std::vector<Level> levels_;
   bool after_key_ = false;
 };

@@ -96,7 +96,8 @@ OutputDir::~OutputDir() {
 
 void OutputDir::write(const std::string& name, const std::function<void(std::ostream&)>& write) {
   std::error_code ec;
-  if (staged_.empty()) {
+  if (!started_) {
+    started_ = true;
     created_ = !fs::exists(dir_, ec);
     if (!created_) remove_stale_staging(dir_);  // what runs killed before their end left behind
     fs::create_directories(staging_, ec);
@@ -109,6 +110,21 @@ void OutputDir::write(const std::string& name, const std::function<void(std::ost
   out.flush();
   if (!out) throw OutputError("error while writing " + (dir_ / name).string());
   staged_.push_back(name);
+}
+
+void OutputDir::discard(const std::string& name) {
+  const auto it = std::find(staged_.begin(), staged_.end(), name);
+  if (it == staged_.end()) return;
+  staged_.erase(it);
+  std::error_code ignored;
+  fs::remove(staging_ / name, ignored);
+}
+
+std::uint64_t OutputDir::staged_bytes(const std::string& name) const {
+  if (std::find(staged_.begin(), staged_.end(), name) == staged_.end()) return 0;
+  std::error_code ec;
+  const std::uintmax_t size = fs::file_size(staging_ / name, ec);
+  return ec ? 0 : size;
 }
 
 void OutputDir::commit() {

@@ -2,6 +2,7 @@
 // staged in a hidden folder inside the output folder and renamed into place on commit().
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <ostream>
@@ -42,6 +43,11 @@ class OutputDir {
   // Stages `name` (one of output_file_names()) by calling `write` on a stream into it. Throws
   // OutputError naming the file on any I/O failure.
   void write(const std::string& name, const std::function<void(std::ostream&)>& write);
+  // Drops a staged file: it is not moved into place, and commit() removes an older one of that
+  // name (a file given up on for its size; docs/outputs.md#detail).
+  void discard(const std::string& name);
+  // The size of a staged file, in bytes (0 if it is not staged).
+  std::uint64_t staged_bytes(const std::string& name) const;
   // Moves every staged file into place, replacing older ones of the same name, and removes
   // outputs of earlier runs that this one did not write. Each rename is atomic; if one fails,
   // the files moved before it stay.
@@ -53,6 +59,7 @@ class OutputDir {
   std::filesystem::path staging_;
   std::vector<std::string> staged_;
   bool committed_ = false;
+  bool started_ = false;  // the staging folder exists
   bool created_ = false;  // the folder did not exist before this run
 };
 

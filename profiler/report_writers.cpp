@@ -6,6 +6,7 @@
 
 #include "profiler/json_writer.h"
 #include "profiler/layer_stats.h"
+#include "profiler/op_groups.h"
 #include "profiler/report.h"
 #include "profiler/stats.h"
 
@@ -112,8 +113,37 @@ void write_layers(JsonWriter& j, const Workload& w, const Timeline& t) {
   j.end_array();
 }
 
+// op_groups[]: ops[] summed per layer per engine, for aggregated outputs.
+void write_op_groups(JsonWriter& j, const Workload& w, const Timeline& t,
+                     const std::vector<CommandStalls>& stalls) {
+  j.key("op_groups");
+  j.begin_array();
+  const std::vector<OpGroup> groups = group_ops(w, t, stalls);
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    const OpGroup& o = groups[g];
+    j.begin_object(true);
+    j.field("index", static_cast<std::uint64_t>(g));
+    j.field("name", o.name);
+    j.field("op", o.op);
+    j.field("layer", o.layer);
+    j.field("engine", w.engines[o.engine].name);
+    j.field("program", o.program);
+    j.field("first_index", o.first_index);
+    j.field("commands", o.commands);
+    j.field("start_cycle", o.start);
+    j.field("end_cycle", o.end);
+    j.field("cycles", o.cycles);
+    j.field("bytes", o.bytes);
+    j.field("macs", o.macs);
+    j.field("wait_deps_cycles", o.wait_deps);
+    j.field("wait_dram_cycles", o.wait_dram);
+    j.end_object();
+  }
+  j.end_array();
+}
+
 void write_run(JsonWriter& j, const Workload& w, const Timeline& t, const RunStats& s,
-               StatsLevel level) {
+               StatsLevel level, bool aggregated) {
   const Clock clock{w.device.clock_khz};
   const bool waits = level >= StatsLevel::kWaits;
   const bool extended = level >= StatsLevel::kExtended;
@@ -192,7 +222,10 @@ void write_run(JsonWriter& j, const Workload& w, const Timeline& t, const RunSta
     j.end_array();
     j.end_object();
   }
-  if (level >= StatsLevel::kOps) {
+  if (level >= StatsLevel::kOps && aggregated) {
+    write_op_groups(j, w, t, stalls);
+    write_layers(j, w, t);
+  } else if (level >= StatsLevel::kOps) {
     const double peak_macs_per_cycle =
         static_cast<double>(w.device.array_rows) * w.device.array_cols;
     const std::vector<std::string> names = command_names(w);
@@ -248,6 +281,18 @@ std::optional<StatsLevel> stats_level_from(int level) {
     if (static_cast<int>(l) == level) return l;
   }
   return std::nullopt;
+}
+
+std::optional<TraceDetail> trace_detail_from(std::string_view name) {
+  if (name == "auto") return TraceDetail::kAuto;
+  if (name == "full") return TraceDetail::kFull;
+  if (name == "summary") return TraceDetail::kSummary;
+  return std::nullopt;
+}
+
+bool aggregated(TraceDetail detail, std::uint64_t commands, std::uint64_t auto_threshold) {
+  return detail == TraceDetail::kSummary ||
+         (detail == TraceDetail::kAuto && commands > auto_threshold);
 }
 
 TraceOptions trace_options_for(StatsLevel level) {
@@ -316,7 +361,9 @@ void write_summary(std::ostream& out, const Workload& w, const Timeline& estimat
       << fixed(dma_port_gbps(d, d.dma_in_channels), 3) << " GB/s (" << d.dma_in_channels << " x "
       << d.dma_bytes_per_cycle << " B/cycle), DMA_OUT port "
       << fixed(dma_port_gbps(d, d.dma_out_channels), 3) << " GB/s (" << d.dma_out_channels << " x "
-      << d.dma_bytes_per_cycle << " B/cycle)\n\n";
+      << d.dma_bytes_per_cycle << " B/cycle)\n";
+  for (const std::string& note : options.detail_notes) out << "detail:  " << note << '\n';
+  out << '\n';
 
   out << "  " << pad_right("", 22) << pad_left("estimate", 14)
       << (runtime ? pad_left("simulation", 14) + pad_left("delta %", 10) : "") << '\n';
@@ -479,11 +526,12 @@ void write_stats_json(std::ostream& out, const Workload& w, const Timeline& esti
   j.field("binding", binding_name(bounds));
   j.end_object();
   j.field("stats_level", static_cast<int>(level));
+  if (options.aggregated) j.field("aggregated", true);
   j.key("estimate");
-  write_run(j, w, estimate, est, level);
+  write_run(j, w, estimate, est, level, options.aggregated);
   if (runtime) {
     j.key("runtime");
-    write_run(j, w, *runtime, compute_stats(w, *runtime), level);
+    write_run(j, w, *runtime, compute_stats(w, *runtime), level, options.aggregated);
   }
   if (iterations != nullptr) {
     j.key("iterations");

@@ -1,8 +1,11 @@
 // summary.txt (for people) and stats.json (for scripts, sweeps and budgets).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <ostream>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "profiler/llm_report.h"
@@ -27,6 +30,21 @@ std::optional<StatsLevel> stats_level_from(int level);
 // every slice argument and dependency flows.
 TraceOptions trace_options_for(StatsLevel level);
 
+// How much of each command the traces and stats.json keep (--trace-detail, docs/outputs.md#detail).
+enum class TraceDetail : std::uint8_t {
+  kAuto,     // every command up to kAutoDetailCommands commands, aggregated above
+  kFull,     // every command, whatever the size
+  kSummary,  // aggregated, whatever the size
+};
+// Nullopt unless `name` is "auto", "full" or "summary".
+std::optional<TraceDetail> trace_detail_from(std::string_view name);
+// auto: outputs of more commands than this are aggregated (docs/outputs.md#detail). At about 3 KB
+// of outputs a command at the default stats level, this keeps a full-detail run under 100 MB.
+inline constexpr std::uint64_t kAutoDetailCommands = 20000;
+// Whether outputs of `commands` commands are aggregated.
+bool aggregated(TraceDetail detail, std::uint64_t commands,
+                std::uint64_t auto_threshold = kAutoDetailCommands);
+
 // Back-to-back inferences (--iterations): when each ran, for per-inference figures.
 struct Iterations {
   std::uint32_t count = 1;
@@ -47,6 +65,11 @@ struct ReportOptions {
   // Why the run could not complete, if it could not; the outputs then hold the commands that
   // finished and say so.
   std::string incomplete;
+  // stats.json holds op_groups[] (one entry per layer per engine) instead of ops[] and says
+  // "aggregated": true (docs/outputs.md#detail).
+  bool aggregated = false;
+  // Lines for summary.txt on what the outputs aggregate or leave out, after the config line.
+  std::vector<std::string> detail_notes;
 };
 
 // `runtime` is null when only the compile-time estimate was made (`npusim estimate`).

@@ -1,19 +1,45 @@
 #include "profiler/timeline.h"
 
 #include <algorithm>
-#include <map>
+#include <charconv>
+#include <functional>
+#include <string_view>
+#include <unordered_map>
 #include <utility>
 
 namespace npusim::profiler {
 
+namespace {
+
+struct LayerKey {
+  std::uint32_t iteration;
+  std::string_view layer;  // into the workload
+  bool operator==(const LayerKey& o) const { return iteration == o.iteration && layer == o.layer; }
+};
+struct LayerKeyHash {
+  std::size_t operator()(const LayerKey& k) const {
+    return std::hash<std::string_view>{}(k.layer) * 31 + k.iteration;
+  }
+};
+
+}  // namespace
+
 std::vector<std::string> command_names(const Workload& workload) {
-  std::map<std::pair<std::uint32_t, std::string>, std::uint32_t> next;  // (iteration, layer) -> k
+  std::unordered_map<LayerKey, std::uint32_t, LayerKeyHash> next;  // (iteration, layer) -> k
   std::vector<std::string> names;
   names.reserve(workload.commands.size());
+  char digits[24];
   for (const CommandInfo& c : workload.commands) {
-    const std::string& layer = c.layer.empty() ? c.op_type : c.layer;
-    const std::uint32_t k = next[{c.iteration, layer}]++;
-    names.push_back(std::to_string(c.iteration) + "_" + layer + "_" + std::to_string(k));
+    const std::string_view layer = c.layer.empty() ? c.op_type : c.layer;
+    const std::uint32_t k = next[LayerKey{c.iteration, layer}]++;
+    std::string name;
+    name.reserve(layer.size() + 16);
+    name.append(digits, std::to_chars(digits, digits + sizeof digits, c.iteration).ptr);
+    name += '_';
+    name += layer;
+    name += '_';
+    name.append(digits, std::to_chars(digits, digits + sizeof digits, k).ptr);
+    names.push_back(std::move(name));
   }
   return names;
 }

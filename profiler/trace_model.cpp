@@ -170,6 +170,177 @@ std::vector<TraceCounterSample> lram_samples(const Workload& w, const Timeline& 
   return samples;
 }
 
+// Aggregated traces: local memory as its peak in each counter window (the exact step function has
+// a sample per allocation and free, as many as the commands).
+std::vector<double> lram_window_peaks(const Workload& w, const Timeline& t, Cycles window,
+                                      Cycles total) {
+  const std::size_t windows = static_cast<std::size_t>((total + window - 1) / window);
+  std::vector<double> peaks(windows, 0.0);
+  if (windows == 0) return peaks;
+  const std::vector<LramChange> changes = lram_changes(w, t);
+  std::uint64_t in_use = 0;
+  std::size_t k = 0;  // the window of the last change; later ones start at its occupancy
+  auto hold_until = [&](std::size_t last) {  // windows k+1 .. last-1 are at `in_use` throughout
+    for (; k + 1 < last; ++k) peaks[k + 1] = std::max(peaks[k + 1], static_cast<double>(in_use));
+  };
+  for (std::size_t i = 0; i < changes.size(); ++i) {
+    const LramChange& ch = changes[i];
+    if (i == 0 || changes[i - 1].at != ch.at) {
+      const auto at = std::min<std::size_t>(static_cast<std::size_t>(ch.at / window), windows - 1);
+      if (at > k) {
+        hold_until(at);
+        k = at;
+        // The occupancy before the change holds from the window's start up to it.
+        if (ch.at > window * at) peaks[k] = std::max(peaks[k], static_cast<double>(in_use));
+      }
+    }
+    const CommandInfo& c = w.commands[ch.command];
+    if (ch.is_alloc) {
+      in_use += c.lram_alloc_bytes;
+    } else {
+      in_use -= std::min(in_use, c.lram_free_bytes);
+    }
+    if (i + 1 < changes.size() && changes[i + 1].at == ch.at) continue;  // same cycle
+    peaks[k] = std::max(peaks[k], static_cast<double>(in_use));
+  }
+  hold_until(windows);
+  return peaks;
+}
+
+// Where the next track's tid, uuid and sort index come from.
+struct TrackIds {
+  std::int32_t& next_tid;
+  std::uint64_t& next_uuid;
+  std::int32_t& sort_index;
+};
+
+// Slices of one (engine, unit) that would overlap go to extra lanes, so that slices on a track
+// never overlap: each item goes to the first lane whose last item has ended by its start.
+struct Lane {
+  std::uint32_t engine, unit, lane;
+  Cycles last_end;
+  std::vector<std::uint32_t> items;
+};
+struct LaneItem {
+  std::uint32_t engine, unit;
+  Cycles start, end;
+};
+// `order` lists the items by (engine, unit, start, ...); `item(i)` describes item i.
+template <typename Item>
+std::vector<Lane> assign_lanes(const std::vector<std::uint32_t>& order, Item item) {
+  std::vector<Lane> lanes;  // in (engine, unit, lane) order
+  std::size_t group_begin = 0;
+  for (std::uint32_t i : order) {
+    const LaneItem it = item(i);
+    if (lanes.empty() || lanes[group_begin].engine != it.engine ||
+        lanes[group_begin].unit != it.unit) {
+      group_begin = lanes.size();
+      lanes.push_back({it.engine, it.unit, 0, 0, {}});
+    }
+    std::size_t l = group_begin;
+    while (l < lanes.size() && lanes[l].last_end > it.start) ++l;
+    if (l == lanes.size()) {
+      lanes.push_back({it.engine, it.unit, static_cast<std::uint32_t>(l - group_begin), 0, {}});
+    }
+    lanes[l].last_end = it.end;
+    lanes[l].items.push_back(i);
+  }
+  return lanes;
+}
+
+// A track for a lane of process p: `{group}: {engine}`, ` ch<unit>` when `per_unit` and the
+// engine has channels, ` lane <k>` for an extra lane. Returns its index.
+std::uint32_t add_track(TraceModel& m, std::uint32_t p, const Lane& lane, bool per_unit,
+                        TrackIds& ids) {
+  TraceTrack track;
+  track.process = p;
+  track.engine = lane.engine;
+  track.unit = lane.unit;
+  track.lane = lane.lane;
+  const EngineInfo& e = m.workload->engines[lane.engine];
+  track.name = e.trace_category.empty() ? e.name : e.trace_category + ": " + e.name;
+  if (per_unit && e.channels > 1) track.name += " ch" + std::to_string(lane.unit);
+  if (lane.lane > 0) track.name += " lane " + std::to_string(lane.lane);
+  track.tid = ids.next_tid++;
+  track.sort_index = ids.sort_index++;
+  track.uuid = ids.next_uuid++;
+  m.tracks.push_back(std::move(track));
+  return static_cast<std::uint32_t>(m.tracks.size() - 1);
+}
+
+// One track per (engine, unit, lane) of process p and one slice per command.
+void add_command_tracks(TraceModel& m, std::uint32_t p, const Timeline& t,
+                        const std::vector<std::uint32_t>& rank, TrackIds& ids) {
+  const Workload& w = *m.workload;
+  const auto n = static_cast<std::uint32_t>(w.commands.size());
+  const std::uint64_t khz = w.device.clock_khz;
+  // Commands of each (engine, unit) in track order: start, end, dependency rank.
+  std::vector<std::uint32_t> order(n);
+  for (std::uint32_t i = 0; i < n; ++i) order[i] = i;
+  auto key = [&](std::uint32_t i) {
+    const CommandTiming& ct = t.commands[i];
+    return std::make_tuple(w.commands[i].engine, ct.unit, ct.start, ct.end, rank[i]);
+  };
+  std::sort(order.begin(), order.end(),
+            [&](std::uint32_t a, std::uint32_t b) { return key(a) < key(b); });
+  const std::vector<Lane> lanes = assign_lanes(order, [&](std::uint32_t i) {
+    return LaneItem{w.commands[i].engine, t.commands[i].unit, t.commands[i].start,
+                    t.commands[i].end};
+  });
+  for (const Lane& lane : lanes) {
+    const std::uint32_t track = add_track(m, p, lane, true, ids);
+    for (std::uint32_t i : lane.items) {
+      TraceSlice& s = m.slices[std::size_t{p} * n + i];
+      s.process = p;
+      s.command = i;
+      s.track = track;
+      s.begin_ns = trace_ns(t.commands[i].start, khz);
+      s.end_ns = trace_ns(t.commands[i].end, khz);
+    }
+  }
+  const std::vector<CommandStalls> stalls = command_stalls(w, t);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    m.slices[std::size_t{p} * n + i].stall_deps = stalls[i].deps;
+    m.slices[std::size_t{p} * n + i].stall_dram = stalls[i].dram;
+  }
+}
+
+// Aggregated: one track per (engine, lane) of process p and one slice per OpGroup, appended to
+// m.groups and m.slices in group order.
+void add_group_tracks(TraceModel& m, std::uint32_t p, const Timeline& t, TrackIds& ids) {
+  const Workload& w = *m.workload;
+  const std::uint64_t khz = w.device.clock_khz;
+  const auto first = static_cast<std::uint32_t>(m.groups.size());
+  std::vector<OpGroup> groups = group_ops(w, t, command_stalls(w, t));
+  for (OpGroup& g : groups) m.groups.push_back(std::move(g));
+  const auto count = static_cast<std::uint32_t>(m.groups.size()) - first;
+  std::vector<std::uint32_t> order(count);
+  for (std::uint32_t i = 0; i < count; ++i) order[i] = first + i;
+  auto key = [&](std::uint32_t i) {
+    const OpGroup& g = m.groups[i];
+    return std::make_tuple(g.engine, g.start, g.end, g.first_index);
+  };
+  std::sort(order.begin(), order.end(),
+            [&](std::uint32_t a, std::uint32_t b) { return key(a) < key(b); });
+  const std::vector<Lane> lanes = assign_lanes(order, [&](std::uint32_t i) {
+    return LaneItem{m.groups[i].engine, 0, m.groups[i].start, m.groups[i].end};
+  });
+  m.slices.resize(m.groups.size());
+  for (const Lane& lane : lanes) {
+    const std::uint32_t track = add_track(m, p, lane, false, ids);
+    for (std::uint32_t i : lane.items) {
+      TraceSlice& s = m.slices[i];
+      s.process = p;
+      s.command = i;
+      s.track = track;
+      s.begin_ns = trace_ns(m.groups[i].start, khz);
+      s.end_ns = trace_ns(m.groups[i].end, khz);
+      s.stall_deps = m.groups[i].wait_deps;
+      s.stall_dram = m.groups[i].wait_dram;
+    }
+  }
+}
+
 }  // namespace
 
 std::uint64_t trace_ns(Cycles cycles, std::uint64_t clock_khz) {
@@ -185,11 +356,21 @@ std::string trace_us_text(std::uint64_t ns) {
 }
 
 std::vector<TraceArg> TraceModel::slice_args(const TraceSlice& slice) const {
+  std::vector<TraceArg> args;
+  slice_args(slice, args);
+  return args;
+}
+
+void TraceModel::slice_args(const TraceSlice& slice, std::vector<TraceArg>& args) const {
+  if (options.aggregate) {
+    group_args(groups[slice.command], args);
+    return;
+  }
   const Workload& w = *workload;
   const CommandInfo& c = w.commands[slice.command];
   const CommandTiming& t = processes[slice.process].timeline->commands[slice.command];
   const Cycles cycles = t.end - t.start;
-  std::vector<TraceArg> args;
+  args.clear();
   auto uint_arg = [&](const char* name, std::uint64_t v) {
     TraceArg a;
     a.name = name;
@@ -197,7 +378,7 @@ std::vector<TraceArg> TraceModel::slice_args(const TraceSlice& slice) const {
     a.uint_value = v;
     args.push_back(std::move(a));
   };
-  auto string_arg = [&](const char* name, const std::string& v) {
+  auto string_arg = [&](const char* name, std::string_view v) {
     TraceArg a;
     a.name = name;
     a.kind = TraceArg::Kind::kString;
@@ -208,7 +389,7 @@ std::vector<TraceArg> TraceModel::slice_args(const TraceSlice& slice) const {
   uint_arg("index", slice.command);
   if (!options.detailed_args) {
     uint_arg("cycles", cycles);
-    return args;
+    return;
   }
   const EngineInfo& engine = w.engines[c.engine];
   string_arg("engine", engine.name);
@@ -244,11 +425,49 @@ std::vector<TraceArg> TraceModel::slice_args(const TraceSlice& slice) const {
   string_arg("layer", c.layer);
   string_arg("location", c.location);
   uint_arg("program", c.program);
-  string_arg("program_name",
-             c.program < w.programs.size() ? w.programs[c.program].name : std::string());
+  string_arg("program_name", c.program < w.programs.size()
+                                 ? std::string_view(w.programs[c.program].name)
+                                 : std::string_view());
   uint_arg("stall_deps_cycles", slice.stall_deps);
   uint_arg("stall_dram_cycles", slice.stall_dram);
-  return args;
+}
+
+void TraceModel::group_args(const OpGroup& g, std::vector<TraceArg>& args) const {
+  const Workload& w = *workload;
+  args.clear();
+  auto uint_arg = [&](const char* name, std::uint64_t v) {
+    TraceArg a;
+    a.name = name;
+    a.uint_value = v;
+    args.push_back(a);
+  };
+  auto string_arg = [&](const char* name, std::string_view v) {
+    TraceArg a;
+    a.name = name;
+    a.kind = TraceArg::Kind::kString;
+    a.string_value = v;
+    args.push_back(a);
+  };
+  string_arg("layer", g.layer);
+  if (options.detailed_args) {
+    string_arg("engine", w.engines[g.engine].name);
+    string_arg("group", w.engines[g.engine].trace_category);
+    string_arg("op", g.op);
+  }
+  uint_arg("commands", g.commands);
+  uint_arg("cycles", g.cycles);
+  if (!options.detailed_args) return;
+  uint_arg("start_cycle", g.start);
+  uint_arg("end_cycle", g.end);
+  uint_arg("bytes", g.bytes);
+  uint_arg("macs", g.macs);
+  uint_arg("first_index", g.first_index);
+  uint_arg("program", g.program);
+  string_arg("program_name", g.program < w.programs.size()
+                                 ? std::string_view(w.programs[g.program].name)
+                                 : std::string_view());
+  uint_arg("stall_deps_cycles", g.wait_deps);
+  uint_arg("stall_dram_cycles", g.wait_dram);
 }
 
 std::vector<std::uint64_t> TraceModel::flows_out(std::uint32_t slice) const {
@@ -277,17 +496,20 @@ TraceModel build_trace_model(const Workload& workload, const std::vector<TraceRu
   TraceModel m;
   m.workload = &workload;
   m.options = options;
-  m.names = names.empty() ? command_names(w) : std::move(names);
-  if (m.names.size() != n) {
-    throw std::invalid_argument("trace: " + std::to_string(m.names.size()) + " names for " +
-                                std::to_string(n) + " commands");
+  if (!options.aggregate) {
+    m.names = names.empty() ? command_names(w) : std::move(names);
+    if (m.names.size() != n) {
+      throw std::invalid_argument("trace: " + std::to_string(m.names.size()) + " names for " +
+                                  std::to_string(n) + " commands");
+    }
   }
-  const std::vector<std::uint32_t> rank = topological_rank(w);
+  const std::vector<std::uint32_t> rank =
+      options.aggregate ? std::vector<std::uint32_t>() : topological_rank(w);
 
   // Tids: unique in the file, above every pid, increasing in track order.
   std::int32_t next_tid = static_cast<std::int32_t>(runs.size()) + 1;
   std::uint64_t next_uuid = 1;
-  m.slices.resize(std::size_t{n} * runs.size());
+  if (!options.aggregate) m.slices.resize(std::size_t{n} * runs.size());
 
   for (std::uint32_t p = 0; p < runs.size(); ++p) {
     if (runs[p].timeline == nullptr) {
@@ -309,70 +531,13 @@ TraceModel build_trace_model(const Workload& workload, const std::vector<TraceRu
         std::max<Cycles>(1, (proc.total_cycles + kTraceCounterWindows - 1) / kTraceCounterWindows);
     m.processes.push_back(proc);
 
-    // Commands of each (engine, unit) in track order: start, end, dependency rank.
-    std::vector<std::uint32_t> order(n);
-    for (std::uint32_t i = 0; i < n; ++i) order[i] = i;
-    auto key = [&](std::uint32_t i) {
-      const CommandTiming& ct = t.commands[i];
-      return std::make_tuple(w.commands[i].engine, ct.unit, ct.start, ct.end, rank[i]);
-    };
-    std::sort(order.begin(), order.end(),
-              [&](std::uint32_t a, std::uint32_t b) { return key(a) < key(b); });
-
-    // Lanes: the first whose last command has ended by this one's start.
-    struct Lane {
-      std::uint32_t engine, unit, lane;
-      Cycles last_end;
-      std::vector<std::uint32_t> commands;
-    };
-    std::vector<Lane> lanes;  // in (engine, unit, lane) order
-    std::size_t group_begin = 0;
-    for (std::uint32_t i : order) {
-      const std::uint32_t engine = w.commands[i].engine;
-      const std::uint32_t unit = t.commands[i].unit;
-      if (lanes.empty() || lanes[group_begin].engine != engine || lanes[group_begin].unit != unit) {
-        group_begin = lanes.size();
-        lanes.push_back({engine, unit, 0, 0, {}});
-      }
-      std::size_t l = group_begin;
-      while (l < lanes.size() && lanes[l].last_end > t.commands[i].start) ++l;
-      if (l == lanes.size()) {
-        lanes.push_back({engine, unit, static_cast<std::uint32_t>(l - group_begin), 0, {}});
-      }
-      lanes[l].last_end = t.commands[i].end;
-      lanes[l].commands.push_back(i);
-    }
     std::int32_t sort_index = 0;
-    for (const Lane& lane : lanes) {
-      TraceTrack track;
-      track.process = p;
-      track.engine = lane.engine;
-      track.unit = lane.unit;
-      track.lane = lane.lane;
-      const EngineInfo& e = w.engines[lane.engine];
-      track.name = e.trace_category.empty() ? e.name : e.trace_category + ": " + e.name;
-      if (e.channels > 1) track.name += " ch" + std::to_string(lane.unit);
-      if (lane.lane > 0) track.name += " lane " + std::to_string(lane.lane);
-      track.tid = next_tid++;
-      track.sort_index = sort_index++;
-      track.uuid = next_uuid++;
-      const auto track_index = static_cast<std::uint32_t>(m.tracks.size());
-      m.tracks.push_back(std::move(track));
-      for (std::uint32_t i : lane.commands) {
-        TraceSlice& s = m.slices[std::size_t{p} * n + i];
-        s.process = p;
-        s.command = i;
-        s.track = track_index;
-        s.begin_ns = trace_ns(t.commands[i].start, khz);
-        s.end_ns = trace_ns(t.commands[i].end, khz);
-      }
+    TrackIds ids{next_tid, next_uuid, sort_index};
+    if (options.aggregate) {
+      add_group_tracks(m, p, t, ids);
+    } else {
+      add_command_tracks(m, p, t, rank, ids);
     }
-    const std::vector<CommandStalls> stalls = command_stalls(w, t);
-    for (std::uint32_t i = 0; i < n; ++i) {
-      m.slices[std::size_t{p} * n + i].stall_deps = stalls[i].deps;
-      m.slices[std::size_t{p} * n + i].stall_dram = stalls[i].dram;
-    }
-
     if (options.counters) {
       const Cycles total = proc.total_cycles;
       const Cycles window = proc.window_cycles;
@@ -394,7 +559,12 @@ TraceModel build_trace_model(const Workload& workload, const std::vector<TraceRu
       };
       add_counter("DRAM", TraceCounter::Unit::kGbps,
                   window_samples(dram_gbps(w, t, window, total), window, total, khz));
-      add_counter("LRAM", TraceCounter::Unit::kBytes, lram_samples(w, t));
+      if (options.aggregate) {
+        add_counter("LRAM", TraceCounter::Unit::kBytes,
+                    window_samples(lram_window_peaks(w, t, window, total), window, total, khz));
+      } else {
+        add_counter("LRAM", TraceCounter::Unit::kBytes, lram_samples(w, t));
+      }
       std::vector<std::vector<std::pair<Cycles, Cycles>>> per_engine(w.engines.size());
       for (std::uint32_t i = 0; i < n; ++i) {
         per_engine[w.commands[i].engine].emplace_back(t.commands[i].start, t.commands[i].end);
@@ -412,7 +582,7 @@ TraceModel build_trace_model(const Workload& workload, const std::vector<TraceRu
   // otherwise each command's binding dependency: the one that ended last (ties: the first listed),
   // since that is when it could start. A critical path walked back from the last command follows
   // either such an edge or its engine's queue, so its dependency edges are all drawn.
-  if (options.flows) {
+  if (options.flows && !options.aggregate) {
     std::uint64_t next_flow = 1;
     for (std::uint32_t p = 0; p < runs.size(); ++p) {
       const Timeline& t = *runs[p].timeline;
@@ -470,6 +640,10 @@ TraceModel build_trace_model(const Workload& workload, const std::vector<TraceRu
     if (e.kind == TraceEvent::Kind::kCounter) return {e.ts_ns, 3, e.index, e.sample, 0, 0, 0};
     const TraceSlice& s = m.slices[e.index];
     const bool is_end = e.kind == TraceEvent::Kind::kEnd;
+    if (s.begin_ns == s.end_ns && m.options.aggregate) {  // zero-length, in group order
+      const OpGroup& g = m.groups[s.command];
+      return {e.ts_ns, 1, g.start, g.end, e.index, 0, is_end ? 1u : 0u};
+    }
     if (s.begin_ns == s.end_ns) {  // zero-length: begin and end together, in dependency order
       const CommandTiming& ct = m.processes[s.process].timeline->commands[s.command];
       return {e.ts_ns, 1, ct.start, ct.end, rank[s.command], s.process, is_end ? 1u : 0u};

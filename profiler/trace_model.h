@@ -23,8 +23,10 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "profiler/op_groups.h"
 #include "profiler/timeline.h"
 
 namespace npusim::profiler {
@@ -35,6 +37,10 @@ struct TraceOptions {
   bool all_flows = false;     // an arrow for every dependency, not only the one waited for
   bool counters = true;       // DRAM bandwidth, local memory, utilisation
   bool detailed_args = true;  // all slice arguments; otherwise only `id` and `cycles`
+  // One slice per layer per engine (OpGroup) instead of one per command, no flows, and local
+  // memory as its peak per counter window: the trace of a large run that a person can open
+  // (--trace-detail, docs/outputs.md#detail).
+  bool aggregate = false;
 };
 
 // One run shown as one process.
@@ -66,7 +72,7 @@ struct TraceArg {
   Kind kind = Kind::kUint;
   std::uint64_t uint_value = 0;
   double double_value = 0;
-  std::string string_value;
+  std::string_view string_value;  // into the workload or the model, which outlive it
 };
 
 struct TraceProcess {
@@ -89,11 +95,11 @@ struct TraceTrack {
   std::uint64_t uuid = 0;
 };
 
-// Slices are indexed process * commands + command.
+// Slices are indexed process * commands + command; aggregated, in the order of TraceModel::groups.
 struct TraceSlice {
   std::uint32_t process = 0;
-  std::uint32_t command = 0;
-  std::uint32_t track = 0;  // index into TraceModel::tracks
+  std::uint32_t command = 0;  // aggregated: the group, an index into TraceModel::groups
+  std::uint32_t track = 0;    // index into TraceModel::tracks
   std::uint64_t begin_ns = 0;
   std::uint64_t end_ns = 0;
   Cycles stall_deps = 0;  // CommandStalls
@@ -149,21 +155,45 @@ class TraceModel {
   // destination begin.
   std::vector<TraceEvent> events;
   std::vector<std::string> names;  // per command: command_names, or the names given
+  std::vector<OpGroup> groups;     // aggregated: every run's groups, run after run
 
-  const std::string& slice_name(const TraceSlice& slice) const { return names[slice.command]; }
+  const std::string& slice_name(const TraceSlice& slice) const {
+    return options.aggregate ? groups[slice.command].name : names[slice.command];
+  }
   // kTraceCategory, for every slice.
   static const char* slice_category(const TraceSlice& /*slice*/) { return kTraceCategory; }
   // Arguments in a fixed order: id, index (in the schedule), engine, group (the track's
   // group), op, cycles, start_cycle, end_cycle, unit, bytes, macs, utilisation_pct (array: MACs /
   // (rows x cols x cycles); DMA: bytes / (cycles x DRAM bytes per cycle); absent for vector ops
   // and zero-cycle commands), layer, location, program, program_name, stall_deps_cycles,
-  // stall_dram_cycles. Only id, index and cycles without detailed_args.
+  // stall_dram_cycles. Only id, index and cycles without detailed_args. Aggregated: layer, engine,
+  // group, op, commands, cycles (the sum of the commands' own cycles), start_cycle, end_cycle,
+  // bytes, macs, first_index, program, program_name, stall_deps_cycles, stall_dram_cycles (sums);
+  // only layer, commands and cycles without detailed_args.
   std::vector<TraceArg> slice_args(const TraceSlice& slice) const;
+  // The same into `args`, whose capacity is reused (the writers call it once per slice).
+  void slice_args(const TraceSlice& slice, std::vector<TraceArg>& args) const;
   // Ids of the flows that start (out) or end (in) at a slice, increasing.
   std::vector<std::uint64_t> flows_out(std::uint32_t slice) const;
   std::vector<std::uint64_t> flows_in(std::uint32_t slice) const;
+  // Calls f(id) for each of them, without building a list.
+  template <typename F>
+  void for_each_flow_out(std::uint32_t slice, F&& f) const {
+    if (slice + 1 >= out_offsets.size()) return;
+    for (std::uint32_t i = out_offsets[slice]; i < out_offsets[slice + 1]; ++i) {
+      f(flows[out_flows[i]].id);
+    }
+  }
+  template <typename F>
+  void for_each_flow_in(std::uint32_t slice, F&& f) const {
+    if (slice + 1 >= in_offsets.size()) return;
+    for (std::uint32_t i = in_offsets[slice]; i < in_offsets[slice + 1]; ++i) {
+      f(flows[in_flows[i]].id);
+    }
+  }
 
   // Filled by build_trace_model: flows by source and by destination (CSR).
+  void group_args(const OpGroup& group, std::vector<TraceArg>& args) const;
   std::vector<std::uint32_t> out_offsets;
   std::vector<std::uint32_t> out_flows;  // indices into flows
   std::vector<std::uint32_t> in_offsets;

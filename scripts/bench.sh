@@ -41,12 +41,23 @@ measure() {
 echo "npusim benchmark ($(nproc) cores, median of $runs runs)"
 json="{\"cores\": $(nproc), \"runs\": $runs"
 
+# Target (issue 13): <= 0.15 s on default.
 printf '\n%-44s %10s %12s\n' "ResNet-50 end to end (stats level 70)" "wall s" "peak RSS MiB"
 for config in default server; do
   read -r s kib < <(measure "$bin" run models/zoo/resnet50.json -c "$config" -o "$tmp/r50-$config" -q)
   printf '%-44s %10s %12.1f\n' "  $config" "$s" "$(echo "$kib / 1024" | bc -l)"
   json="$json, \"resnet50_${config}_wall_s\": $s, \"resnet50_${config}_peak_rss_kib\": $kib"
 done
+
+# The 7B decoder layer (308,243 commands on default): every output at the default level, which
+# aggregates the traces and stats.json past 20,000 commands (docs/outputs.md#detail).
+# Targets (issue 13): <= 2 s end to end, <= 100 MB of outputs.
+printf '\n%-44s %10s %12s %10s\n' "LLM 7B decoder layer end to end (level 70)" "wall s" "peak RSS MiB" "output MB"
+read -r s kib < <(measure "$bin" run models/zoo/llm7b_decoder_layer.json -c default -o "$tmp/llm7b" -q)
+llm_bytes=$(du -sb "$tmp/llm7b" | cut -f1)
+printf '%-44s %10s %12.1f %10.1f\n' "  default" "$s" "$(echo "$kib / 1024" | bc -l)" "$(echo "$llm_bytes / 1000000" | bc -l)"
+json="$json, \"llm7b_default_wall_s\": $s, \"llm7b_default_peak_rss_kib\": $kib, \"llm7b_default_output_bytes\": $llm_bytes"
+rm -rf "$tmp/llm7b"
 
 printf '\n%-44s %14s\n' "Simulator core (simulate only)" "commands/s"
 core=$(build/npusim_bench core models/zoo/resnet50.json default)

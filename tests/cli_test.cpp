@@ -197,6 +197,71 @@ TEST_F(Cli, TwoRunsAreByteIdentical) {
   }
 }
 
+TEST_F(Cli, TraceDetailAggregatesPastTheThresholdAndFullWritesEverything) {
+  // convnet has 44 commands: under the default threshold every output is per command, and
+  // --trace-detail full changes nothing.
+  const fs::path plain = dir_ / "plain", full = dir_ / "full", agg = dir_ / "agg";
+  ASSERT_EQ(npusim({"run", "-m", model("convnet"), "-o", plain.string(), "-q"}).exit_code, 0);
+  ASSERT_EQ(npusim({"run", "-m", model("convnet"), "-o", full.string(), "-q", "--trace-detail",
+                    "full", "--trace-detail-commands", "10"})
+                .exit_code,
+            0);
+  EXPECT_EQ(files_in(plain), files_in(full));
+  // With the threshold lowered below 44, auto aggregates: the CSVs stay exact, the traces hold
+  // one slice per layer per engine whose counts and cycles add up to the commands'.
+  const Result r =
+      npusim({"run", "-m", model("convnet"), "-o", agg.string(), "--trace-detail-commands", "10"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("detail:  traces and stats.json aggregated per layer and engine (44 "
+                               "commands > 10, --trace-detail auto)"));
+  const auto a = files_in(agg), p = files_in(plain);
+  for (const char* csv : {"timeline.csv", "runtime_timeline.csv", "runtime.csv", "annotated.csv"}) {
+    EXPECT_EQ(a.at(csv), p.at(csv)) << csv;
+  }
+  const Json stats = Json::parse(a.at("stats.json"));
+  const Json full_stats = Json::parse(p.at("stats.json"));
+  EXPECT_EQ(stats.at("aggregated"), true);
+  for (const char* run : {"estimate", "runtime"}) {
+    EXPECT_FALSE(stats.at(run).contains("ops"));
+    std::uint64_t commands = 0, cycles = 0, full_cycles = 0;
+    for (const Json& g : stats.at(run).at("op_groups")) {
+      commands += g.at("commands").get<std::uint64_t>();
+      cycles += g.at("cycles").get<std::uint64_t>();
+    }
+    for (const Json& o : full_stats.at(run).at("ops"))
+      full_cycles += o.at("cycles").get<std::uint64_t>();
+    EXPECT_EQ(commands, 44u) << run;
+    EXPECT_EQ(cycles, full_cycles) << run;
+    EXPECT_EQ(stats.at(run).at("total_cycles"), full_stats.at(run).at("total_cycles"));
+  }
+  std::map<int, std::uint64_t> commands, cycles, full_cycles;
+  const Json trace = Json::parse(a.at("trace.json"));
+  const Json full_trace = Json::parse(p.at("trace.json"));
+  for (const Json& e : trace.at("traceEvents")) {
+    EXPECT_NE(e.at("ph"), "s");
+    if (e.at("ph") != "X") continue;
+    commands[e.at("pid").get<int>()] += e.at("args").at("commands").get<std::uint64_t>();
+    cycles[e.at("pid").get<int>()] += e.at("args").at("cycles").get<std::uint64_t>();
+  }
+  for (const Json& e : full_trace.at("traceEvents")) {
+    if (e.at("ph") == "X")
+      full_cycles[e.at("pid").get<int>()] += e.at("args").at("cycles").get<std::uint64_t>();
+  }
+  EXPECT_EQ(commands, (std::map<int, std::uint64_t>{{1, 44}, {2, 44}}));
+  EXPECT_EQ(cycles, full_cycles);
+  // summary always aggregates; bad values are usage errors.
+  const fs::path summary = dir_ / "summary";
+  ASSERT_EQ(npusim({"run", "-m", model("convnet"), "-o", summary.string(), "-q", "--trace-detail",
+                    "summary"})
+                .exit_code,
+            0);
+  EXPECT_EQ(Json::parse(read_file(summary / "stats.json")).at("aggregated"), true);
+  const Result bad =
+      npusim({"run", "-m", model("fc"), "-o", (dir_ / "bad").string(), "--trace-detail", "some"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("--trace-detail: expected auto, full or summary, found some"));
+}
+
 TEST_F(Cli, InvariantsHoldOnEveryExample) {
   for (const std::string name : {"fc", "convnet"}) {
     for (const std::string config : {"default", "server"}) {

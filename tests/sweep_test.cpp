@@ -669,6 +669,32 @@ TEST_F(Check, BadBudgetFilesExit2NamingFileAndPointer) {
   EXPECT_THAT(missing.err, HasSubstr((dir_ / "none.json").string() + ": cannot open file"));
 }
 
+TEST_F(Check, StartsTheLargestRecordedRunFirstAndReportsInFileOrder) {
+  auto entry = [&](const std::string& name, const std::string& m) {
+    return "{\"name\": \"" + name + "\", \"model\": \"" + model(m) + "\", \"max\": 1e12}";
+  };
+  const fs::path file = write("b.json", "{\"budgets\": [" + entry("a", "fc") + ", " +
+                                            entry("b", "convnet") + ", " + entry("c", "fc") + "]}");
+  // Recorded sizes: b is the largest; c has none (new), so it may be the longest: first.
+  write("b.sizes.json", "{\"commands\": {\"a\": 4, \"b\": 44}}");
+  const Result r = npusim({"check", file.string(), "-j", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto progress = lines_of(r.err);
+  ASSERT_EQ(progress.size(), 3u) << r.err;
+  EXPECT_THAT(progress[0], HasSubstr("] c: PASS"));
+  EXPECT_THAT(progress[1], HasSubstr("] b: PASS"));
+  EXPECT_THAT(progress[2], HasSubstr("] a: PASS"));
+  const auto table = lines_of(r.out);
+  ASSERT_EQ(table.size(), 5u) << r.out;
+  EXPECT_EQ(table[1].substr(0, 2), "a ");
+  EXPECT_EQ(table[2].substr(0, 2), "b ");
+  EXPECT_EQ(table[3].substr(0, 2), "c ");
+  // --update records every entry's command count; the budget file keeps its limits.
+  ASSERT_EQ(npusim({"check", file.string(), "--update", "-q"}).exit_code, 0);
+  const Json sizes = Json::parse(read_file(dir_ / "b.sizes.json"));
+  EXPECT_EQ(sizes["commands"], Json::parse("{\"a\": 4, \"b\": 44, \"c\": 4}"));
+}
+
 TEST_F(Check, KeepsOutputsWithOut) {
   const fs::path file =
       write("b.json", "{\"budgets\": [{\"name\": \"fc/default\", \"model\": \"" + model("fc") +

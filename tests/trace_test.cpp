@@ -16,7 +16,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
 #include "profiler/chrome_trace.h"
+#include "profiler/op_groups.h"
 #include "profiler/perfetto/perfetto_trace.pb.h"
 #include "profiler/perfetto_trace.h"
 #include "profiler/report_writers.h"
@@ -822,6 +826,213 @@ TEST(TraceChrome, EmptyWorkloadGivesAValidTrace) {
   const Json j = Json::parse(chrome(m));
   EXPECT_TRUE(j.at("traceEvents").is_array());
   check_perfetto_rules(decode(pftrace(m)));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The hand-written protobuf encoder against libprotobuf
+
+// trace.pftrace as libprotobuf serialises it (deterministically), message by message: the
+// writer's earlier implementation, kept as the reference for its bytes.
+std::string pftrace_by_libprotobuf(const TraceModel& model) {
+  std::string bytes;
+  bool first = true;
+  auto write = [&](pb::TracePacket& packet) {
+    packet.set_trusted_packet_sequence_id(0x6e7075);
+    if (first) {
+      packet.set_first_packet_on_sequence(true);
+      packet.set_sequence_flags(pb::TracePacket::SEQ_INCREMENTAL_STATE_CLEARED);
+      first = false;
+    }
+    pb::Trace one;
+    *one.add_packet() = packet;
+    std::string s;
+    {
+      google::protobuf::io::StringOutputStream stream(&s);
+      google::protobuf::io::CodedOutputStream coded(&stream);
+      coded.SetSerializationDeterministic(true);
+      one.SerializeToCodedStream(&coded);
+    }
+    bytes += s;
+  };
+  pb::TracePacket packet;
+  for (std::uint32_t p = 0; p < model.processes.size(); ++p) {
+    const TraceProcess& proc = model.processes[p];
+    packet.Clear();
+    pb::TrackDescriptor* d = packet.mutable_track_descriptor();
+    d->set_uuid(proc.uuid);
+    d->mutable_process()->set_pid(proc.pid);
+    d->mutable_process()->set_process_name(proc.name);
+    d->set_child_ordering(pb::TrackDescriptor::EXPLICIT);
+    write(packet);
+    for (const TraceTrack& t : model.tracks) {
+      if (t.process != p) continue;
+      packet.Clear();
+      d = packet.mutable_track_descriptor();
+      d->set_uuid(t.uuid);
+      d->set_parent_uuid(proc.uuid);
+      d->set_name(t.name);
+      d->mutable_thread()->set_pid(proc.pid);
+      d->mutable_thread()->set_tid(t.tid);
+      d->mutable_thread()->set_thread_name(t.name);
+      d->set_sibling_order_rank(t.sort_index);
+      write(packet);
+    }
+    for (const TraceCounter& c : model.counters) {
+      if (c.process != p) continue;
+      packet.Clear();
+      d = packet.mutable_track_descriptor();
+      d->set_uuid(c.uuid);
+      d->set_parent_uuid(proc.uuid);
+      d->set_name(c.name);
+      d->mutable_counter()->set_unit(c.unit == TraceCounter::Unit::kBytes
+                                         ? pb::CounterDescriptor::UNIT_SIZE_BYTES
+                                         : pb::CounterDescriptor::UNIT_UNSPECIFIED);
+      if (c.unit != TraceCounter::Unit::kBytes) d->mutable_counter()->set_unit_name(c.series);
+      d->set_sibling_order_rank(c.sort_index);
+      write(packet);
+    }
+  }
+  for (const TraceEvent& e : model.events) {
+    packet.Clear();
+    packet.set_timestamp(e.ts_ns);
+    pb::TrackEvent* ev = packet.mutable_track_event();
+    if (e.kind == TraceEvent::Kind::kBegin) {
+      const TraceSlice& s = model.slices[e.index];
+      ev->set_type(pb::TrackEvent::TYPE_SLICE_BEGIN);
+      ev->set_track_uuid(model.tracks[s.track].uuid);
+      ev->set_name(model.slice_name(s));
+      ev->add_categories(TraceModel::slice_category(s));
+      for (const TraceArg& a : model.slice_args(s)) {
+        pb::DebugAnnotation* da = ev->add_debug_annotations();
+        da->set_name(a.name);
+        if (a.kind == TraceArg::Kind::kUint) da->set_uint_value(a.uint_value);
+        if (a.kind == TraceArg::Kind::kDouble) da->set_double_value(a.double_value);
+        if (a.kind == TraceArg::Kind::kString) da->set_string_value(std::string(a.string_value));
+      }
+      for (std::uint64_t id : model.flows_out(e.index)) ev->add_flow_ids(id);
+      for (std::uint64_t id : model.flows_in(e.index)) ev->add_terminating_flow_ids(id);
+    } else if (e.kind == TraceEvent::Kind::kEnd) {
+      ev->set_type(pb::TrackEvent::TYPE_SLICE_END);
+      ev->set_track_uuid(model.tracks[model.slices[e.index].track].uuid);
+    } else {
+      const TraceCounter& c = model.counters[e.index];
+      ev->set_type(pb::TrackEvent::TYPE_COUNTER);
+      ev->set_track_uuid(c.uuid);
+      if (c.integer()) {
+        ev->set_counter_value(static_cast<std::int64_t>(c.samples[e.sample].value));
+      } else {
+        ev->set_double_counter_value(c.samples[e.sample].value);
+      }
+    }
+    write(packet);
+  }
+  return bytes;
+}
+
+TEST(TracePerfetto, BytesAreThoseLibprotobufWrites) {
+  Workload w = workload();
+  w.commands[0].location = "a\"b\\c\nd\te\x01 \xc3\xa9";
+  w.programs[1].name = std::string(300, 'p');  // a length that takes a two-byte varint
+  const Timeline est = estimate();
+  const Timeline rt = runtime();
+  for (StatsLevel level :
+       {StatsLevel::kTotals, StatsLevel::kWaits, StatsLevel::kOps, StatsLevel::kExtended}) {
+    for (bool aggregate : {false, true}) {
+      TraceOptions options = trace_options_for(level);
+      options.aggregate = aggregate;
+      const TraceModel m = model(w, est, rt, options);
+      EXPECT_EQ(pftrace(m), pftrace_by_libprotobuf(m))
+          << "level " << static_cast<int>(level) << (aggregate ? ", aggregated" : "");
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Aggregated traces (--trace-detail)
+
+TEST(TraceAggregate, GroupsSumTheirCommandsPerLayerAndEngine) {
+  const Workload w = workload();
+  const Timeline est = estimate();
+  const std::vector<OpGroup> g = group_ops(w, est, command_stalls(w, est));
+  // In order of first command: l0 on DMA_IN (DI0, DI1), S0's op type standing for its empty
+  // layer, l1 on the vector unit and on DMA_OUT, then l2 on each of the four engines.
+  ASSERT_EQ(g.size(), 8u);
+  const std::vector<std::string> names = {"0_l0", "0_Gemm", "0_l1", "0_l1",
+                                          "0_l2", "0_l2",   "0_l2", "0_l2"};
+  const std::vector<std::uint32_t> engines = {kDmaIn, kArray, kVector, kDmaOut,
+                                              kDmaIn, kArray, kVector, kDmaOut};
+  // Cycles by hand: DI0 100 + DI1 80; S0 99; V0 20; DO0 20; DI2 10; S1 70; V1 0; DO1 20.
+  const std::vector<Cycles> cycles = {180, 99, 20, 20, 10, 70, 0, 20};
+  const std::vector<std::uint32_t> commands = {2, 1, 1, 1, 1, 1, 1, 1};
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    EXPECT_EQ(g[i].name, names[i]) << i;
+    EXPECT_EQ(g[i].engine, engines[i]) << i;
+    EXPECT_EQ(g[i].cycles, cycles[i]) << i;
+    EXPECT_EQ(g[i].commands, commands[i]) << i;
+  }
+  EXPECT_EQ(g[0].start, 0u);
+  EXPECT_EQ(g[0].end, 120u);  // DI1's end: a span, not the sum
+  EXPECT_EQ(g[0].bytes, 2400u);
+  EXPECT_EQ(g[1].macs, 12672u);
+  EXPECT_EQ(g[0].op, "DMA_IN");
+  // S0 waited for DI1 (done at 120) from 0: 120 cycles; DI0 and DI1 did not wait but took 20 and
+  // 30 cycles over their isolated 80 and 50.
+  EXPECT_EQ(g[1].wait_deps, 120u);
+  EXPECT_EQ(g[0].wait_dram, 50u);
+}
+
+TEST(TraceAggregate, ChromeTraceHasOneSlicePerGroupSummingToTheCommands) {
+  const Workload w = workload();
+  const Timeline est = estimate();
+  const Timeline rt = runtime();
+  TraceOptions options;
+  options.aggregate = true;
+  const TraceModel m = model(w, est, rt, options);
+  const Json j = Json::parse(chrome(m));
+  std::map<int, std::uint64_t> commands, cycles, slices;
+  std::set<std::string> tracks;
+  for (const Json& e : j.at("traceEvents")) {
+    const std::string ph = e.at("ph");
+    EXPECT_NE(ph, "s");  // no flows
+    EXPECT_NE(ph, "f");
+    if (ph == "M" && e.at("name") == "thread_name") tracks.insert(e.at("args").at("name"));
+    if (ph != "X") continue;
+    const int pid = e.at("pid");
+    slices[pid] += 1;
+    commands[pid] += e.at("args").at("commands").get<std::uint64_t>();
+    cycles[pid] += e.at("args").at("cycles").get<std::uint64_t>();
+    EXPECT_EQ(e.at("args").at("layer"), e.at("name").get<std::string>().substr(2));
+  }
+  // Per run: 8 groups, the 9 commands, and their cycles (runtime: DO1 took 5 more).
+  EXPECT_EQ(slices, (std::map<int, std::uint64_t>{{1, 8}, {2, 8}}));
+  EXPECT_EQ(commands, (std::map<int, std::uint64_t>{{1, 9}, {2, 9}}));
+  EXPECT_EQ(cycles, (std::map<int, std::uint64_t>{{1, 419}, {2, 424}}));
+  // One track per engine, not per channel; l2's DMA_IN (100-110) overlaps l0's (0-120).
+  EXPECT_TRUE(tracks.count("Task DMA: DMA_IN"));
+  EXPECT_TRUE(tracks.count("Task DMA: DMA_IN lane 1"));
+  EXPECT_FALSE(tracks.count("Task DMA: DMA_IN ch1"));
+  check_perfetto_rules(decode(pftrace(m)));
+}
+
+TEST(TraceAggregate, LocalMemoryIsThePeakOfEachWindow) {
+  const Workload w = workload();
+  const Timeline est = estimate();
+  TraceOptions options;
+  options.aggregate = true;
+  const TraceModel m = build_trace_model(w, {{"estimate", &est}}, options);
+  // 320 cycles in windows of 2: DI0 takes 600 at 0, DI1 300 at 40, V0 100 at 230, S0 frees 900
+  // at 230 (frees first), DO0 frees 100 at 270. Peaks: 600 from 0, 900 from 40, 100 from 230,
+  // 0 from 270, and 0 at the end.
+  const TraceCounter* lram = nullptr;
+  for (const TraceCounter& c : m.counters) {
+    if (c.name == "LRAM bytes") lram = &c;
+  }
+  ASSERT_NE(lram, nullptr);
+  std::vector<std::pair<std::uint64_t, double>> samples;
+  for (const TraceCounterSample& s : lram->samples) samples.emplace_back(s.ts_ns, s.value);
+  auto at = [](Cycles c) { return trace_ns(c, 800000); };
+  EXPECT_EQ(samples, (std::vector<std::pair<std::uint64_t, double>>{
+                         {at(0), 600}, {at(40), 900}, {at(230), 100}, {at(270), 0}, {at(320), 0}}));
 }
 
 }  // namespace

@@ -308,8 +308,11 @@ Measured Session::measure(bool simulate_too) const {
   check_iterations(iters, schedule_.commands.size());
   const std::uint32_t n = iters.count;
   const std::uint32_t start = iters.first_profiled;
-  const Schedule schedule = repeat_schedule(schedule_, n);
-  const profiler::Workload full = [&] {
+  // One inference runs the schedule as it is: no copy of its commands.
+  std::optional<Schedule> repeated;
+  if (n > 1) repeated = repeat_schedule(schedule_, n);
+  const Schedule& schedule = repeated ? *repeated : schedule_;
+  profiler::Workload full = [&] {
     if (n == 1) return workload_;
     profiler::Workload w = make_workload(schedule, config_);
     const std::size_t per = schedule_.commands.size();
@@ -358,7 +361,8 @@ Measured Session::measure(bool simulate_too) const {
     return m;
   }
   if (n == 1) {
-    Measured m{full, std::move(est), std::move(sim), std::nullopt, std::nullopt, "", false};
+    Measured m{std::move(full), std::move(est), std::move(sim), std::nullopt, std::nullopt, "",
+               false};
     if (llm_) measure_decode(m, simulate_too);
     return m;
   }
@@ -446,34 +450,128 @@ profiler::ReportOptions report_options(const Measured& m, profiler::StatsLevel l
   report.llm = m.llm ? &*m.llm : nullptr;
   return report;
 }
+
+// The per-command CSVs together, and trace.json, are kept to these sizes unless every command is
+// asked for (docs/outputs.md#detail): with the aggregated traces and stats.json, a run's outputs
+// stay under 100 MB, and DevTools can load the trace.
+constexpr std::uint64_t kCsvBudgetBytes = 90'000'000;
+constexpr std::uint64_t kChromeTraceMaxBytes = 400'000'000;
+
+std::string thousands(std::uint64_t n) {
+  std::string digits = std::to_string(n), text;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) text += ',';
+    text += digits[i];
+  }
+  return text;
+}
+
+// timeline.csv, and for a run runtime_timeline.csv, runtime.csv and annotated.csv. The
+// per-command ones are complete or not written: past `budget` bytes together they are dropped.
+bool write_csvs(profiler::OutputDir& dir, const profiler::Workload& w,
+                const profiler::Timeline& est, const profiler::Timeline* sim,
+                std::uint64_t budget) {
+  bool fits = true;
+  std::uint64_t used = 0;
+  auto per_command = [&](const char* name, auto write) {
+    if (!fits) return;
+    dir.write(name, [&](std::ostream& s) { fits = write(s, budget - used); });
+    used += dir.staged_bytes(name);
+    fits = fits && used <= budget;
+  };
+  per_command("timeline.csv", [&](std::ostream& s, std::uint64_t left) {
+    return profiler::write_timeline_csv(s, w, est, left);
+  });
+  if (sim) {
+    per_command("runtime_timeline.csv", [&](std::ostream& s, std::uint64_t left) {
+      return profiler::write_timeline_csv(s, w, *sim, left);
+    });
+    per_command("annotated.csv", [&](std::ostream& s, std::uint64_t left) {
+      return profiler::write_annotated_csv(s, w, *sim, left);
+    });
+    dir.write("runtime.csv", [&](std::ostream& s) { profiler::write_runtime_csv(s, w, *sim); });
+  }
+  if (!fits) {
+    for (const char* name : {"timeline.csv", "runtime_timeline.csv", "annotated.csv"}) {
+      dir.discard(name);
+    }
+  }
+  return fits;
+}
+
 }  // namespace
 
-void write_summary(std::ostream& out, const Measured& m, profiler::StatsLevel level) {
-  profiler::write_summary(out, m.workload, m.estimate, m.runtime ? &*m.runtime : nullptr,
-                          report_options(m, level));
+void write_summary(std::ostream& out, const Measured& m, profiler::StatsLevel level,
+                   const DetailNotes& notes) {
+  profiler::ReportOptions report = report_options(m, level);
+  report.detail_notes = notes;
+  profiler::write_summary(out, m.workload, m.estimate, m.runtime ? &*m.runtime : nullptr, report);
 }
 
 void Session::write(const Measured& m, const std::filesystem::path& out,
                     profiler::StatsLevel level) const {
+  WriteOptions options;
+  options.level = level;
+  write(m, out, options);
+}
+
+DetailNotes Session::write(const Measured& m, const std::filesystem::path& out,
+                           const WriteOptions& options) const {
   PhaseTimer timer("write outputs");
   profiler::OutputDir dir(out);
   const auto& w = m.workload;
   const profiler::Timeline& est = m.estimate;
   const profiler::Timeline* sim = m.runtime ? &*m.runtime : nullptr;
-  const profiler::ReportOptions report = report_options(m, level);
-  dir.write("timeline.csv", [&](std::ostream& s) { profiler::write_timeline_csv(s, w, est); });
-  if (sim) {
-    dir.write("runtime_timeline.csv",
-              [&](std::ostream& s) { profiler::write_timeline_csv(s, w, *sim); });
-    dir.write("runtime.csv", [&](std::ostream& s) { profiler::write_runtime_csv(s, w, *sim); });
-    dir.write("annotated.csv", [&](std::ostream& s) { profiler::write_annotated_csv(s, w, *sim); });
+  const std::uint64_t commands = w.commands.size();
+  const bool full = options.detail == profiler::TraceDetail::kFull;
+  const bool aggregate =
+      profiler::aggregated(options.detail, commands, options.auto_detail_commands);
+  profiler::ReportOptions report = report_options(m, options.level);
+  report.aggregated = aggregate;
+  DetailNotes& notes = report.detail_notes;
+  if (aggregate) {
+    notes.push_back("traces and stats.json aggregated per layer and engine (" +
+                    thousands(commands) + " commands" +
+                    (options.detail == profiler::TraceDetail::kAuto
+                         ? " > " + thousands(options.auto_detail_commands) + ", --trace-detail auto"
+                         : ", --trace-detail summary") +
+                    "); --trace-detail full writes every command");
+  }
+  {
+    PhaseTimer t("write CSVs");
+    if (!write_csvs(dir, w, est, sim, full ? ~std::uint64_t{0} : kCsvBudgetBytes)) {
+      notes.push_back(
+          std::string(sim ? "timeline.csv, runtime_timeline.csv, annotated.csv" : "timeline.csv") +
+          " not written: over " + thousands(kCsvBudgetBytes / 1000000) +
+          " MB; --trace-detail full writes them");
+    }
   }
   std::vector<profiler::TraceRun> runs = {{"compile-time estimate", &est}};
   if (sim) runs.push_back({"runtime simulation", sim});
-  const profiler::TraceModel trace =
-      profiler::build_trace_model(w, runs, profiler::trace_options_for(level));
-  dir.write("trace.json", [&](std::ostream& s) { profiler::write_chrome_trace(s, trace); });
-  dir.write("trace.pftrace", [&](std::ostream& s) { profiler::write_perfetto_trace(s, trace); });
+  profiler::TraceOptions trace_options = profiler::trace_options_for(options.level);
+  trace_options.aggregate = aggregate;
+  const profiler::TraceModel trace = [&] {
+    PhaseTimer t("build trace model");
+    return profiler::build_trace_model(w, runs, trace_options);
+  }();
+  {
+    PhaseTimer t("write trace.json");
+    bool fits = true;
+    dir.write("trace.json", [&](std::ostream& s) {
+      fits = profiler::write_chrome_trace(s, trace, kChromeTraceMaxBytes);
+    });
+    if (!fits) {
+      dir.discard("trace.json");
+      notes.push_back("trace.json not written: over " + thousands(kChromeTraceMaxBytes / 1000000) +
+                      " MB, more than DevTools loads; open trace.pftrace in ui.perfetto.dev");
+    }
+  }
+  {
+    PhaseTimer t("write trace.pftrace");
+    dir.write("trace.pftrace", [&](std::ostream& s) { profiler::write_perfetto_trace(s, trace); });
+  }
+  for (std::size_t i = aggregate ? 1 : 0; i < notes.size(); ++i) spdlog::warn("{}", notes[i]);
+  PhaseTimer t("write summary.txt and stats.json");
   dir.write("summary.txt",
             [&](std::ostream& s) { profiler::write_summary(s, w, est, sim, report); });
   if (m.llm) {
@@ -484,6 +582,7 @@ void Session::write(const Measured& m, const std::filesystem::path& out,
   dir.write("stats.json",
             [&](std::ostream& s) { profiler::write_stats_json(s, w, est, sim, report); });
   dir.commit();
+  return notes;
 }
 
 }  // namespace npusim::api

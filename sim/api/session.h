@@ -61,6 +61,17 @@ struct Measured {
   bool failed_in_estimate = false;  // the estimate found the failure (the simulation never ran)
 };
 
+// How much the output files hold (--stats-level, --trace-detail; docs/outputs.md).
+struct WriteOptions {
+  profiler::StatsLevel level = profiler::StatsLevel::kOps;
+  profiler::TraceDetail detail = profiler::TraceDetail::kAuto;
+  // With kAuto, outputs of more commands than this are aggregated (--trace-detail-commands).
+  std::uint64_t auto_detail_commands = profiler::kAutoDetailCommands;
+};
+
+// What the outputs aggregate or leave out: lines for summary.txt (and the summary printed).
+using DetailNotes = std::vector<std::string>;
+
 // traces/<the model file's name without its extension, made a safe folder name>.
 std::filesystem::path default_out_for(const std::string& model);
 
@@ -84,6 +95,10 @@ class Session {
   // Writes every output file into `out` atomically (all or none). Throws profiler::OutputError.
   void write(const Measured& measured, const std::filesystem::path& out,
              profiler::StatsLevel level) const;
+  // The same with a trace detail; returns what the outputs aggregate or leave out, as
+  // summary.txt says it.
+  DetailNotes write(const Measured& measured, const std::filesystem::path& out,
+                    const WriteOptions& options) const;
 
   // traces/<model name>, the default output folder.
   std::filesystem::path default_out() const;
@@ -104,7 +119,8 @@ class Session {
 };
 
 // The summary that `run` prints, as written into summary.txt.
-void write_summary(std::ostream& out, const Measured& measured, profiler::StatsLevel level);
+void write_summary(std::ostream& out, const Measured& measured, profiler::StatsLevel level,
+                   const DetailNotes& notes = {});
 
 // Checks the scenario against the schedule (count within limits, window inside the run); throws
 // InputError naming the option.

@@ -9,14 +9,17 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <set>
 #include <sstream>
 
+#include <spdlog/spdlog.h>
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
 
 #include "profiler/output_dir.h"
+#include "profiler/report_writers.h"
 #include "sim/app/cli_options.h"
 #include "sim/app/process_runner.h"
 #include "sim/app/sweep.h"
@@ -284,6 +287,7 @@ struct Result {
   std::string message;  // one line for people
   std::string detail;   // a failed run's stderr
   double seconds = 0;
+  std::optional<std::uint64_t> commands;  // stats.json's `commands`: the run's size
 };
 
 // Integral values without a fraction (81456, not 81456.0); others as JSON writes them.
@@ -389,7 +393,82 @@ Result read_result(const Entry& e, const fs::path& dir, const ChildOutcome& outc
   }
   Result evaluated = evaluate(e, stats.at(p));
   evaluated.seconds = outcome.seconds;
+  const auto commands = stats.find("commands");
+  if (commands != stats.end() && commands->is_number_unsigned()) {
+    evaluated.commands = commands->get<std::uint64_t>();
+  }
   return evaluated;
+}
+
+// ---- run order ----------------------------------------------------------------------------------
+
+// Beside BUDGETS.json, BUDGETS.sizes.json: each entry's command count as its last --update
+// measured it. Runs are started largest first, so that the longest one does not start last and
+// leave the other cores idle (docs/budgets.md#run-order).
+fs::path sizes_file(const std::string& budgets) {
+  fs::path p(budgets);
+  return p.replace_extension().string() + ".sizes.json";
+}
+
+// Entry name -> command count; empty when the file is missing or unreadable (it only orders the
+// runs, so a bad one is ignored with a warning).
+std::map<std::string, std::uint64_t> read_sizes(const std::string& budgets) {
+  std::map<std::string, std::uint64_t> sizes;
+  const fs::path file = sizes_file(budgets);
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return sizes;
+  const OJson j = OJson::parse(in, nullptr, false);
+  const auto commands = j.is_object() ? j.find("commands") : j.end();
+  if (commands == j.end() || !commands->is_object()) {
+    spdlog::warn("{}: no \"commands\" object; the budgets run in file order", file.string());
+    return sizes;
+  }
+  for (const auto& [name, count] : commands->items()) {
+    if (count.is_number_unsigned()) sizes[name] = count.get<std::uint64_t>();
+  }
+  return sizes;
+}
+
+// The order in which to start the entries: largest recorded command count first; entries with
+// none recorded (new ones) before all others, since they may be the longest; ties in file order.
+std::vector<std::size_t> run_order(const Budgets& b) {
+  const std::map<std::string, std::uint64_t> sizes = read_sizes(b.file);
+  std::vector<std::size_t> order(b.entries.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  auto size = [&](std::size_t i) {
+    const auto it = sizes.find(b.entries[i].name);
+    return it == sizes.end() ? ~std::uint64_t{0} : it->second;
+  };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t c) { return size(a) > size(c); });
+  return order;
+}
+
+// --update: records every entry's command count (the ones that did not run keep theirs). Written
+// only when a count changed, two-space indented, entries in file order.
+void update_sizes(const Budgets& b, const std::vector<Result>& results) {
+  std::map<std::string, std::uint64_t> old = read_sizes(b.file);
+  OJson j;
+  j["format"] = "npusim-budget-sizes";
+  j["version"] = 1;
+  j["description"] =
+      "Commands of each budget entry's run, recorded by npusim check --update; "
+      "npusim check starts the largest first (docs/budgets.md#run-order).";
+  OJson commands = OJson::object();
+  bool changed = false;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const std::string& name = b.entries[i].name;
+    const auto it = old.find(name);
+    if (results[i].commands) {
+      commands[name] = *results[i].commands;
+      changed = changed || it == old.end() || it->second != *results[i].commands;
+    } else if (it != old.end()) {
+      commands[name] = it->second;
+    }
+  }
+  changed = changed || commands.size() != old.size();
+  j["commands"] = std::move(commands);
+  if (changed) write_file_atomically(sizes_file(b.file), j.dump(2) + "\n");
 }
 
 // ---- reports ------------------------------------------------------------------------------------
@@ -572,7 +651,7 @@ double now_seconds() {
 }  // namespace
 
 int check_command(const std::vector<std::string>& args) {
-  std::string file, junit, out;
+  std::string file, junit, out, trace_detail;
   long long jobs = 0;  // signed, so that --jobs -1 is rejected rather than read as 2^32 - 1
   bool help = false, update = false;
   po::options_description desc("Options for npusim check");
@@ -586,6 +665,8 @@ int check_command(const std::vector<std::string>& args) {
       "rewrite every \"expected\" value with the measured one (maxima and minima are left alone)")(
       "out,o", po::value(&out)->value_name("DIR"),
       "keep each run's outputs in DIR/<index>-<name>/ (default: a temporary folder, removed)")(
+      "trace-detail", po::value(&trace_detail)->value_name("auto|full|summary"),
+      "passed on to each npusim run (default: run's, auto)")(
       "log-level", po::value<std::string>()->value_name("LEVEL"),
       "trace|debug|info|warn|error|off")("quiet,q", po::bool_switch(),
                                          "no progress and no table; failures are still reported");
@@ -612,6 +693,9 @@ int check_command(const std::vector<std::string>& args) {
                      "expected 1 to 4096 processes at a time, found " + std::to_string(jobs));
   }
   if (!vm.count("jobs")) jobs = default_jobs();
+  if (!trace_detail.empty() && !profiler::trace_detail_from(trace_detail)) {
+    throw InputError("", "--trace-detail", "expected auto, full or summary, found " + trace_detail);
+  }
 
   const Budgets budgets = load_budgets(file);
   const WorkDir work(out);
@@ -626,18 +710,24 @@ int check_command(const std::vector<std::string>& args) {
     fs::create_directories(dirs[i], ec);
     if (!fs::is_directory(dirs[i]))
       throw profiler::OutputError("cannot create the folder " + dirs[i].string());
-    children[i].args = run_child_args(e.model, e.config, e.overrides,
-                                      {"--stats-level=" + std::to_string(e.stats_level)}, dirs[i]);
+    std::vector<std::string> extra = {"--stats-level=" + std::to_string(e.stats_level)};
+    if (!trace_detail.empty()) extra.push_back("--trace-detail=" + trace_detail);
+    children[i].args = run_child_args(e.model, e.config, e.overrides, extra, dirs[i]);
     children[i].stderr_file = dirs[i] / "stderr.txt";
   }
 
+  // Started largest first; results, table and JUnit stay in file order.
+  const std::vector<std::size_t> order = run_order(budgets);
+  std::vector<ChildSpec> ordered(n);
+  for (std::size_t k = 0; k < n; ++k) ordered[k] = children[order[k]];
   const double start = now_seconds();
   std::vector<Result> results(n);
   std::size_t finished = 0;
   {
     Progress progress("budgets", n, quiet);
     run_children(
-        children, static_cast<unsigned>(jobs), [&](std::size_t i, const ChildOutcome& outcome) {
+        ordered, static_cast<unsigned>(jobs), [&](std::size_t k, const ChildOutcome& outcome) {
+          const std::size_t i = order[k];
           results[i] = read_result(budgets.entries[i], dirs[i], outcome);
           ++finished;
           const Result& r = results[i];
@@ -668,6 +758,7 @@ int check_command(const std::vector<std::string>& args) {
       counts[static_cast<int>(Verdict::kFail)] + counts[static_cast<int>(Verdict::kNew)];
   if (update) {
     const std::size_t changed = update_file(budgets, results);
+    update_sizes(budgets, results);
     if (!quiet) std::cout << "updated " << changed << " expected value(s) in " << file << '\n';
     // Expected values now match; only maxima and minima can still fail.
     failing = 0;

@@ -47,6 +47,8 @@ struct RunOptions {
   bool force = false;
   bool help = false;
   int stats_level = 70;
+  std::string trace_detail = "auto";
+  std::int64_t trace_detail_commands = static_cast<std::int64_t>(profiler::kAutoDetailCommands);
   // Signed, so that a negative value is reported as such rather than wrapped.
   std::int64_t iterations = 1;
   std::int64_t profile_start = 0;
@@ -61,6 +63,14 @@ void add_profile_options(po::options_description& desc, RunOptions& o) {
       "stats-level", po::value(&o.stats_level)->value_name("40|50|70|100")->default_value(70),
       "how much the outputs hold: 40 totals; 50 + wait cycles; 70 + per-op figures; 100 + DRAM "
       "latency histogram, per-op MAC utilisation, per-program local-memory peak")(
+      "trace-detail",
+      po::value(&o.trace_detail)->value_name("auto|full|summary")->default_value("auto"),
+      "per-command detail of the traces and stats.json: auto aggregates them per layer and engine "
+      "above --trace-detail-commands commands; full keeps every command (large: open "
+      "trace.pftrace); summary always aggregates")(
+      "trace-detail-commands",
+      po::value(&o.trace_detail_commands)->value_name("N")->default_value(o.trace_detail_commands),
+      "with --trace-detail auto, outputs of more than N commands are aggregated")(
       "iterations", po::value(&o.iterations)->value_name("N")->default_value(1),
       "run N inferences back to back")(
       "profile-start-iter", po::value(&o.profile_start)->value_name("K")->default_value(0),
@@ -132,6 +142,24 @@ api::RunRequest request_of(const RunOptions& o, const std::string& usage) {
   return r;
 }
 
+api::WriteOptions write_options(const RunOptions& o, profiler::StatsLevel level) {
+  api::WriteOptions w;
+  w.level = level;
+  const auto detail = profiler::trace_detail_from(o.trace_detail);
+  if (!detail) {
+    throw InputError("--trace-detail", "",
+                     "expected auto, full or summary, found " + o.trace_detail);
+  }
+  w.detail = *detail;
+  if (o.trace_detail_commands < 0) {
+    throw InputError(
+        "--trace-detail-commands", "",
+        "expected a non-negative number, found " + std::to_string(o.trace_detail_commands));
+  }
+  w.auto_detail_commands = static_cast<std::uint64_t>(o.trace_detail_commands);
+  return w;
+}
+
 profiler::StatsLevel checked_level(const RunOptions& o) {
   const auto level = profiler::stats_level_from(o.stats_level);
   if (!level)
@@ -153,6 +181,7 @@ profiler::StatsLevel checked_level(const RunOptions& o) {
 int measure_and_write(const RunOptions& o, const std::vector<std::string>& args,
                       const std::string& usage, bool simulate) {
   const profiler::StatsLevel level = checked_level(o);
+  const api::WriteOptions write = write_options(o, level);
   const api::Session session = api::Session::open(request_of(o, usage));
   const std::filesystem::path out =
       o.out.empty() ? session.default_out() : std::filesystem::path(o.out);
@@ -165,9 +194,9 @@ int measure_and_write(const RunOptions& o, const std::vector<std::string>& args,
     }
   }
   const api::Measured m = session.measure(simulate);
-  session.write(m, out, level);
+  const api::DetailNotes notes = session.write(m, out, write);
   if (!is_quiet(args)) {
-    api::write_summary(std::cout, m, level);
+    api::write_summary(std::cout, m, level, notes);
     std::cout << "\noutputs written to " << out.string() << '\n';
   }
   if (!m.failure.empty())

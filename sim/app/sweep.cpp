@@ -16,6 +16,7 @@
 
 #include "profiler/input_file.h"
 #include "profiler/output_dir.h"
+#include "profiler/report_writers.h"
 #include "profiler/stats.h"
 #include "sim/api/models.h"
 #include "sim/app/process_runner.h"
@@ -91,6 +92,7 @@ struct Plan {
   std::vector<std::string> fixed;         // --set, applied to every point first
   std::vector<std::string> input_shapes;  // --input-shape, passed on
   unsigned stats_level = 40;              // --stats-level, passed on
+  std::string trace_detail;               // --trace-detail, passed on when given
   std::vector<SweepKey> keys;             // command-line order
 
   // The number of points; 0 when it would pass kMaxPoints (a plan read from a file may claim any
@@ -132,6 +134,7 @@ struct Plan {
     std::vector<std::string> extra;
     for (const std::string& s : input_shapes) extra.push_back("--input-shape=" + s);
     extra.push_back("--stats-level=" + std::to_string(stats_level));
+    if (!trace_detail.empty()) extra.push_back("--trace-detail=" + trace_detail);
     return extra;
   }
 };
@@ -449,6 +452,7 @@ struct SweepOptions {
   std::vector<std::string> fixed, input_shapes;
   long long jobs = 0;  // signed, so that --jobs -1 is rejected rather than read as 2^32 - 1
   unsigned stats_level = 40;
+  std::string trace_detail;
   bool help = false;
 };
 
@@ -604,8 +608,11 @@ int sweep_command(const std::vector<std::string>& args) {
       "passed on to npusim run (ONNX inputs)")(
       "stats-level", po::value(&o.stats_level)->value_name("40|50|70|100")->default_value(40),
       "passed on to npusim run: how much each point's outputs hold (40, the totals, is enough "
-      "for the sweep's figures and the fastest)")("out,o", po::value(&o.out)->value_name("DIR"),
-                                                  "the sweep folder (required)")(
+      "for the sweep's figures and the fastest)")(
+      "trace-detail", po::value(&o.trace_detail)->value_name("auto|full|summary"),
+      "passed on to npusim run: per-command detail of each point's traces and stats.json "
+      "(default: run's, auto)")("out,o", po::value(&o.out)->value_name("DIR"),
+                                "the sweep folder (required)")(
       "jobs,j", po::value(&o.jobs)->value_name("N"),
       "points run at a time (default: the number of cores)")(
       "emit-jobs", po::value(&o.emit_jobs)->value_name("FILE"),
@@ -660,7 +667,7 @@ int sweep_command(const std::vector<std::string>& args) {
 
   if (!o.merge.empty()) {
     for (const char* other : {"model", "set", "clock-mhz", "slices", "sweep", "input-shape", "out",
-                              "jobs", "emit-jobs", "stats-level"}) {
+                              "jobs", "emit-jobs", "stats-level", "trace-detail"}) {
       if (vm.count(other) && !vm[other].defaulted()) {
         throw InputError("", "",
                          std::string("--merge takes no --") + other +
@@ -687,6 +694,10 @@ int sweep_command(const std::vector<std::string>& args) {
     throw InputError("", "--stats-level",
                      "expected 40, 50, 70 or 100, found " + std::to_string(o.stats_level));
   }
+  if (!o.trace_detail.empty() && !profiler::trace_detail_from(o.trace_detail)) {
+    throw InputError("", "--trace-detail",
+                     "expected auto, full or summary, found " + o.trace_detail);
+  }
   const unsigned jobs = vm.count("jobs") ? static_cast<unsigned>(o.jobs) : default_jobs();
   for (std::size_t a = 0; a < keys.size(); ++a) {
     for (std::size_t b = 0; b < a; ++b) {
@@ -707,6 +718,7 @@ int sweep_command(const std::vector<std::string>& args) {
   plan.fixed = o.fixed;
   plan.input_shapes = o.input_shapes;
   plan.stats_level = o.stats_level;
+  plan.trace_detail = o.trace_detail;
   plan.keys = std::move(keys);
   std::error_code ec;
   if (!fs::is_regular_file(o.model, ec)) throw InputError(o.model, "", "no such file");
