@@ -176,7 +176,7 @@ void raise(const char* name, const py::tuple& args) {
 
 // C++ errors become the package's exceptions, with the CLI's message (the text after
 // "npusim: error: ") and, for bad input, every problem's file, JSON pointer and message.
-void translate(std::exception_ptr p) {
+void translate(const std::exception_ptr& p) {
   try {
     if (p) std::rethrow_exception(p);
   } catch (const InputError& e) {
@@ -225,7 +225,9 @@ PYBIND11_MODULE(_npusim, m) {
   using Release = py::call_guard<py::gil_scoped_release>;
   m.doc() = "npusim's run API (sim/api/session.h); use the npusim package, not this module";
   configure_logging();
-  py::register_exception_translator(&translate);
+  // pybind11's translator type takes the exception_ptr by value.
+  // NOLINTNEXTLINE(performance-unnecessary-value-param)
+  py::register_exception_translator([](std::exception_ptr p) { translate(p); });
 
   py::class_<Request>(m, "Request")
       .def(py::init<>())
