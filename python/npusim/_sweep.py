@@ -13,7 +13,7 @@ import tempfile
 import warnings
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
-from ._config import Config, Overrides, override_list, resolve, value_text
+from ._config import Config, Overrides, resolve, value_text
 from ._errors import InputError, InternalError, OutputError
 from ._run import input_shape_args
 from ._tables import table

@@ -76,3 +76,10 @@ def test_bad_sweeps_raise_input_error(src):
         npusim.sweep(src / "models/fc.json", grid={})
     with pytest.raises(npusim.InputError):
         npusim.sweep(src / "models/missing.json", grid={"clock_mhz": [400]})
+
+
+def test_an_unwritable_sweep_folder_is_an_output_error(src, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(npusim.OutputError, match="cannot create the folder"):
+        npusim.sweep(src / "models/fc.json", grid={"clock_mhz": [400]}, out=blocker / "sub")
