@@ -14,6 +14,8 @@ PACKAGES=(
   libprotobuf-dev protobuf-compiler
   libonnx-dev
   python3 python3-matplotlib
+  python3-dev pybind11-dev python3-pybind11 python3-pytest python3-pandas
+  parallel
   clang libclang-rt-14-dev clang-format clang-tidy
 )
 
