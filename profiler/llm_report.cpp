@@ -23,7 +23,8 @@ double ms(const Clock& clock, Cycles cycles) { return clock.to_us(cycles) / 1000
 double percentile(std::vector<double> values, double p) {
   if (values.empty()) return 0;
   std::sort(values.begin(), values.end());
-  const auto rank = static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(values.size())));
+  const auto rank =
+      static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(values.size())));
   return values[std::max<std::size_t>(rank, 1) - 1];
 }
 
@@ -131,8 +132,8 @@ void write_llm_csv(std::ostream& out, const LlmRun& run, const Clock& clock) {
     out << (s.prefill ? "prefill" : "decode") << ',' << s.index << ',' << s.tokens << ','
         << s.context << ',' << s.commands << ',' << s.estimate_cycles << ','
         << (s.runtime_cycles ? std::to_string(*s.runtime_cycles) : "") << ','
-        << format("%.6f", ms(clock, s.cycles())) << ',' << s.macs << ',' << s.dram_read_bytes
-        << ',' << s.dram_write_bytes << ',' << binding_name(s.bounds) << '\n';
+        << format("%.6f", ms(clock, s.cycles())) << ',' << s.macs << ',' << s.dram_read_bytes << ','
+        << s.dram_write_bytes << ',' << binding_name(s.bounds) << '\n';
   }
 }
 

@@ -44,10 +44,10 @@ struct LlmFigures {
   double ttft_ms = 0;
   std::uint64_t decode_steps = 0;
   double tpot_mean_ms = 0, tpot_p50_ms = 0, tpot_p99_ms = 0;  // 0 without decode steps
-  double decode_tokens_per_s = 0;   // batch x steps / decode time
-  double end_to_end_ms = 0;         // prefill + every decode step
-  double decode_dram_bytes_per_token = 0;  // mean step traffic / batch
-  Bounds prefill_bounds, decode_bounds;    // decode: the steps' bounds summed
+  double decode_tokens_per_s = 0;                             // batch x steps / decode time
+  double end_to_end_ms = 0;                                   // prefill + every decode step
+  double decode_dram_bytes_per_token = 0;                     // mean step traffic / batch
+  Bounds prefill_bounds, decode_bounds;                       // decode: the steps' bounds summed
 };
 LlmFigures llm_figures(const LlmRun& run, const Clock& clock);
 

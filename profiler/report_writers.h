@@ -61,7 +61,7 @@ struct Iterations {
 struct ReportOptions {
   StatsLevel level = StatsLevel::kOps;
   const Iterations* iterations = nullptr;  // null for a single inference
-  const LlmRun* llm = nullptr;              // a language model's phases; null for other models
+  const LlmRun* llm = nullptr;             // a language model's phases; null for other models
   // Why the run could not complete, if it could not; the outputs then hold the commands that
   // finished and say so.
   std::string incomplete;

@@ -85,7 +85,8 @@ class Appender {
 LlmPhasePlan compile_llm_phase(const LlmSpec& spec, const LlmPhase& phase, const HwConfig& config) {
   LlmPhasePlan plan;
   if (!spec.replay) {
-    plan.parts.push_back({compile_schedule(build_llm_graph(spec, phase, LlmPart::kWhole), config), 1});
+    plan.parts.push_back(
+        {compile_schedule(build_llm_graph(spec, phase, LlmPart::kWhole), config), 1});
     return plan;
   }
   if (llm_has_prologue(spec)) {

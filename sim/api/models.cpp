@@ -76,8 +76,8 @@ class FormatSniffer final : public JsonSaxHandler {
     if (!at_format()) return true;
     format_ = v;
     format_key_ = false;
-    return !stop_at_known_ || (format_ != "npusim-schedule" && format_ != "npusim-graph" &&
-                               format_ != "npusim-llm");
+    return !stop_at_known_ ||
+           (format_ != "npusim-schedule" && format_ != "npusim-graph" && format_ != "npusim-llm");
   }
   bool start_object(std::size_t /*size*/) override { return container(); }
   bool start_array(std::size_t /*size*/) override {
@@ -126,11 +126,10 @@ ModelKind model_kind(const std::string& path, bool stop_at_known) {
   if (format == "npusim-schedule") return ModelKind::kSchedule;
   if (format == "npusim-graph") return ModelKind::kGraphJson;
   if (format == "npusim-llm") return ModelKind::kLlm;
-  throw InputError(
-      path, "/format",
-      "not a model npusim reads: expected \"npusim-schedule\", \"npusim-graph\" or "
-      "\"npusim-llm\" JSON, "
-      "a SCALE-Sim topology (.csv) or an ONNX model (.onnx)");
+  throw InputError(path, "/format",
+                   "not a model npusim reads: expected \"npusim-schedule\", \"npusim-graph\" or "
+                   "\"npusim-llm\" JSON, "
+                   "a SCALE-Sim topology (.csv) or an ONNX model (.onnx)");
 }
 
 }  // namespace

@@ -254,7 +254,8 @@ profiler::LlmStep phase_step(const profiler::Workload& w, const profiler::Timeli
 void add_part(profiler::LlmStep& sum, const profiler::LlmStep& part, std::uint64_t n) {
   sum.commands += part.commands * n;
   sum.estimate_cycles += part.estimate_cycles * n;
-  if (part.runtime_cycles) sum.runtime_cycles = sum.runtime_cycles.value_or(0) + *part.runtime_cycles * n;
+  if (part.runtime_cycles)
+    sum.runtime_cycles = sum.runtime_cycles.value_or(0) + *part.runtime_cycles * n;
   sum.macs += part.macs * n;
   sum.dram_read_bytes += part.dram_read_bytes * n;
   sum.dram_write_bytes += part.dram_write_bytes * n;
@@ -289,7 +290,9 @@ PartRuns run_llm_parts(const LlmPhasePlan& plan, const HwConfig& config, bool si
         throw SimulationError(name + ": " + e.what(), nullptr, e.stage());
       }
       const std::string over = lram_failure(runs.workloads.back(), t, which);
-      if (!over.empty()) throw SimulationError(name + ": " + over);
+      if (!over.empty())
+        throw SimulationError(name + ": " +
+                              over);  // NOLINT(performance-inefficient-string-concatenation)
       return t;
     };
     runs.estimate.push_back(checked([&] { return estimate(part.schedule, config); }, "estimate"));
@@ -326,7 +329,9 @@ Measured Session::measure(bool simulate_too) const {
   profiler::Timeline est = run_or_partial(
       [&] {
         PhaseTimer t("estimate");
-        if (prefill_plan_) return replay_llm_phase(*prefill_plan_, run_llm_parts(*prefill_plan_, config_, false).estimate);
+        if (prefill_plan_)
+          return replay_llm_phase(*prefill_plan_,
+                                  run_llm_parts(*prefill_plan_, config_, false).estimate);
         return estimate(schedule, config_);
       },
       failure, finished);
@@ -338,7 +343,9 @@ Measured Session::measure(bool simulate_too) const {
     sim = run_or_partial(
         [&] {
           PhaseTimer t("simulate");
-          if (prefill_plan_) return replay_llm_phase(*prefill_plan_, run_llm_parts(*prefill_plan_, config_, true).runtime);
+          if (prefill_plan_)
+            return replay_llm_phase(*prefill_plan_,
+                                    run_llm_parts(*prefill_plan_, config_, true).runtime);
           return request_.simulate_in_this_process ? simulate(schedule, config_)
                                                    : simulate_in_child(schedule, config_);
         },
@@ -361,8 +368,8 @@ Measured Session::measure(bool simulate_too) const {
     return m;
   }
   if (n == 1) {
-    Measured m{std::move(full), std::move(est), std::move(sim), std::nullopt, std::nullopt, "",
-               false};
+    Measured m{
+        std::move(full), std::move(est), std::move(sim), std::nullopt, std::nullopt, "", false};
     if (llm_) measure_decode(m, simulate_too);
     return m;
   }
@@ -383,8 +390,8 @@ Measured Session::measure(bool simulate_too) const {
     return start == 0 ? profiler::Cycles{0} : list[start - 1].end;
   };
   profiler::Selection e = profiler::select_commands(full, {&est}, keep, origin(it.estimate));
-  Measured m{std::move(e.workload), std::move(e.timelines[0]), std::nullopt, it, std::nullopt, "",
-             false};
+  Measured m{
+      std::move(e.workload), std::move(e.timelines[0]), std::nullopt, it, std::nullopt, "", false};
   if (sim) {
     m.runtime =
         std::move(profiler::select_commands(full, {&*sim}, keep, origin(it.runtime)).timelines[0]);

@@ -267,11 +267,10 @@ int compile_command(const std::vector<std::string>& args) {
                      "is a schedule already; compile takes a graph, topology or ONNX model");
   std::vector<std::string> lines;
   // A language model compiles as it runs: its prefill's parts, assembled (docs/llm.md).
-  const Schedule schedule =
-      kind == ModelKind::kLlm
-          ? api::load_or_compile(o.model, config, model_options_of(o))
-          : compile_schedule(*load_graph(o.model, kind, model_options_of(o)), config,
-                             explain ? &lines : nullptr);
+  const Schedule schedule = kind == ModelKind::kLlm
+                                ? api::load_or_compile(o.model, config, model_options_of(o))
+                                : compile_schedule(*load_graph(o.model, kind, model_options_of(o)),
+                                                   config, explain ? &lines : nullptr);
   for (const std::string& line : lines) std::cerr << line << '\n';
   if (o.out.empty()) {
     write_schedule_json(std::cout, schedule);
@@ -303,8 +302,8 @@ int info_command(const std::vector<std::string>& args) {
   const api::ModelOptions mo = model_options_of(o);
   const std::optional<Graph> graph = load_graph(o.model, kind, mo);
   const Schedule schedule = graph && kind != ModelKind::kLlm
-                               ? compile_schedule(*graph, config)
-                               : api::load_or_compile(o.model, config, mo);
+                                ? compile_schedule(*graph, config)
+                                : api::load_or_compile(o.model, config, mo);
   const profiler::Workload w = make_workload(schedule, config);
   const profiler::Timeline est = estimate(schedule, config);
   const profiler::RunStats stats = profiler::compute_stats(w, est);

@@ -48,7 +48,8 @@ class Builder {
   // One layer writing one new activation tensor named "<name>.out".
   std::uint32_t layer(const std::string& name, const std::string& op,
                       std::vector<std::uint32_t> inputs, Shape out_shape, Attributes attrs = {}) {
-    const std::uint32_t out = tensor(name + ".out", std::move(out_shape), s_.activation_dtype, false);
+    const std::uint32_t out =
+        tensor(name + ".out", std::move(out_shape), s_.activation_dtype, false);
     Layer l;
     l.name = name;
     l.op = op;
@@ -88,7 +89,8 @@ class Builder {
   std::uint32_t view(const std::string& name, std::uint32_t x, Shape to) {
     return layer(name, "Reshape", {x}, std::move(to));
   }
-  std::uint32_t transpose(const std::string& name, std::uint32_t x, std::vector<std::int64_t> perm) {
+  std::uint32_t transpose(const std::string& name, std::uint32_t x,
+                          std::vector<std::int64_t> perm) {
     Shape out;
     for (std::int64_t p : perm) out.push_back(shape(x)[static_cast<std::size_t>(p)]);
     Attributes a;
@@ -111,8 +113,8 @@ class Builder {
 
 // What one decoder layer attends with: the phase's token count and the shared constants.
 struct Phase {
-  std::uint64_t tokens = 0;   // new tokens per sequence
-  std::uint64_t past = 0;     // cached positions before them (decode); 0 in the prefill
+  std::uint64_t tokens = 0;  // new tokens per sequence
+  std::uint64_t past = 0;    // cached positions before them (decode); 0 in the prefill
   std::uint32_t cos = 0, sin = 0;
   std::uint32_t scale = 0;
   std::optional<std::uint32_t> mask;  // causal mask [tokens, tokens] (prefill)
@@ -126,8 +128,7 @@ std::uint32_t attention(Builder& b, const LlmSpec& s, const Phase& ph, const std
   const std::uint64_t g = H / KV;  // query heads per KV head
   std::uint32_t q = b.view(p + "q_heads", b.linear(p + "q_proj", x, H * d), {B, T, H, d});
   std::uint32_t k = b.view(p + "k_heads", b.linear(p + "k_proj", x, KV * d), {B, T, KV, d});
-  const std::uint32_t v =
-      b.view(p + "v_heads", b.linear(p + "v_proj", x, KV * d), {B, T, KV, d});
+  const std::uint32_t v = b.view(p + "v_heads", b.linear(p + "v_proj", x, KV * d), {B, T, KV, d});
   if (s.position == LlmPosition::kRope) {
     q = b.rope(p + "q_rope", q, ph.cos, ph.sin);
     k = b.rope(p + "k_rope", k, ph.cos, ph.sin);
@@ -156,10 +157,10 @@ std::uint32_t attention(Builder& b, const LlmSpec& s, const Phase& ph, const std
     Attributes at3, at2;
     at3.ints["axis"] = {3};
     at2.ints["axis"] = {2};
-    keys = b.layer(p + "k_append", "Concat",
-                   {b.input(p + "k_cache", {B, KV, d, ph.past}), k_new}, {B, KV, d, n}, at3);
-    values = b.layer(p + "v_append", "Concat",
-                     {b.input(p + "v_cache", {B, KV, ph.past, d}), v_new}, {B, KV, n, d}, at2);
+    keys = b.layer(p + "k_append", "Concat", {b.input(p + "k_cache", {B, KV, d, ph.past}), k_new},
+                   {B, KV, d, n}, at3);
+    values = b.layer(p + "v_append", "Concat", {b.input(p + "v_cache", {B, KV, ph.past, d}), v_new},
+                     {B, KV, n, d}, at2);
     queries = b.view(p + "q_group", q, {B, KV, g * T, d});
   }
   const std::uint64_t n = ph.past + T;
@@ -307,8 +308,8 @@ LlmSpec parse_llm_spec(const Json& root, const std::string& origin) {
   s.head_dim = top.get_uint("head_dim", s.hidden / s.heads, 1, kMaxWidth);
   s.intermediate = top.require_uint("intermediate", 1, kMaxWidth).value_or(1);
   s.vocab = top.require_uint("vocab", 1, kMaxVocab).value_or(1);
-  s.norm = parse_choice<LlmNorm>(top, "norm", "rmsnorm",
-                                 {{"rmsnorm", LlmNorm::kRmsNorm}, {"layernorm", LlmNorm::kLayerNorm}});
+  s.norm = parse_choice<LlmNorm>(
+      top, "norm", "rmsnorm", {{"rmsnorm", LlmNorm::kRmsNorm}, {"layernorm", LlmNorm::kLayerNorm}});
   s.mlp = parse_choice<LlmMlp>(top, "mlp", "swiglu",
                                {{"swiglu", LlmMlp::kSwiGlu}, {"gelu", LlmMlp::kGelu}});
   s.position = parse_choice<LlmPosition>(
@@ -334,8 +335,9 @@ LlmSpec parse_llm_spec(const Json& root, const std::string& origin) {
   s.decode_tokens = top.get_uint("decode_tokens", 0, 0, kMaxTokens);
   top.finish();
   if (s.heads % s.kv_heads != 0) {
-    diag.error("/kv_heads", "heads (" + std::to_string(s.heads) + ") must be a multiple of kv_heads (" +
-                                std::to_string(s.kv_heads) + ")");
+    diag.error("/kv_heads", "heads (" + std::to_string(s.heads) +
+                                ") must be a multiple of kv_heads (" + std::to_string(s.kv_heads) +
+                                ")");
   }
   if (!top.has("head_dim") && s.hidden % s.heads != 0) {
     diag.error("/heads", "hidden (" + std::to_string(s.hidden) + ") is not a multiple of heads (" +
