@@ -198,5 +198,25 @@ TEST(Platform, ADeadlockInTheChildComesBackWithItsPartialRun) {
   }
 }
 
+TEST(Platform, AChannelFreedInTheCycleOfADispatchIsTakenWhateverTheProcessOrder) {
+  // 3 DMA_IN channels, 7 dispatch cycles, no setup and no DRAM latency. DI0 (72 bytes: 9 port
+  // cycles, 4.5 DRAM cycles) runs on channel 0 over [7, 21); DI1 (1 byte) on channel 1 over
+  // [14, 16); DI2 starts at 21 on channel 2. The engine resumes at 21 from DI2's dispatch and
+  // dispatches DI3 in the very cycle DI0 frees channel 0: it takes channel 0, the lowest free one,
+  // as the estimate does, whichever of the two processes SystemC runs first at 21.
+  const std::vector<std::string> overrides = {"dma.in_channels=3", "dispatch_cycles=7",
+                                              "dma.setup_cycles=0", "dram.latency_ns=0"};
+  const Json commands = {load("DI0", 72), load("DI1", 1), load("DI2", 4096), load("DI3", 256)};
+  const HwConfig config = parse_hw_config("{}", "cfg", overrides);
+  const Schedule s = parse_schedule(schedule_with(commands), "s.json", config);
+  const profiler::Timeline t = api::simulate_in_child(s, config);
+  EXPECT_EQ(t.commands[0].end, 21u);
+  EXPECT_EQ(t.commands[1].end, 16u);
+  EXPECT_EQ(t.commands[2].start, 21u);
+  EXPECT_EQ(t.commands[3].start, 28u);
+  EXPECT_EQ(t.commands[3].unit, 0u);
+  EXPECT_EQ(estimate(s, config).commands[3].unit, 0u);
+}
+
 }  // namespace
 }  // namespace npusim
