@@ -308,10 +308,10 @@ TEST(ClosedForm, ATransferStartingInsideAnothersWindowEqualsPerBurst) {
     EXPECT_GT(m.closed_form.commands[0].end, m.closed_form.commands[2].start) << bandwidth;
   }
   // Several transfers cut into one long one, at different points of it.
-  const Models m = run_models({load("DI0", 65536), gemm("S0", 0), store("DO0", 500, {"S0"}),
-                               gemm("S1", 0, {"S0"}), store("DO1", 4000, {"S1"}),
-                               gemm("S2", 0, {"S1"}), store("DO2", 1, {"S2"})},
-                              {"dram.bandwidth_gbps=6.4"});
+  const Models m = run_models(
+      {load("DI0", 65536), gemm("S0", 0), store("DO0", 500, {"S0"}), gemm("S1", 0, {"S0"}),
+       store("DO1", 4000, {"S1"}), gemm("S2", 0, {"S1"}), store("DO2", 1, {"S2"})},
+      {"dram.bandwidth_gbps=6.4"});
   expect_identical(m.per_burst, m.closed_form);
 }
 
@@ -377,8 +377,9 @@ TEST(ClosedForm, RandomSchedulesEqualPerBurst) {
       const std::uint64_t kind = uniform(0, 4);
       const std::string id = (kind < 2 ? "DI" : kind < 4 ? "DO" : "S") + std::to_string(i);
       const std::uint64_t size = uniform(0, 9);
-      const std::uint64_t bytes = size < 3 ? uniform(1, 300) : size < 9 ? uniform(1, 6000)
-                                                                        : uniform(1, 40000);
+      const std::uint64_t bytes = size < 3   ? uniform(1, 300)
+                                  : size < 9 ? uniform(1, 6000)
+                                             : uniform(1, 40000);
       commands.push_back(kind < 2   ? load(id, bytes, deps)
                          : kind < 4 ? store(id, bytes, deps)
                                     : gemm(id, static_cast<std::uint32_t>(uniform(0, 1)), deps));
@@ -406,7 +407,10 @@ TEST(ClosedForm, ZooModelsEqualPerBurst) {
     const HwConfig config = load_hw_config(config_name);
     const Schedule s = compile_schedule(parse_graph_json(read_json_file(path), path), config);
     const Models m = both_models(s, config);
-    expect_identical(m.per_burst, m.closed_form, model + "/" + config_name);
+    std::string what = model;
+    what += "/";
+    what += config_name;
+    expect_identical(m.per_burst, m.closed_form, what);
   }
 }
 
@@ -418,7 +422,10 @@ class DramBench : public sc_core::sc_module {
   SC_HAS_PROCESS(DramBench);
   // A runs two transfers of 8 KiB back to back; B one of 1000 bytes from cycle `b_start`.
   DramBench(const sc_core::sc_module_name& name, platform::Dram& dram, std::uint64_t b_start)
-      : sc_module(name), dram_(dram), a_(dram.add_requester()), b_(dram.add_requester()),
+      : sc_module(name),
+        dram_(dram),
+        a_(dram.add_requester()),
+        b_(dram.add_requester()),
         b_start_(b_start) {
     SC_THREAD(run_a);
     SC_THREAD(run_b);

@@ -22,7 +22,8 @@ void add_activity(profiler::DramActivity& total, const profiler::DramActivity& p
   total.bytes += part.bytes;
   total.total_latency_cycles += part.total_latency_cycles;
   total.max_latency_cycles = std::max(total.max_latency_cycles, part.max_latency_cycles);
-  const std::size_t buckets = std::min(total.latency_histogram.size(), part.latency_histogram.size());
+  const std::size_t buckets =
+      std::min(total.latency_histogram.size(), part.latency_histogram.size());
   for (std::size_t b = 0; b < buckets; ++b) {
     total.latency_histogram[b] += part.latency_histogram[b];
   }
@@ -30,11 +31,7 @@ void add_activity(profiler::DramActivity& total, const profiler::DramActivity& p
 
 Dram::Dram(const sc_core::sc_module_name& name, const cost::DramTiming& timing,
            const cost::DmaTiming& dma, profiler::EventSink& sink, bool closed_form)
-    : sc_core::sc_module(name),
-      state_(timing),
-      dma_(dma),
-      sink_(sink),
-      closed_form_(closed_form) {
+    : sc_core::sc_module(name), state_(timing), dma_(dma), sink_(sink), closed_form_(closed_form) {
   SC_METHOD(arbitrate);
   sensitive << arbitrate_event_;
   dont_initialize();
@@ -163,11 +160,10 @@ void Dram::go_lone(std::uint32_t requester, bool transfer_start) {
     lone_.saved_transfer.emplace(*q.transfer);
     lone_.saved_waiting = q.waiting;
     lone_.activity = profiler::DramActivity{};
-    lone_.bursts = cost::serve_alone(
-        *q.transfer, q.waiting, state_, cost::kNever,
-        [this](const cost::DmaTransfer::Burst& b, cost::Cycles done) {
-          lone_.activity.add({b.arrival, done, b.bytes});
-        });
+    lone_.bursts = cost::serve_alone(*q.transfer, q.waiting, state_, cost::kNever,
+                                     [this](const cost::DmaTransfer::Burst& b, cost::Cycles done) {
+                                       lone_.activity.add({b.arrival, done, b.bytes});
+                                     });
     lone_.end = q.transfer->end();
   }
   q.done->notify(until_cycle(lone_.end));

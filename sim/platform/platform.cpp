@@ -51,8 +51,7 @@ profiler::Timeline simulate(const Schedule& schedule, const HwConfig& config) {
 
   profiler::TimelineRecorder recorder(schedule.commands.size());
   platform::Scoreboard scoreboard(schedule.commands.size(), recorder);
-  platform::Npu npu("npu", schedule, config, scoreboard,
-                    g_dram_model == DramModel::kClosedForm);
+  platform::Npu npu("npu", schedule, config, scoreboard, g_dram_model == DramModel::kClosedForm);
   // Runs until no event is left: every command done, or a deadlock with nothing to wake.
   sc_core::sc_start();
   profiler::Timeline timeline = recorder.take();
