@@ -396,13 +396,15 @@ TEST(ClosedForm, RandomSchedulesEqualPerBurst) {
   }
 }
 
-// Compiled zoo models, where transfers overlap by the thousand: ResNet-50 on the edge NPU
-// (one DMA channel per engine, one DRAM channel) and the 7B decoder layer on the server (four
-// DMA_IN and two DMA_OUT channels over eight DRAM channels).
+// Compiled zoo models, where transfers overlap by the thousand: ResNet-50 and BERT on the edge
+// NPU (one DMA channel per engine, one DRAM channel) and every zoo model on the server (four
+// DMA_IN and two DMA_OUT channels over eight DRAM channels), where most transfers contend.
 TEST(ClosedForm, ZooModelsEqualPerBurst) {
+  using Run = std::pair<std::string, std::string>;
   for (const auto& [model, config_name] :
-       {std::pair<std::string, std::string>{"resnet50", "default"},
-        std::pair<std::string, std::string>{"llm7b_decoder_layer", "server"}}) {
+       {Run{"resnet50", "default"}, Run{"bert_base_layer", "default"}, Run{"resnet50", "server"},
+        Run{"mobilenetv2", "server"}, Run{"yolo_tiny", "server"}, Run{"bert_base_layer", "server"},
+        Run{"llm7b_decoder_layer", "server"}}) {
     const std::string path = std::string(NPUSIM_SOURCE_DIR) + "/models/zoo/" + model + ".json";
     const HwConfig config = load_hw_config(config_name);
     const Schedule s = compile_schedule(parse_graph_json(read_json_file(path), path), config);
