@@ -65,6 +65,23 @@ cps=$(python3 -c "import json,sys; print(round(json.loads(sys.argv[1])['simulate
 printf '%-44s %14s\n' "  ResNet-50 schedule, default" "$cps"
 json="$json, \"core_resnet50_commands_per_s\": $cps"
 
+# The simulate phase alone of the larger zoo models: most of their DMA transfers meet no other
+# and are costed in closed form (docs/cost-model.md); median of `runs` runs each.
+printf '\n%-44s %10s %10s\n' "Simulate phase (npusim_bench core)" "sim s" "cmd/s"
+for mc in llm7b_decoder_layer:default llm7b_decoder_layer:server bert_base_layer:default \
+          yolo_tiny:default; do
+  model=${mc%%:*}; config=${mc#*:}
+  sims=()
+  for _ in $(seq "$runs"); do
+    build/npusim_bench core "models/zoo/$model.json" "$config" > "$tmp/core.json"
+    sims+=("$(python3 -c "import json; print(json.load(open('$tmp/core.json'))['simulate_s'])")")
+  done
+  sim_s=$(printf '%s\n' "${sims[@]}" | median)
+  cmds=$(python3 -c "import json; print(json.load(open('$tmp/core.json'))['commands'])")
+  printf '%-44s %10.3f %10.0f\n' "  $model, $config" "$sim_s" "$(echo "$cmds / $sim_s" | bc -l)"
+  json="$json, \"core_${model}_${config}_simulate_s\": $sim_s"
+done
+
 printf '\n%-44s %10s %10s %12s\n' "Synthetic schedules (generate+estimate+simulate)" "wall s" "sim cmd/s" "peak RSS MiB"
 for n in 10000 100000 1000000; do
   /usr/bin/time -f "%e %M" -o "$tmp/time" build/npusim_bench synthetic "$n" > "$tmp/syn.json"

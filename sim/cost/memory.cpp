@@ -28,6 +28,23 @@ std::uint32_t DramState::earliest_channel() const {
                                     free_at_.begin());
 }
 
+Cycles DramState::first_free_cycle() const {
+  return static_cast<Cycles>(*std::min_element(free_at_.begin(), free_at_.end()) /
+                             timing_.ticks_per_cycle);
+}
+
+bool DramState::all_free_by(Cycles cycle) const {
+  const Ticks by = Ticks{cycle} * timing_.ticks_per_cycle;
+  return std::all_of(free_at_.begin(), free_at_.end(), [by](Ticks t) { return t <= by; });
+}
+
+void DramState::add_shifted(const DramState& fresh, Cycles shift) {
+  const Ticks offset = Ticks{shift} * timing_.ticks_per_cycle;
+  for (std::size_t c = 0; c < free_at_.size() && fresh.free_at_[c] != 0; ++c) {
+    free_at_[c] = offset + fresh.free_at_[c];
+  }
+}
+
 Cycles DramState::serve(std::uint32_t dram_channel, Cycles arrival, std::uint64_t bytes) {
   const Ticks start = std::max(free_at_[dram_channel], Ticks{arrival} * timing_.ticks_per_cycle);
   const Ticks end = start + Ticks{bytes} * timing_.ticks_per_byte;
@@ -89,16 +106,9 @@ Cycles isolated_transfer_cycles(std::uint64_t bytes, const DmaTiming& dma, const
   if (dma.ideal) return 0;
   DramState state(dram);
   DmaTransfer transfer(dma, bytes, dma.setup_cycles);
-  // With DRAM to itself, bursts are served in issue order as soon as they arrive.
-  std::deque<DmaTransfer::Burst> waiting;
-  for (const DmaTransfer::Burst& b : transfer.start_bursts()) waiting.push_back(b);
-  while (!waiting.empty()) {
-    const DmaTransfer::Burst b = waiting.front();
-    waiting.pop_front();
-    const DmaTransfer::Burst next =
-        transfer.served(state.serve(state.earliest_channel(), b.arrival, b.bytes));
-    if (next.bytes != 0) waiting.push_back(next);
-  }
+  const std::vector<DmaTransfer::Burst> first = transfer.start_bursts();
+  std::deque<DmaTransfer::Burst> waiting(first.begin(), first.end());
+  serve_alone(transfer, waiting, state, kNever, [](const DmaTransfer::Burst&, Cycles) {});
   return transfer.end();
 }
 

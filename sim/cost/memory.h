@@ -1,9 +1,13 @@
 // DRAM and DMA timing: exact rational DRAM service, and the one description of how a DMA channel
-// steps a transfer through its port in bursts (DmaTransfer). The estimator replays it with DRAM
-// to itself (isolated_transfer_cycles); the SystemC DMA channel drives it from DRAM callbacks.
+// steps a transfer through its port in bursts (DmaTransfer) and how DRAM serves a transfer that has
+// it to itself (serve_alone). The estimator replays a transfer alone on a fresh DRAM
+// (isolated_transfer_cycles); the SystemC platform drives DmaTransfer burst by burst where
+// transfers contend and calls serve_alone where one transfer has DRAM to itself.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <vector>
 
 #include "sim/config/hw_config.h"
@@ -31,6 +35,17 @@ class DramState {
   // The DRAM channel that frees first (lowest index on ties).
   std::uint32_t earliest_channel() const;
   Ticks channel_free_at(std::uint32_t dram_channel) const { return free_at_[dram_channel]; }
+  // The first cycle in which some channel is free for part of the cycle: the earliest cycle in
+  // which DRAM can take a burst (the platform's arbiter grants once per cycle, 1 ps into it).
+  Cycles first_free_cycle() const;
+  // Whether every channel is free by the start of cycle `cycle`.
+  bool all_free_by(Cycles cycle) const;
+  // Adds what a transfer left on `fresh` (a state that was fresh when the transfer started at
+  // cycle 0) as if the same transfer had started at cycle `shift` here, where every channel is
+  // free by its first burst's arrival (all_free_by). Such channels are all alike: every burst
+  // from then on starts on arrival on any of them, so the channels `fresh` used (0, 1, ... in
+  // order) get their free times plus `shift` here and the others keep theirs, which are past.
+  void add_shifted(const DramState& fresh, Cycles shift);
   // Serves a burst of `bytes` that reached DRAM at cycle `arrival` on `dram_channel`: it starts
   // when both it and the channel are there. Returns the cycle by which its data has arrived: the
   // end of service rounded up to a cycle, plus the latency.
@@ -76,6 +91,7 @@ class DmaTransfer {
   Burst served(Cycles done);
   bool finished() const { return served_ == bursts_; }
   Cycles end() const { return last_done_; }  // meaningful once finished()
+  std::uint64_t bytes() const { return bytes_; }
 
  private:
   Burst issue(Cycles ready);
@@ -88,6 +104,31 @@ class DmaTransfer {
   Cycles port_free_;  // cycle the port finishes its last issued burst
   Cycles last_done_;
 };
+
+// Serves a transfer that has DRAM to itself: `waiting` holds the bursts `transfer` has issued and
+// DRAM has not served, oldest first, and each one served may let it issue the next. Each burst is
+// granted in the first cycle in which it has arrived and a channel is free (first_free_cycle), and
+// served on the channel that frees first, in issue order: the platform's arbiter with one
+// requester, and the estimator's isolated transfer. Serves every burst granted before cycle
+// `until` (all of them with kNever), calls on_served(burst, done_cycle) for each and returns how
+// many it served. Per burst it does arithmetic only: no event, no allocation.
+inline constexpr Cycles kNever = ~Cycles{0};
+template <typename OnServed>
+std::uint64_t serve_alone(DmaTransfer& transfer, std::deque<DmaTransfer::Burst>& waiting,
+                          DramState& dram, Cycles until, OnServed&& on_served) {
+  std::uint64_t served = 0;
+  while (!waiting.empty()) {
+    const DmaTransfer::Burst burst = waiting.front();
+    if (until != kNever && std::max(burst.arrival, dram.first_free_cycle()) >= until) break;
+    waiting.pop_front();
+    const Cycles done = dram.serve(dram.earliest_channel(), burst.arrival, burst.bytes);
+    on_served(burst, done);
+    ++served;
+    const DmaTransfer::Burst next = transfer.served(done);
+    if (next.bytes != 0) waiting.push_back(next);
+  }
+  return served;
+}
 
 // Cycles of a whole transfer (setup included) when nothing else uses DRAM: the estimator's DMA
 // cost, DmaTransfer's steps on a fresh DramState; 0 with ideal memory.

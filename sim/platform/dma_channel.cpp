@@ -1,7 +1,5 @@
 #include "sim/platform/dma_channel.h"
 
-#include <algorithm>
-
 #include "sim/platform/sc_time.h"
 
 namespace npusim::platform {
@@ -13,22 +11,14 @@ DmaChannel::DmaChannel(const sc_core::sc_module_name& name, const Schedule& sche
     : CommandUnit(name, schedule, scoreboard, dispatcher, channel, freed),
       timing_(timing),
       dram_(dram),
-      requester_(dram.add_requester(*this)) {}
-
-void DmaChannel::burst_served(std::uint64_t done_cycle) {
-  const cost::DmaTransfer::Burst next = transfer_->served(done_cycle);
-  if (next.bytes != 0) dram_.request(requester_, next.arrival, next.bytes);
-  if (transfer_->finished()) transfer_done_.notify(until_cycle(transfer_->end()));
-}
+      requester_(dram.add_requester()) {}
 
 void DmaChannel::execute(const Command& command) {
   if (timing_.ideal) return;  // ideal memory: the data is simply there
   wait(cycles(timing_.setup_cycles));
-  transfer_.emplace(timing_, command.bytes, now_cycles());
-  for (const cost::DmaTransfer::Burst& b : transfer_->start_bursts()) {
-    dram_.request(requester_, b.arrival, b.bytes);
-  }
+  dram_.start_transfer(requester_, command.bytes, transfer_done_);
   wait(transfer_done_);
+  dram_.end_transfer(requester_);
 }
 
 }  // namespace npusim::platform

@@ -1,12 +1,10 @@
-// One channel of a DMA engine: moves a transfer in bursts through its port and the shared DRAM.
-// Event-driven without a wake-up per burst: the steps are cost::DmaTransfer's (the estimator
-// replays the same steps with DRAM to itself); each burst is handed to the DRAM with the cycle it
-// will reach it, and each served burst issues the one whose outstanding slot it frees, from the
-// DRAM's callback.
+// One channel of a DMA engine: after the setup, hands its transfer to the shared DRAM, which
+// steps it through the channel's port in bursts (cost::DmaTransfer, the steps the estimator
+// replays) and notifies the channel when its last burst's data has arrived. Event-driven: the
+// channel itself wakes twice per transfer.
 #pragma once
 
 #include <cstdint>
-#include <optional>
 
 #include "sim/cost/memory.h"
 #include "sim/platform/command_unit.h"
@@ -14,12 +12,11 @@
 
 namespace npusim::platform {
 
-class DmaChannel final : public CommandUnit, public DramRequester {
+class DmaChannel final : public CommandUnit {
  public:
   DmaChannel(const sc_core::sc_module_name& name, const Schedule& schedule, Scoreboard& scoreboard,
              cost::QueueDispatcher& dispatcher, std::uint32_t channel, sc_core::sc_event& freed,
              const cost::DmaTiming& timing, Dram& dram);
-  void burst_served(std::uint64_t done_cycle) override;
 
  protected:
   void execute(const Command& command) override;
@@ -28,7 +25,6 @@ class DmaChannel final : public CommandUnit, public DramRequester {
   const cost::DmaTiming& timing_;
   Dram& dram_;
   std::uint32_t requester_;
-  std::optional<cost::DmaTransfer> transfer_;  // the transfer in progress
   sc_core::sc_event transfer_done_;
 };
 

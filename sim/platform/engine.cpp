@@ -29,7 +29,12 @@ void Engine::dispatch() {
     }
     while (dispatcher_.earliest_dispatch(now_cycles()) != now_cycles()) wait(wake_);
     const cost::QueueDispatcher::Grant grant = dispatcher_.dispatch(now_cycles());
-    if (grant.start > now_cycles()) wait(cycles(grant.start - now_cycles()));
+    if (grant.start > now_cycles()) {
+      wait(cycles(grant.start - now_cycles()));
+      // Every unit that ends in this cycle releases its channel before the next dispatch picks
+      // one: SystemC runs the processes woken at one time in an unspecified order.
+      wait(sc_core::SC_ZERO_TIME);
+    }
     scoreboard_.started(command, grant.channel);
     units_[grant.channel]->start(command);
   }

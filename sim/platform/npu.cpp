@@ -9,10 +9,11 @@
 namespace npusim::platform {
 
 Npu::Npu(const sc_core::sc_module_name& name, const Schedule& schedule, const HwConfig& config,
-         Scoreboard& scoreboard)
+         Scoreboard& scoreboard, bool closed_form_dram)
     : sc_core::sc_module(name),
       dma_timing_(config),
-      dram_(std::make_unique<Dram>("dram", cost::DramTiming(config), scoreboard.sink())) {
+      dram_(std::make_unique<Dram>("dram", cost::DramTiming(config), dma_timing_, scoreboard.sink(),
+                                   closed_form_dram)) {
   const EngineLayout layout(config);
   auto queues = layout.queues(schedule);
   for (std::uint32_t e = 0; e < layout.count(); ++e) {

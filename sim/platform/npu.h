@@ -20,13 +20,18 @@ namespace npusim::platform {
 
 class Npu final : public sc_core::sc_module {
  public:
+  // `closed_form_dram`: see Dram.
   Npu(const sc_core::sc_module_name& name, const Schedule& schedule, const HwConfig& config,
-      Scoreboard& scoreboard);
+      Scoreboard& scoreboard, bool closed_form_dram);
   Npu(const Npu&) = delete;
   Npu& operator=(const Npu&) = delete;
 
   // Per engine, the position in its queue of the first command not yet started.
   std::vector<std::size_t> heads() const;
+  // DRAM bursts not reported to the scoreboard's sink one by one (Dram::closed_form_activity).
+  const profiler::DramActivity& closed_form_dram_activity() const {
+    return dram_->closed_form_activity();
+  }
 
  private:
   cost::DmaTiming dma_timing_;

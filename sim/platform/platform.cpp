@@ -22,7 +22,10 @@ namespace npusim {
 namespace {
 bool g_configured = false;
 bool g_elaborated = false;
+DramModel g_dram_model = DramModel::kClosedForm;
 }  // namespace
+
+void set_dram_model(DramModel model) { g_dram_model = model; }
 
 bool systemc_elaborated() { return g_elaborated; }
 
@@ -48,15 +51,17 @@ profiler::Timeline simulate(const Schedule& schedule, const HwConfig& config) {
 
   profiler::TimelineRecorder recorder(schedule.commands.size());
   platform::Scoreboard scoreboard(schedule.commands.size(), recorder);
-  platform::Npu npu("npu", schedule, config, scoreboard);
+  platform::Npu npu("npu", schedule, config, scoreboard, g_dram_model == DramModel::kClosedForm);
   // Runs until no event is left: every command done, or a deadlock with nothing to wake.
   sc_core::sc_start();
+  profiler::Timeline timeline = recorder.take();
+  platform::add_activity(timeline.dram, npu.closed_form_dram_activity());
   if (scoreboard.finished_count() < schedule.commands.size()) {
     throw SimulationError(
         describe_deadlock(schedule, config, scoreboard.all_finished(), npu.heads()),
-        std::make_shared<PartialRun>(PartialRun{recorder.take(), scoreboard.all_finished()}));
+        std::make_shared<PartialRun>(PartialRun{std::move(timeline), scoreboard.all_finished()}));
   }
-  return recorder.take();
+  return timeline;
 }
 
 }  // namespace npusim

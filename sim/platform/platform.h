@@ -15,6 +15,14 @@ void configure_systemc_process();
 // Whether this process has elaborated (and so can no longer simulate in-process).
 bool systemc_elaborated();
 
+// How the simulation times DMA transfers; both give the same cycles and DRAM activity, to the
+// burst. kClosedForm (the default) serves a transfer that meets no other in one step, and falls
+// back to burst-by-burst arbitration from the cycle another transfer starts; kPerBurst
+// arbitrates every burst, the reference that tests compare the closed form against.
+enum class DramModel { kClosedForm, kPerBurst };
+// Process-wide: for the simulations that start after the call, here or in a child forked later.
+void set_dram_model(DramModel model);
+
 // Elaborates the platform for `config`, runs `schedule` to completion and returns when each
 // command started and ended. SystemC elaborates once per process, so this may be called once per
 // process (a second call throws std::logic_error, as does a call before
