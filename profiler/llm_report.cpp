@@ -7,16 +7,6 @@
 namespace npusim::profiler {
 namespace {
 
-void add(Bounds& sum, const Bounds& b) {
-  sum.array_cycles += b.array_cycles;
-  sum.vector_cycles += b.vector_cycles;
-  sum.mac_peak_cycles += b.mac_peak_cycles;
-  sum.dma_in_port_cycles += b.dma_in_port_cycles;
-  sum.dma_out_port_cycles += b.dma_out_port_cycles;
-  sum.dram_cycles += b.dram_cycles;
-  sum.host_cycles += b.host_cycles;
-}
-
 double ms(const Clock& clock, Cycles cycles) { return clock.to_us(cycles) / 1000.0; }
 
 // Nearest-rank percentile (the smallest value with at least p % of the values at or below it).
@@ -52,7 +42,7 @@ LlmFigures llm_figures(const LlmRun& run, const Clock& clock) {
     }
     tpot.push_back(ms(clock, s.cycles()));
     decode_bytes += static_cast<double>(s.dram_read_bytes + s.dram_write_bytes);
-    add(f.decode_bounds, s.bounds);
+    add_bounds(f.decode_bounds, s.bounds);
   }
   f.ttft_ms = ms(clock, f.ttft_cycles);
   f.end_to_end_ms = ms(clock, total);

@@ -134,6 +134,16 @@ Cycles Bounds::cycles(BoundResource resource) const {
   return 0;
 }
 
+void add_bounds(Bounds& sum, const Bounds& part, std::uint64_t n) {
+  sum.array_cycles += part.array_cycles * n;
+  sum.vector_cycles += part.vector_cycles * n;
+  sum.mac_peak_cycles += part.mac_peak_cycles * n;
+  sum.dma_in_port_cycles += part.dma_in_port_cycles * n;
+  sum.dma_out_port_cycles += part.dma_out_port_cycles * n;
+  sum.dram_cycles += part.dram_cycles * n;
+  sum.host_cycles += part.host_cycles * n;
+}
+
 std::optional<BoundResource> Bounds::binding() const {
   std::optional<BoundResource> best;
   for (BoundResource r : kBoundResources) {

@@ -72,6 +72,8 @@ struct Bounds {
   // (nothing to do).
   std::optional<BoundResource> binding() const;
 };
+// `sum` plus `n` times `part`: the bounds of work that runs one part after another add up.
+void add_bounds(Bounds& sum, const Bounds& part, std::uint64_t n = 1);
 // bound_name of the binding resource, or "none" when every bound is 0.
 const char* binding_name(const Bounds& bounds);
 

@@ -259,15 +259,7 @@ void add_part(profiler::LlmStep& sum, const profiler::LlmStep& part, std::uint64
   sum.macs += part.macs * n;
   sum.dram_read_bytes += part.dram_read_bytes * n;
   sum.dram_write_bytes += part.dram_write_bytes * n;
-  profiler::Bounds& b = sum.bounds;
-  const profiler::Bounds& p = part.bounds;
-  b.array_cycles += p.array_cycles * n;
-  b.vector_cycles += p.vector_cycles * n;
-  b.mac_peak_cycles += p.mac_peak_cycles * n;
-  b.dma_in_port_cycles += p.dma_in_port_cycles * n;
-  b.dma_out_port_cycles += p.dma_out_port_cycles * n;
-  b.dram_cycles += p.dram_cycles * n;
-  b.host_cycles += p.host_cycles * n;
+  profiler::add_bounds(sum.bounds, part.bounds, n);
 }
 
 // Runs each part of a language model's phase once: its estimate, and its simulation in a child.
