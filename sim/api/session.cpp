@@ -282,9 +282,7 @@ PartRuns run_llm_parts(const LlmPhasePlan& plan, const HwConfig& config, bool si
         throw SimulationError(name + ": " + e.what(), nullptr, e.stage());
       }
       const std::string over = lram_failure(runs.workloads.back(), t, which);
-      if (!over.empty())
-        throw SimulationError(name + ": " +
-                              over);  // NOLINT(performance-inefficient-string-concatenation)
+      if (!over.empty()) throw SimulationError(std::string(name).append(": ").append(over));
       return t;
     };
     runs.estimate.push_back(checked([&] { return estimate(part.schedule, config); }, "estimate"));
