@@ -367,6 +367,9 @@ Report compute_report(const ReportInput& in) {
         li.dma_out.push_back(iv);
         break;
       case EngineKind::kHost:
+      case EngineKind::kExtHdma:
+      case EngineKind::kDevHdma:
+      case EngineKind::kSync:
         li.other.push_back(iv);
         break;
     }

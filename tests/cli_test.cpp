@@ -149,6 +149,37 @@ TEST_F(Cli, RunWritesEveryOutput) {
   EXPECT_EQ(r.err, "");
 }
 
+TEST_F(Cli, RunsTheTwoDeviceAllReduceExample) {
+  // models/multi_device/allreduce_2dev.json on `default` with two devices, 800 MHz:
+  //   EXT_HDMA of 8192 B at host.link_gbps 32: 8192 * 800e6 / 32e9 = 204.8 -> 205 cycles, + 1000
+  //   ns latency = 800 cycles: 1005. Both devices load at once on the link's 2 channels: [4, 1009)
+  //   SYNC: devices.link_latency_ns 500 = 400 cycles: [1013, 1413)
+  //   DEV_HDMA of 4096 B at devices.link_gbps 32: 102.4 -> 103 + 400 = 503: [1417, 1920)
+  //   Add of 2048 elements on 16 lanes: 128: [1924, 2052)
+  //   DEV_HDMA [2056, 2559), SYNC [2563, 2963), EXT_HDMA to the host [2967, 3972)
+  const fs::path out = dir_ / "out";
+  const Result r =
+      npusim({"run", "-m", (kSource / "models/multi_device/allreduce_2dev.json").string(), "--set",
+              "devices.count=2", "-o", out.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto est = timeline_rows(out / "timeline.csv");
+  const auto sim = timeline_rows(out / "runtime_timeline.csv");
+  EXPECT_EQ(sim.at("EH1"), std::make_pair(std::uint64_t{4}, std::uint64_t{1009}));
+  EXPECT_EQ(sim.at("DS0"), std::make_pair(std::uint64_t{1013}, std::uint64_t{1413}));
+  EXPECT_EQ(sim.at("DH1"), std::make_pair(std::uint64_t{1417}, std::uint64_t{1920}));
+  EXPECT_EQ(sim.at("S1"), std::make_pair(std::uint64_t{1924}, std::uint64_t{2052}));
+  EXPECT_EQ(sim.at("EH2"), std::make_pair(std::uint64_t{2967}, std::uint64_t{3972}));
+  EXPECT_EQ(est, sim);  // nothing contends
+  EXPECT_THAT(r.out, HasSubstr("DEV1.DEV_HDMA"));
+  // On one device the example is refused: its commands name device 1.
+  const Result one =
+      npusim({"run", "-m", (kSource / "models/multi_device/allreduce_2dev.json").string(), "-o",
+              (dir_ / "one").string()});
+  EXPECT_EQ(one.exit_code, 2);
+  EXPECT_THAT(one.err, HasSubstr("/commands/1/device: device 1 out of range"));
+  EXPECT_FALSE(fs::exists(dir_ / "one"));
+}
+
 TEST_F(Cli, QuietPrintsNothing) {
   const Result r = npusim({"run", "-m", model("fc"), "-o", (dir_ / "out").string(), "--quiet"});
   ASSERT_EQ(r.exit_code, 0) << r.err;

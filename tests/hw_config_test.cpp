@@ -170,9 +170,10 @@ TEST(HwConfig, IdealMemoryIsABooleanDefaultingToFalse) {
   EXPECT_TRUE(parse_hw_config("{}", "cfg.json", {"ideal_memory=true"}).ideal_memory);
   EXPECT_THAT(error_of(R"({"ideal_memory": 1})"),
               HasSubstr("cfg.json: /ideal_memory: expected a boolean, found 1"));
-  EXPECT_THAT(error_of(R"({"x": 1})"),
-              HasSubstr("/x: unknown key (expected one of: clock_mhz, dispatch_cycles, dma, dram, "
-                        "host, ideal_memory, lram_kib, name, slices)"));
+  EXPECT_THAT(
+      error_of(R"({"x": 1})"),
+      HasSubstr("/x: unknown key (expected one of: clock_mhz, devices, dispatch_cycles, dma, "
+                "dram, host, ideal_memory, lram_kib, name, slices)"));
 }
 
 TEST(HwConfig, AnObjectOverrideResetsTheOtherFieldsToTheirDefaults) {

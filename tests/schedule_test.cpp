@@ -92,10 +92,11 @@ TEST(Schedule, LoadsAndCostsCommands) {
 TEST(Schedule, FormatAndVersionAreChecked) {
   Json root = schedule_with(Json::array());
   root["format"] = "other";
-  root["version"] = 2;
+  root["version"] = 3;  // 1 and 2 are read (2 adds devices)
   const std::string e = error_of(root);
   EXPECT_THAT(e, HasSubstr("s.json: /format: expected \"npusim-schedule\""));
-  EXPECT_THAT(e, HasSubstr("s.json: /version: unsupported version 2"));
+  EXPECT_THAT(e, HasSubstr("s.json: /version: unsupported version 3 (this npusim reads versions 1 "
+                           "and 2)"));
 }
 
 TEST(Schedule, DependencyCycleIsNamed) {
@@ -231,7 +232,8 @@ TEST(Schedule, ErrorsDoNotCascade) {
   // One problem each: no "missing op" for the unknown engine, no "unknown key" for the shape.
   EXPECT_EQ(
       e,
-      "s.json: /commands/0/engine: unknown engine 'GPU' (expected DMA_IN, DMA_OUT, SLICE or HOST)\n"
+      "s.json: /commands/0/engine: unknown engine 'GPU' (expected DMA_IN, DMA_OUT, SLICE, HOST, "
+      "EXT_HDMA, DEV_HDMA or SYNC)\n"
       "s.json: /commands/1/shape: shape applies to SLICE commands only");
   Json no_model = schedule_with(Json::array());
   no_model.erase("model");

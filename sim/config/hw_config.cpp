@@ -157,11 +157,38 @@ HwConfig::HwConfig() {
   for (const ConfigField& field : config_fields()) field.apply_default(*this);
 }
 
-std::uint64_t HwConfig::dram_latency_cycles() const {
-  // latency_ps * 1e-12 s * clock_khz * 1e3 Hz = latency_ps * clock_khz / 1e9 cycles, rounded up.
+std::uint64_t HwConfig::dram_latency_cycles() const { return ps_to_cycles(dram.latency_ps); }
+
+std::uint64_t HwConfig::ps_to_cycles(std::uint64_t ps) const {
+  // ps * 1e-12 s * clock_khz * 1e3 Hz = ps * clock_khz / 1e9 cycles, rounded up.
   __extension__ using U128 = unsigned __int128;
-  const U128 num = U128{dram.latency_ps} * clock_khz;
+  const U128 num = U128{ps} * clock_khz;
   return static_cast<std::uint64_t>((num + 999'999'999u) / 1'000'000'000u);
+}
+
+const char* topology_name(Topology topology) {
+  switch (topology) {
+    case Topology::kRing:
+      return "ring";
+    case Topology::kFullyConnected:
+      return "full";
+    case Topology::kTree:
+      return "tree";
+  }
+  return "?";
+}
+
+bool DevicesConfig::linked(std::uint32_t a, std::uint32_t b) const {
+  if (a == b || a >= count || b >= count) return false;
+  switch (topology) {
+    case Topology::kRing:
+      return (a + 1) % count == b || (b + 1) % count == a;
+    case Topology::kFullyConnected:
+      return true;
+    case Topology::kTree:
+      return a == 0 || b == 0;
+  }
+  return false;
 }
 
 HwConfig parse_hw_config(const std::string& json_text, const std::string& origin,

@@ -51,6 +51,31 @@ struct DramConfig {
 struct HostConfig {
   std::uint64_t call_cycles{};
   std::uint32_t cycles_per_element{};
+  // The PCIe-class link between host DRAM and the devices' DRAM (EXT_HDMA), shared by all devices.
+  std::uint64_t link_mbps{};  // per channel, 10^6 bytes/s
+  std::uint64_t link_latency_ps{};
+  std::uint32_t link_channels{};
+};
+
+// How several NPUs are joined: which pairs have a direct device-to-device link.
+enum class Topology : std::uint8_t {
+  kRing,            // d <-> (d + 1) mod count
+  kFullyConnected,  // every pair
+  kTree,            // device 0 (the root) <-> every other device (a star, as RBLN's root/leaf)
+};
+const char* topology_name(Topology topology);  // "ring", "full", "tree"
+
+// Several identical devices (each one the NPU described by the rest of the config, with its own
+// DRAM) joined by device-to-device links (DEV_HDMA). count == 1 is the single NPU of every other
+// run.
+struct DevicesConfig {
+  std::uint32_t count{};
+  Topology topology{};
+  std::uint64_t link_mbps{};  // per direction of one link, 10^6 bytes/s
+  std::uint64_t link_latency_ps{};
+  std::uint32_t dma_channels{};  // DEV_HDMA transfers a device runs at once
+  // Whether devices `a` and `b` (a != b, both < count) have a direct link.
+  bool linked(std::uint32_t a, std::uint32_t b) const;
 };
 
 struct HwConfig {
@@ -65,6 +90,7 @@ struct HwConfig {
   DmaConfig dma;
   DramConfig dram;
   HostConfig host;
+  DevicesConfig devices;
   std::uint32_t dispatch_cycles{};
   // Memory and dispatch cost nothing, local memory is unbounded: compute alone is measured.
   bool ideal_memory{};
@@ -74,6 +100,8 @@ struct HwConfig {
 
   // DRAM latency rounded up to whole NPU cycles.
   std::uint64_t dram_latency_cycles() const;
+  // A latency in picoseconds rounded up to whole NPU cycles.
+  std::uint64_t ps_to_cycles(std::uint64_t ps) const;
 };
 
 // Loads a config from a file path or a built-in name (see builtin_config_names()), applies

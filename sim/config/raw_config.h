@@ -46,7 +46,18 @@ struct RawHwConfig {
   struct Host {
     std::optional<std::uint64_t> call_cycles;
     std::optional<std::uint64_t> cycles_per_element;
+    std::optional<double> link_gbps;
+    std::optional<double> link_latency_ns;
+    std::optional<std::uint64_t> link_channels;
   } host;
+
+  struct Devices {
+    std::optional<std::uint64_t> count;
+    std::optional<std::string> topology;
+    std::optional<double> link_gbps;
+    std::optional<double> link_latency_ns;
+    std::optional<std::uint64_t> dma_channels;
+  } devices;
 
   // Where problems with a field are reported, by key path, for values that did not come from
   // JSON ("slices.rows" -> "[architecture_presets] ArrayHeight"). The others are reported at their

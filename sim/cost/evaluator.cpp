@@ -2,7 +2,12 @@
 
 namespace npusim::cost {
 
-Evaluator::Evaluator(const HwConfig& config) : config_(config), dma_(config), dram_(config) {}
+Evaluator::Evaluator(const HwConfig& config)
+    : config_(config),
+      dma_(config),
+      dram_(config),
+      host_link_(LinkTiming::host(config)),
+      device_link_(LinkTiming::device(config)) {}
 
 CommandCost Evaluator::cost(const Command& command) {
   CommandCost c;
@@ -27,6 +32,16 @@ CommandCost Evaluator::cost(const Command& command) {
       c.cycles = it->second;
       return c;
     }
+    case EngineKind::kExtHdma:
+      c.cycles = link_transfer_cycles(command.bytes, host_link_);
+      return c;
+    case EngineKind::kDevHdma:
+      c.cycles = link_transfer_cycles(command.bytes, device_link_);
+      return c;
+    case EngineKind::kSync:
+      // One message over a device link: its latency.
+      c.cycles = c.compute_cycles = config_.ideal_memory ? 0 : device_link_.latency_cycles;
+      return c;
   }
   return c;
 }

@@ -8,6 +8,7 @@
 
 #include "sim/config/hw_config.h"
 #include "sim/cost/compute.h"
+#include "sim/cost/link.h"
 #include "sim/cost/memory.h"
 #include "sim/ir/schedule.h"
 
@@ -33,6 +34,8 @@ class Evaluator {
   const HwConfig& config_;
   DmaTiming dma_;
   DramTiming dram_;
+  LinkTiming host_link_;
+  LinkTiming device_link_;
   std::unordered_map<std::uint64_t, Cycles> transfer_cycles_;  // by byte count
 };
 

@@ -25,7 +25,7 @@ std::uint64_t checked_add(std::uint64_t a, std::uint64_t b, const Schedule& sche
 std::string describe_deadlock(const Schedule& schedule, const HwConfig& config,
                               const std::vector<bool>& finished,
                               const std::vector<std::size_t>& heads) {
-  const EngineLayout layout(config);
+  const EngineLayout layout(config, schedule);
   const auto queues = layout.queues(schedule);
   // Where each command sits: its engine and position in that engine's queue.
   std::vector<std::size_t> position(schedule.commands.size());
@@ -53,7 +53,7 @@ std::string describe_deadlock(const Schedule& schedule, const HwConfig& config,
 }
 
 profiler::Timeline estimate(const Schedule& schedule, const HwConfig& config) {
-  const EngineLayout layout(config);
+  const EngineLayout layout(config, schedule);
   const auto queues = layout.queues(schedule);
   const std::size_t n = schedule.commands.size();
 

@@ -3,38 +3,67 @@
 #include "sim/cost/compute.h"
 #include "sim/util/math.h"
 
+#include <algorithm>
 #include <filesystem>
 
 namespace npusim {
 
-EngineLayout::EngineLayout(const HwConfig& config) : slices_(config.slices.count) {
+bool uses_multi_device_engines(const HwConfig& config, const Schedule& schedule) {
+  if (config.devices.count > 1) return true;
+  return std::any_of(schedule.commands.begin(), schedule.commands.end(),
+                     [](const Command& c) { return is_multi_device(c.engine); });
+}
+
+EngineLayout::EngineLayout(const HwConfig& config, const Schedule& schedule)
+    : slices_(config.slices.count), devices_(config.devices.count) {
   using profiler::EngineKind;
+  const bool multi = uses_multi_device_engines(config, schedule);
+  per_device_ = 2 * slices_ + 2 + (multi ? 3 : 0);
   // Track groups as the RBLN profiler names them (its neural engine clusters are our slices).
   const std::string nec = "Neural Engine Clusters";
-  for (std::uint32_t s = 0; s < slices_; ++s) {
-    const std::string slice = "SLICE" + std::to_string(s);
-    engines_.push_back({slice + ".ARRAY", EngineKind::kArray, 1, s, 0, nec});
-    engines_.push_back({slice + ".VECTOR", EngineKind::kVector, 1, s, 0, nec});
+  for (std::uint32_t d = 0; d < devices_; ++d) {
+    const std::string dev = devices_ > 1 ? "DEV" + std::to_string(d) + "." : "";
+    for (std::uint32_t s = 0; s < slices_; ++s) {
+      const std::string slice = dev + "SLICE" + std::to_string(s);
+      engines_.push_back({slice + ".ARRAY", EngineKind::kArray, 1, s, d, nec});
+      engines_.push_back({slice + ".VECTOR", EngineKind::kVector, 1, s, d, nec});
+    }
+    engines_.push_back(
+        {dev + "DMA_IN", EngineKind::kDmaIn, config.dma.in_channels, 0, d, "Task DMA"});
+    engines_.push_back(
+        {dev + "DMA_OUT", EngineKind::kDmaOut, config.dma.out_channels, 0, d, "Task DMA"});
+    if (multi) {
+      engines_.push_back({dev + "EXT_HDMA", EngineKind::kExtHdma, config.host.link_channels, 0, d,
+                          "External HDMA"});
+      engines_.push_back({dev + "DEV_HDMA", EngineKind::kDevHdma, config.devices.dma_channels, 0, d,
+                          "Device HDMA"});
+      engines_.push_back({dev + "SYNC", EngineKind::kSync, 1, 0, d, "Device Sync"});
+    }
   }
-  engines_.push_back({"DMA_IN", EngineKind::kDmaIn, config.dma.in_channels, 0, 0, "Task DMA"});
-  engines_.push_back({"DMA_OUT", EngineKind::kDmaOut, config.dma.out_channels, 0, 0, "Task DMA"});
   engines_.push_back({"HOST", EngineKind::kHost, 1, 0, 0, "Host"});
 }
 
 std::uint32_t EngineLayout::of(const Command& command) const {
+  const std::uint32_t base = command.device * per_device_;
   switch (command.engine) {
     case EngineKind::kArray:
-      return 2 * command.slice;
+      return base + 2 * command.slice;
     case EngineKind::kVector:
-      return 2 * command.slice + 1;
+      return base + 2 * command.slice + 1;
     case EngineKind::kDmaIn:
-      return 2 * slices_;
+      return base + 2 * slices_;
     case EngineKind::kDmaOut:
-      return 2 * slices_ + 1;
+      return base + 2 * slices_ + 1;
+    case EngineKind::kExtHdma:
+      return base + 2 * slices_ + 2;
+    case EngineKind::kDevHdma:
+      return base + 2 * slices_ + 3;
+    case EngineKind::kSync:
+      return base + 2 * slices_ + 4;
     case EngineKind::kHost:
       break;
   }
-  return 2 * slices_ + 2;
+  return devices_ * per_device_;
 }
 
 std::vector<std::vector<std::uint32_t>> EngineLayout::queues(const Schedule& schedule) const {
@@ -75,7 +104,7 @@ profiler::LayerInfo layer_info(const LayerView& layer, const HwConfig& config) {
 }
 
 profiler::Workload make_workload(const Schedule& schedule, const HwConfig& config) {
-  const EngineLayout layout(config);
+  const EngineLayout layout(config, schedule);
   profiler::Workload w;
   w.model_name = schedule.model.name;
   w.model_file = std::filesystem::path(schedule.file).filename().string();

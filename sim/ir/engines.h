@@ -1,5 +1,10 @@
 // The engines a config has, in report order: per slice its array and vector unit, then DMA_IN,
 // DMA_OUT and the HOST (ops the NPU cannot run). One in-order command queue per engine.
+//
+// With several devices (devices.count > 1), or a schedule that uses the multi-device engines,
+// each device also has EXT_HDMA, DEV_HDMA and SYNC queues, after its DMA_OUT. Devices come one
+// after the other, their engines named "DEV<d>." + name when there are several; HOST stays last
+// and single. A one-device run without those commands has exactly the engines above.
 #pragma once
 
 #include <cstdint>
@@ -13,7 +18,7 @@ namespace npusim {
 
 class EngineLayout {
  public:
-  explicit EngineLayout(const HwConfig& config);
+  EngineLayout(const HwConfig& config, const Schedule& schedule);
   std::uint32_t count() const { return static_cast<std::uint32_t>(engines_.size()); }
   std::uint32_t of(const Command& command) const;
   const profiler::EngineInfo& info(std::uint32_t engine) const { return engines_[engine]; }
@@ -23,11 +28,16 @@ class EngineLayout {
 
  private:
   std::uint32_t slices_;
+  std::uint32_t per_device_;  // engines of one device
+  std::uint32_t devices_;
   std::vector<profiler::EngineInfo> engines_;
 };
 
 // A layer's untiled GEMM in SCALE-Sim's terms on `config`'s array.
 profiler::LayerInfo layer_info(const LayerView& layer, const HwConfig& config);
+
+// Whether `schedule` on `config` has the multi-device engines (see EngineLayout).
+bool uses_multi_device_engines(const HwConfig& config, const Schedule& schedule);
 
 // The profiler's view of a schedule on a config.
 profiler::Workload make_workload(const Schedule& schedule, const HwConfig& config);

@@ -143,12 +143,32 @@ Shape parse_shape(JsonObject& cmd, const OpInfo& op) {
   return shape;
 }
 
-// The id convention of timeline.csv: DI<n> for DMA_IN, DO<n> for DMA_OUT, S<n> for slice ops.
+// The id convention of timeline.csv: DI<n> for DMA_IN, DO<n> for DMA_OUT, S<n> for slice ops,
+// H<n> for the host; with several devices EH<n> (External HDMA), DH<n> (Device HDMA) and DS<n>
+// (Device Sync), after the RBLN profiler's names.
+const char* id_prefix(EngineKind engine) {
+  switch (engine) {
+    case EngineKind::kDmaIn:
+      return "DI";
+    case EngineKind::kDmaOut:
+      return "DO";
+    case EngineKind::kHost:
+      return "H";
+    case EngineKind::kExtHdma:
+      return "EH";
+    case EngineKind::kDevHdma:
+      return "DH";
+    case EngineKind::kSync:
+      return "DS";
+    case EngineKind::kArray:
+    case EngineKind::kVector:
+      break;
+  }
+  return "S";
+}
+
 bool id_follows_convention(const std::string& id, EngineKind engine) {
-  const std::string prefix = engine == EngineKind::kDmaIn    ? "DI"
-                             : engine == EngineKind::kDmaOut ? "DO"
-                             : engine == EngineKind::kHost   ? "H"
-                                                             : "S";
+  const std::string prefix = id_prefix(engine);
   if (id.size() <= prefix.size() || id.compare(0, prefix.size(), prefix) != 0) return false;
   // Digits with no leading zero (S7 and S07 would be one command to a reader), at most 12 of
   // them, so that renumbering for --iterations cannot overflow.
@@ -207,22 +227,47 @@ Command parse_command(const Json& value, std::size_t index, const HwConfig& conf
     cmd.engine = EngineKind::kArray;  // the op decides below
   } else if (engine == "HOST") {
     cmd.engine = EngineKind::kHost;
+  } else if (engine == "EXT_HDMA") {
+    cmd.engine = EngineKind::kExtHdma;
+  } else if (engine == "DEV_HDMA") {
+    cmd.engine = EngineKind::kDevHdma;
+  } else if (engine == "SYNC") {
+    cmd.engine = EngineKind::kSync;
   } else {
     if (c.has("engine")) {
-      diag.error(c.pointer("engine"),
-                 "unknown engine '" + engine + "' (expected DMA_IN, DMA_OUT, SLICE or HOST)");
+      diag.error(c.pointer("engine"), "unknown engine '" + engine +
+                                          "' (expected DMA_IN, DMA_OUT, SLICE, HOST, EXT_HDMA, "
+                                          "DEV_HDMA or SYNC)");
     }
     // Nothing else about the command can be checked without its engine.
-    for (const char* key :
-         {"slice", "op", "shape", "bytes", "deps", "layer", "loc", "program", "alloc", "free"})
+    for (const char* key : {"device", "slice", "op", "shape", "bytes", "direction", "peer", "peers",
+                            "deps", "layer", "loc", "program", "alloc", "free"})
       c.get(key);
     return cmd;
   }
   if (!cmd.id.empty() && c.has("engine") && !id_follows_convention(cmd.id, cmd.engine)) {
     diag.error(c.pointer("id"), "id '" + cmd.id +
                                     "' does not follow the convention DI<n> (DMA_IN), DO<n> "
-                                    "(DMA_OUT), S<n> (SLICE), H<n> (HOST) for engine " +
+                                    "(DMA_OUT), S<n> (SLICE), H<n> (HOST), EH<n> (EXT_HDMA), "
+                                    "DH<n> (DEV_HDMA), DS<n> (SYNC) for engine " +
                                     engine);
+  }
+  cmd.device = static_cast<std::uint32_t>(c.get_uint("device", 0, 0, 1u << 20));
+  if (cmd.device >= config.devices.count) {
+    diag.error(c.pointer("device"), "device " + std::to_string(cmd.device) +
+                                        " out of range: the config '" + config.name + "' has " +
+                                        std::to_string(config.devices.count) +
+                                        " device(s) (devices.count)");
+    cmd.device = 0;
+  }
+  if (!is_multi_device(cmd.engine)) {
+    for (const char* key : {"direction", "peer", "peers"}) {
+      if (c.get(key))
+        diag.error(c.pointer(key), std::string(key) + " applies to " +
+                                       (std::string(key) == "peers"  ? "SYNC commands only"
+                                        : std::string(key) == "peer" ? "DEV_HDMA commands only"
+                                                                     : "EXT_HDMA commands only"));
+    }
   }
   if (on_slice(cmd.engine)) {
     cmd.slice = static_cast<std::uint32_t>(c.require_uint("slice", 0, 1u << 20).value_or(0));
@@ -258,8 +303,60 @@ Command parse_command(const Json& value, std::size_t index, const HwConfig& conf
     }
     if (c.get("slice")) diag.error(c.pointer("slice"), "slice applies to SLICE commands only");
     if (c.get("bytes")) diag.error(c.pointer("bytes"), "bytes applies to DMA commands only");
+  } else if (cmd.engine == EngineKind::kSync) {
+    const std::string op = c.get_string("op", engine);
+    if (op != engine) diag.error(c.pointer("op"), "a SYNC command's op must be SYNC");
+    const Json& peers = c.get_array("peers", true);
+    for (std::size_t p = 0; p < peers.size(); ++p) {
+      const std::string pp = c.pointer("peers") + "/" + std::to_string(p);
+      const bool device_number = peers[p].is_number_integer() &&
+                                 peers[p].get<std::int64_t>() >= 0 &&
+                                 peers[p].get<std::uint64_t>() < config.devices.count;
+      if (!device_number) {
+        diag.error(pp, "expected a device in [0, " + std::to_string(config.devices.count - 1) +
+                           "], found " + peers[p].dump());
+        continue;
+      }
+      const auto peer = static_cast<std::uint32_t>(peers[p].get<std::uint64_t>());
+      if (peer == cmd.device ||
+          std::find(cmd.peers.begin(), cmd.peers.end(), peer) != cmd.peers.end()) {
+        diag.error(pp, "device " + std::to_string(peer) +
+                           (peer == cmd.device ? " is the SYNC's own device" : " is listed twice"));
+        continue;
+      }
+      cmd.peers.push_back(peer);
+    }
+    if (peers.empty() && c.has("peers")) diag.error(c.pointer("peers"), "a SYNC needs a peer");
+    for (const char* key : {"slice", "shape", "bytes", "direction", "peer"}) {
+      if (c.get(key)) diag.error(c.pointer(key), std::string(key) + " does not apply to SYNC");
+    }
   } else {
     cmd.bytes = c.require_uint("bytes", 1, kMaxTransferBytes).value_or(1);
+    if (cmd.engine == EngineKind::kExtHdma) {
+      const std::string direction = c.require_string("direction").value_or("to_device");
+      if (direction != "to_device" && direction != "to_host") {
+        diag.error(c.pointer("direction"),
+                   "expected \"to_device\" or \"to_host\", found \"" + direction + "\"");
+      }
+      cmd.to_device = direction != "to_host";
+      if (c.get("peer")) diag.error(c.pointer("peer"), "peer applies to DEV_HDMA commands only");
+    } else if (cmd.engine == EngineKind::kDevHdma) {
+      const std::uint64_t peer = c.require_uint("peer", 0, 1u << 20).value_or(cmd.device);
+      if (c.has("peer") && !config.devices.linked(cmd.device, static_cast<std::uint32_t>(peer))) {
+        diag.error(c.pointer("peer"),
+                   peer == cmd.device ? "a DEV_HDMA's peer must be another device"
+                                      : "devices " + std::to_string(cmd.device) + " and " +
+                                            std::to_string(peer) + " have no direct link in the " +
+                                            topology_name(config.devices.topology) + " of " +
+                                            std::to_string(config.devices.count) +
+                                            " device(s) (devices.topology)");
+      }
+      cmd.peer = static_cast<std::uint32_t>(std::min<std::uint64_t>(peer, 1u << 20));
+      if (c.get("direction"))
+        diag.error(c.pointer("direction"), "direction applies to EXT_HDMA commands only");
+    }
+    if (cmd.engine != EngineKind::kSync && c.get("peers"))
+      diag.error(c.pointer("peers"), "peers applies to SYNC commands only");
     const std::string op = c.get_string("op", engine);
     if (op != engine)
       diag.error(c.pointer("op"), "a " + engine + " command's op must be " + engine);
@@ -426,6 +523,37 @@ void check_buffer_order(const std::vector<Command>& commands,
   }
 }
 
+// Devices meet only where the schedule says so: a command may wait for one on another device
+// through a SYNC that joins both devices, or for a DEV_HDMA that writes to its device. HOST
+// commands belong to no device.
+bool crosses_devices_legally(const Command& dependant, const Command& dep) {
+  if (dependant.device == dep.device || dependant.engine == EngineKind::kHost ||
+      dep.engine == EngineKind::kHost) {
+    return true;
+  }
+  const auto joins = [](const Command& sync, std::uint32_t device) {
+    return std::find(sync.peers.begin(), sync.peers.end(), device) != sync.peers.end();
+  };
+  if (dep.engine == EngineKind::kSync && joins(dep, dependant.device)) return true;
+  if (dependant.engine == EngineKind::kSync && joins(dependant, dep.device)) return true;
+  return dep.engine == EngineKind::kDevHdma && dep.peer == dependant.device;
+}
+
+void check_device_edges(const std::vector<Command>& commands, Diagnostics& diag) {
+  for (std::uint32_t i = 0; i < commands.size(); ++i) {
+    const Command& cmd = commands[i];
+    for (std::size_t k = 0; k < cmd.deps.size(); ++k) {
+      const Command& dep = commands[cmd.deps[k]];
+      if (crosses_devices_legally(cmd, dep)) continue;
+      diag.error("/commands/" + std::to_string(i) + "/deps/" + std::to_string(k),
+                 cmd.id + " on device " + std::to_string(cmd.device) + " depends on " + dep.id +
+                     " on device " + std::to_string(dep.device) +
+                     ": devices wait for each other only through a SYNC that lists both or a "
+                     "DEV_HDMA that writes to the waiting device");
+    }
+  }
+}
+
 // Commands parsed one at a time, from a parsed array or as a file streams by, with the problems
 // they have, in order. What needs the whole schedule (ids, programs) is left in refs.
 class CommandStream {
@@ -575,6 +703,12 @@ const char* schedule_engine_name(EngineKind kind) {
       return "SLICE";
     case EngineKind::kHost:
       return "HOST";
+    case EngineKind::kExtHdma:
+      return "EXT_HDMA";
+    case EngineKind::kDevHdma:
+      return "DEV_HDMA";
+    case EngineKind::kSync:
+      return "SYNC";
   }
   return "?";
 }
@@ -596,9 +730,9 @@ Schedule assemble_schedule(const Json& root, CommandStream* streamed, const std:
     diag.error("/format", "expected \"npusim-schedule\", found \"" + format + "\"");
   }
   const auto version = top.require_uint("version", 0, 1000);
-  if (version && *version != 1) {
+  if (version && *version != 1 && *version != 2) {
     diag.error("/version", "unsupported version " + std::to_string(*version) +
-                               " (this npusim reads version 1)");
+                               " (this npusim reads versions 1 and 2)");
   }
   sched.model = parse_model(top);
 
@@ -696,6 +830,16 @@ Schedule assemble_schedule(const Json& root, CommandStream* streamed, const std:
       cmd.deps.push_back(it->second);
     }
   }
+  if (version == 1) {
+    // Devices came with version 2: a version-1 file that names them was written for another reader.
+    for (std::uint32_t i = 0; i < sched.commands.size(); ++i) {
+      const Command& cmd = sched.commands[i];
+      if (cmd.device == 0 && !is_multi_device(cmd.engine)) continue;
+      diag.error("/commands/" + std::to_string(i) + (cmd.device != 0 ? "/device" : "/engine"),
+                 "devices and the EXT_HDMA, DEV_HDMA and SYNC engines need \"version\": 2");
+      break;
+    }
+  }
   finalize_schedule(sched, config, diag);
   diag.throw_if_any();
   return sched;
@@ -778,6 +922,7 @@ void finalize_schedule(Schedule& sched, const HwConfig& config, Diagnostics& dia
                      : "shape too large: its cycle or MAC count exceeds 64 bits");
     }
   }
+  check_device_edges(sched.commands, diag);
   if (!diag.empty()) return;
   const std::vector<std::uint32_t> position = topological_positions(sched.commands, diag);
   if (!diag.empty()) return;

@@ -44,17 +44,22 @@ struct BufferAlloc {
   std::uint64_t bytes = 0;
 };
 // The schedule format's name of the engine a command runs on: "DMA_IN", "DMA_OUT", "SLICE" (the
-// array and the vector unit) or "HOST".
+// array and the vector unit), "HOST", "EXT_HDMA", "DEV_HDMA" or "SYNC".
 const char* schedule_engine_name(EngineKind kind);
 
 struct Command {
-  std::string id;  // DI<n>, DO<n>, S<n>, H<n>
+  std::string id;  // DI<n>, DO<n>, S<n>, H<n>, EH<n>, DH<n>, Y<n>
   // A SLICE command runs on its op's unit: kArray or kVector (OpInfo::unit).
   EngineKind engine = EngineKind::kArray;
-  std::uint32_t slice = 0;     // slice commands only
-  OpId op = 0;                 // slice commands only
-  Shape shape;                 // slice commands only
-  std::uint64_t bytes = 0;     // DMA commands only
+  std::uint32_t device = 0;  // the NPU whose engine runs it (version 2)
+  std::uint32_t slice = 0;   // slice commands only
+  // EXT_HDMA: true host -> device, false device -> host. DEV_HDMA: the device it writes to.
+  bool to_device = true;
+  std::uint32_t peer = 0;
+  std::vector<std::uint32_t> peers;  // SYNC: the devices the barrier joins, besides `device`
+  OpId op = 0;                       // slice commands only
+  Shape shape;                       // slice commands only
+  std::uint64_t bytes = 0;           // DMA and HDMA commands only
   std::uint64_t elements = 0;  // host commands only: what the host's per-element cost scales with
   std::vector<std::uint32_t> deps;  // indices into Schedule::commands
   std::string layer;

@@ -1,5 +1,7 @@
 #include "sim/ir/schedule_writer.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 namespace npusim {
@@ -76,7 +78,11 @@ void write_tensors(std::ostream& out, const std::vector<TensorInfo>& tensors) {
 }  // namespace
 
 void write_schedule_json(std::ostream& out, const Schedule& s) {
-  out << "{\n  \"format\": \"npusim-schedule\",\n  \"version\": 1,\n";
+  // Version 2 adds devices; a schedule that uses none is written as version 1, as before.
+  const bool devices = std::any_of(s.commands.begin(), s.commands.end(), [](const Command& c) {
+    return c.device != 0 || is_multi_device(c.engine);
+  });
+  out << "{\n  \"format\": \"npusim-schedule\",\n  \"version\": " << (devices ? 2 : 1) << ",\n";
   out << "  \"model\": {\"name\": " << quoted(s.model.name) << ", \"batch\": " << s.model.batch
       << ", \"weights_bytes\": " << s.model.weights_bytes << ", \"inputs\": ";
   write_tensors(out, s.model.inputs);
@@ -124,7 +130,14 @@ void write_schedule_json(std::ostream& out, const Schedule& s) {
     Fields f(out);
     f.raw("id", quoted(c.id));
     f.raw("engine", quoted(schedule_engine_name(c.engine)));
-    if (c.engine == EngineKind::kHost) {
+    f.add("device", c.device, 0);
+    if (c.engine == EngineKind::kSync) {
+      std::string peers = "[";
+      for (std::size_t p = 0; p < c.peers.size(); ++p) {
+        peers += (p ? ", " : "") + std::to_string(c.peers[p]);
+      }
+      f.raw("peers", peers + "]");
+    } else if (c.engine == EngineKind::kHost) {
       f.raw("op", quoted("Host"));
       out << ", \"shape\": {\"elements\": " << c.elements << '}';
     } else if (on_slice(c.engine)) {
@@ -134,6 +147,9 @@ void write_schedule_json(std::ostream& out, const Schedule& s) {
       write_shape(out, c);
     } else {
       f.add("bytes", c.bytes);
+      if (c.engine == EngineKind::kExtHdma)
+        f.raw("direction", quoted(c.to_device ? "to_device" : "to_host"));
+      if (c.engine == EngineKind::kDevHdma) f.add("peer", c.peer);
     }
     if (!c.deps.empty()) {
       std::string deps = "[";

@@ -10,6 +10,7 @@
 #include <systemc>
 
 #include "sim/estimator/estimator.h"
+#include "sim/ir/engines.h"
 #include "sim/platform/npu.h"
 #include "sim/platform/scoreboard.h"
 #include "sim/util/error.h"
@@ -51,14 +52,25 @@ profiler::Timeline simulate(const Schedule& schedule, const HwConfig& config) {
 
   profiler::TimelineRecorder recorder(schedule.commands.size());
   platform::Scoreboard scoreboard(schedule.commands.size(), recorder);
-  platform::Npu npu("npu", schedule, config, scoreboard, g_dram_model == DramModel::kClosedForm);
+  platform::Links links(config);
+  std::vector<std::unique_ptr<platform::Npu>> devices;
+  for (std::uint32_t d = 0; d < config.devices.count; ++d) {
+    const std::string name = config.devices.count == 1 ? "npu" : "npu" + std::to_string(d);
+    devices.push_back(std::make_unique<platform::Npu>(name.c_str(), schedule, config, scoreboard,
+                                                      g_dram_model == DramModel::kClosedForm, d,
+                                                      links));
+  }
   // Runs until no event is left: every command done, or a deadlock with nothing to wake.
   sc_core::sc_start();
   profiler::Timeline timeline = recorder.take();
-  platform::add_activity(timeline.dram, npu.closed_form_dram_activity());
+  for (const auto& npu : devices) {
+    platform::add_activity(timeline.dram, npu->closed_form_dram_activity());
+  }
   if (scoreboard.finished_count() < schedule.commands.size()) {
+    std::vector<std::size_t> heads(EngineLayout(config, schedule).count(), 0);
+    for (const auto& npu : devices) npu->heads(heads);
     throw SimulationError(
-        describe_deadlock(schedule, config, scoreboard.all_finished(), npu.heads()),
+        describe_deadlock(schedule, config, scoreboard.all_finished(), heads),
         std::make_shared<PartialRun>(PartialRun{std::move(timeline), scoreboard.all_finished()}));
   }
   return timeline;
