@@ -212,6 +212,83 @@ struct CommandRefs {
   std::vector<ProgramCheck> programs;
 };
 
+// The command's device, and no multi-device key on a command of one device's engines.
+void parse_device(JsonObject& c, Command& cmd, const HwConfig& config, Diagnostics& diag) {
+  cmd.device = static_cast<std::uint32_t>(c.get_uint("device", 0, 0, 1u << 20));
+  if (cmd.device >= config.devices.count) {
+    diag.error(c.pointer("device"), "device " + std::to_string(cmd.device) +
+                                        " out of range: the config '" + config.name + "' has " +
+                                        std::to_string(config.devices.count) +
+                                        " device(s) (devices.count)");
+    cmd.device = 0;
+  }
+  if (!is_multi_device(cmd.engine)) {
+    for (const char* key : {"direction", "peer", "peers"}) {
+      if (c.get(key))
+        diag.error(c.pointer(key), std::string(key) + " applies to " +
+                                       (std::string(key) == "peers"  ? "SYNC commands only"
+                                        : std::string(key) == "peer" ? "DEV_HDMA commands only"
+                                                                     : "EXT_HDMA commands only"));
+    }
+  }
+}
+
+// A SYNC's peers: other devices of the config, each once.
+void parse_sync(JsonObject& c, Command& cmd, const HwConfig& config, Diagnostics& diag) {
+  const std::string op = c.get_string("op", "SYNC");
+  if (op != "SYNC") diag.error(c.pointer("op"), "a SYNC command's op must be SYNC");
+  const Json& peers = c.get_array("peers", true);
+  for (std::size_t p = 0; p < peers.size(); ++p) {
+    const std::string pp = c.pointer("peers") + "/" + std::to_string(p);
+    const bool device_number = peers[p].is_number_integer() && peers[p].get<std::int64_t>() >= 0 &&
+                               peers[p].get<std::uint64_t>() < config.devices.count;
+    if (!device_number) {
+      diag.error(pp, "expected a device in [0, " + std::to_string(config.devices.count - 1) +
+                         "], found " + peers[p].dump());
+      continue;
+    }
+    const auto peer = static_cast<std::uint32_t>(peers[p].get<std::uint64_t>());
+    if (peer == cmd.device ||
+        std::find(cmd.peers.begin(), cmd.peers.end(), peer) != cmd.peers.end()) {
+      diag.error(pp, "device " + std::to_string(peer) +
+                         (peer == cmd.device ? " is the SYNC's own device" : " is listed twice"));
+      continue;
+    }
+    cmd.peers.push_back(peer);
+  }
+  if (peers.empty() && c.has("peers")) diag.error(c.pointer("peers"), "a SYNC needs a peer");
+  for (const char* key : {"slice", "shape", "bytes", "direction", "peer"}) {
+    if (c.get(key)) diag.error(c.pointer(key), std::string(key) + " does not apply to SYNC");
+  }
+}
+
+// EXT_HDMA's direction, DEV_HDMA's peer (a device linked to the command's own).
+void parse_link_fields(JsonObject& c, Command& cmd, const HwConfig& config, Diagnostics& diag) {
+  if (cmd.engine == EngineKind::kExtHdma) {
+    const std::string direction = c.require_string("direction").value_or("to_device");
+    if (direction != "to_device" && direction != "to_host") {
+      diag.error(c.pointer("direction"),
+                 "expected \"to_device\" or \"to_host\", found \"" + direction + "\"");
+    }
+    cmd.to_device = direction != "to_host";
+    if (c.get("peer")) diag.error(c.pointer("peer"), "peer applies to DEV_HDMA commands only");
+  } else if (cmd.engine == EngineKind::kDevHdma) {
+    const std::uint64_t peer = c.require_uint("peer", 0, 1u << 20).value_or(cmd.device);
+    if (c.has("peer") && !config.devices.linked(cmd.device, static_cast<std::uint32_t>(peer))) {
+      diag.error(c.pointer("peer"),
+                 peer == cmd.device
+                     ? "a DEV_HDMA's peer must be another device"
+                     : "devices " + std::to_string(cmd.device) + " and " + std::to_string(peer) +
+                           " have no direct link in the " + topology_name(config.devices.topology) +
+                           " of " + std::to_string(config.devices.count) +
+                           " device(s) (devices.topology)");
+    }
+    cmd.peer = static_cast<std::uint32_t>(std::min<std::uint64_t>(peer, 1u << 20));
+    if (c.get("direction"))
+      diag.error(c.pointer("direction"), "direction applies to EXT_HDMA commands only");
+  }
+}
+
 Command parse_command(const Json& value, std::size_t index, const HwConfig& config,
                       Diagnostics& diag, CommandRefs& refs) {
   const std::string ptr = "/commands/" + std::to_string(index);
@@ -252,23 +329,7 @@ Command parse_command(const Json& value, std::size_t index, const HwConfig& conf
                                     "DH<n> (DEV_HDMA), DS<n> (SYNC) for engine " +
                                     engine);
   }
-  cmd.device = static_cast<std::uint32_t>(c.get_uint("device", 0, 0, 1u << 20));
-  if (cmd.device >= config.devices.count) {
-    diag.error(c.pointer("device"), "device " + std::to_string(cmd.device) +
-                                        " out of range: the config '" + config.name + "' has " +
-                                        std::to_string(config.devices.count) +
-                                        " device(s) (devices.count)");
-    cmd.device = 0;
-  }
-  if (!is_multi_device(cmd.engine)) {
-    for (const char* key : {"direction", "peer", "peers"}) {
-      if (c.get(key))
-        diag.error(c.pointer(key), std::string(key) + " applies to " +
-                                       (std::string(key) == "peers"  ? "SYNC commands only"
-                                        : std::string(key) == "peer" ? "DEV_HDMA commands only"
-                                                                     : "EXT_HDMA commands only"));
-    }
-  }
+  parse_device(c, cmd, config, diag);
   if (on_slice(cmd.engine)) {
     cmd.slice = static_cast<std::uint32_t>(c.require_uint("slice", 0, 1u << 20).value_or(0));
     if (c.has("slice") && cmd.slice >= config.slices.count) {
@@ -304,57 +365,10 @@ Command parse_command(const Json& value, std::size_t index, const HwConfig& conf
     if (c.get("slice")) diag.error(c.pointer("slice"), "slice applies to SLICE commands only");
     if (c.get("bytes")) diag.error(c.pointer("bytes"), "bytes applies to DMA commands only");
   } else if (cmd.engine == EngineKind::kSync) {
-    const std::string op = c.get_string("op", engine);
-    if (op != engine) diag.error(c.pointer("op"), "a SYNC command's op must be SYNC");
-    const Json& peers = c.get_array("peers", true);
-    for (std::size_t p = 0; p < peers.size(); ++p) {
-      const std::string pp = c.pointer("peers") + "/" + std::to_string(p);
-      const bool device_number = peers[p].is_number_integer() &&
-                                 peers[p].get<std::int64_t>() >= 0 &&
-                                 peers[p].get<std::uint64_t>() < config.devices.count;
-      if (!device_number) {
-        diag.error(pp, "expected a device in [0, " + std::to_string(config.devices.count - 1) +
-                           "], found " + peers[p].dump());
-        continue;
-      }
-      const auto peer = static_cast<std::uint32_t>(peers[p].get<std::uint64_t>());
-      if (peer == cmd.device ||
-          std::find(cmd.peers.begin(), cmd.peers.end(), peer) != cmd.peers.end()) {
-        diag.error(pp, "device " + std::to_string(peer) +
-                           (peer == cmd.device ? " is the SYNC's own device" : " is listed twice"));
-        continue;
-      }
-      cmd.peers.push_back(peer);
-    }
-    if (peers.empty() && c.has("peers")) diag.error(c.pointer("peers"), "a SYNC needs a peer");
-    for (const char* key : {"slice", "shape", "bytes", "direction", "peer"}) {
-      if (c.get(key)) diag.error(c.pointer(key), std::string(key) + " does not apply to SYNC");
-    }
+    parse_sync(c, cmd, config, diag);
   } else {
     cmd.bytes = c.require_uint("bytes", 1, kMaxTransferBytes).value_or(1);
-    if (cmd.engine == EngineKind::kExtHdma) {
-      const std::string direction = c.require_string("direction").value_or("to_device");
-      if (direction != "to_device" && direction != "to_host") {
-        diag.error(c.pointer("direction"),
-                   "expected \"to_device\" or \"to_host\", found \"" + direction + "\"");
-      }
-      cmd.to_device = direction != "to_host";
-      if (c.get("peer")) diag.error(c.pointer("peer"), "peer applies to DEV_HDMA commands only");
-    } else if (cmd.engine == EngineKind::kDevHdma) {
-      const std::uint64_t peer = c.require_uint("peer", 0, 1u << 20).value_or(cmd.device);
-      if (c.has("peer") && !config.devices.linked(cmd.device, static_cast<std::uint32_t>(peer))) {
-        diag.error(c.pointer("peer"),
-                   peer == cmd.device ? "a DEV_HDMA's peer must be another device"
-                                      : "devices " + std::to_string(cmd.device) + " and " +
-                                            std::to_string(peer) + " have no direct link in the " +
-                                            topology_name(config.devices.topology) + " of " +
-                                            std::to_string(config.devices.count) +
-                                            " device(s) (devices.topology)");
-      }
-      cmd.peer = static_cast<std::uint32_t>(std::min<std::uint64_t>(peer, 1u << 20));
-      if (c.get("direction"))
-        diag.error(c.pointer("direction"), "direction applies to EXT_HDMA commands only");
-    }
+    parse_link_fields(c, cmd, config, diag);
     if (cmd.engine != EngineKind::kSync && c.get("peers"))
       diag.error(c.pointer("peers"), "peers applies to SYNC commands only");
     const std::string op = c.get_string("op", engine);
