@@ -48,6 +48,18 @@ struct RawHwConfig {
     std::optional<std::uint64_t> cycles_per_element;
   } host;
 
+  struct Energy {
+    std::optional<double> mac_int8_pj;
+    std::optional<double> mac_fp16_pj;
+    std::optional<double> mac_fp32_pj;
+    std::optional<double> vector_op_pj;
+    std::optional<double> lram_read_pj_per_byte;
+    std::optional<double> lram_write_pj_per_byte;
+    std::optional<double> dram_pj_per_byte;
+    std::optional<double> slice_static_mw;
+    std::optional<double> dram_static_mw;
+  } energy;
+
   // Where problems with a field are reported, by key path, for values that did not come from
   // JSON ("slices.rows" -> "[architecture_presets] ArrayHeight"). The others are reported at their
   // JSON pointer ("/slices/rows").

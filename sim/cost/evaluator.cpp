@@ -2,7 +2,8 @@
 
 namespace npusim::cost {
 
-Evaluator::Evaluator(const HwConfig& config) : config_(config), dma_(config), dram_(config) {}
+Evaluator::Evaluator(const HwConfig& config, const ModelInfo& model)
+    : config_(config), dma_(config), dram_(config), type_(compute_type(model, config.energy)) {}
 
 CommandCost Evaluator::cost(const Command& command) {
   CommandCost c;
@@ -14,6 +15,7 @@ CommandCost Evaluator::cost(const Command& command) {
       c.cycles = c.compute_cycles = s.cycles;
       c.macs = s.macs;
       c.vector_macs = s.vector_macs;
+      c.energy = slice_energy(s, type_, config_.energy);
       return c;
     }
     case EngineKind::kHost:
@@ -25,6 +27,7 @@ CommandCost Evaluator::cost(const Command& command) {
       auto [it, inserted] = transfer_cycles_.try_emplace(command.bytes, 0);
       if (inserted) it->second = isolated_transfer_cycles(command.bytes, dma_, dram_);
       c.cycles = it->second;
+      c.energy = dma_energy(command.engine, command.bytes, config_.energy);
       return c;
     }
   }
