@@ -508,9 +508,6 @@ void write_summary(std::ostream& out, const Workload& w, const Timeline& estimat
   engine_table(out, w, main);
   out << '\n';
 
-  energy_summary(out, w, energy, runtime != nullptr);
-  out << '\n';
-
   if (level >= StatsLevel::kOps) {
     const Timeline& t = runtime ? *runtime : estimate;
     // The same table as `npusim report` prints, from the same function.
@@ -548,6 +545,10 @@ void write_summary(std::ostream& out, const Workload& w, const Timeline& estimat
     }
     out << '\n';
   }
+
+  // After the tables that scripts parse by their first word, so that none of them changed.
+  energy_summary(out, w, energy, runtime != nullptr);
+  out << '\n';
 
   out << (runtime ? "programs (simulation):\n" : "programs (estimate):\n");
   // The label column fits the longest "<index> <name>", so long names keep the columns aligned.
