@@ -172,7 +172,7 @@ TEST(HwConfig, IdealMemoryIsABooleanDefaultingToFalse) {
               HasSubstr("cfg.json: /ideal_memory: expected a boolean, found 1"));
   EXPECT_THAT(error_of(R"({"x": 1})"),
               HasSubstr("/x: unknown key (expected one of: clock_mhz, dispatch_cycles, dma, dram, "
-                        "host, ideal_memory, lram_kib, name, slices)"));
+                        "energy, host, ideal_memory, lram_kib, name, slices)"));
 }
 
 TEST(HwConfig, AnObjectOverrideResetsTheOtherFieldsToTheirDefaults) {
