@@ -54,6 +54,7 @@ std::vector<OpGroup> group_ops(const Workload& workload, const Timeline& timelin
     g.end = std::max(g.end, t.end);
     g.bytes += c.dram_read_bytes + c.dram_write_bytes;
     g.macs += c.macs + c.vector_macs;
+    g.energy_fj += c.energy.total_fj();
     if (!stalls.empty()) {
       g.wait_deps += stalls[i].deps;
       g.wait_dram += stalls[i].dram;

@@ -21,12 +21,13 @@ struct OpGroup {
   std::uint32_t program = 0;      // the program of its first command
   std::uint32_t first_index = 0;  // its first command, in schedule order
   std::uint32_t commands = 0;
-  Cycles cycles = 0;        // the sum of its commands' own cycles (end - start)
-  Cycles start = 0;         // first start of its commands
-  Cycles end = 0;           // last end of its commands
-  std::uint64_t bytes = 0;  // DMA bytes, both directions
-  std::uint64_t macs = 0;   // array and vector MACs
-  Cycles wait_deps = 0;     // sums of its commands' CommandStalls
+  Cycles cycles = 0;            // the sum of its commands' own cycles (end - start)
+  Cycles start = 0;             // first start of its commands
+  Cycles end = 0;               // last end of its commands
+  std::uint64_t bytes = 0;      // DMA bytes, both directions
+  std::uint64_t macs = 0;       // array and vector MACs
+  std::uint64_t energy_fj = 0;  // its commands' dynamic energy
+  Cycles wait_deps = 0;         // sums of its commands' CommandStalls
   Cycles wait_dram = 0;
 };
 

@@ -218,6 +218,17 @@ ReportInput read_report_input(const nlohmann::json& stats, const std::string& fi
   const Json& section = member(stats, "", in.section.c_str(), file);
   in.total_cycles = uint_at(section, sp, "total_cycles", file);
   in.lram_peak_bytes = uint_at(section, sp, "lram_peak_bytes", file);
+  // Energy came with format version 1's later files: read when present.
+  auto pj_at = [&](const Json& j, const std::string& pointer, const char* key) {
+    const double v = number_at(j, pointer, key, file);
+    if (!(v >= 0) || v > 1e12)
+      throw ParseError(file, 0, pointer + "/" + key, "expected 0 to 10^12");
+    return static_cast<std::uint64_t>(std::llround(v * 1e6));
+  };
+  if (section.contains("energy_uj")) {
+    in.energy_pj = pj_at(section, sp, "energy_uj");
+    in.static_energy_pj = pj_at(section, sp, "static_energy_uj");
+  }
   std::string why;
   const Json* ops = ops_of(stats, in.section, file, why);
   if (ops == nullptr) throw ParseError("", 0, "", why);
@@ -240,6 +251,7 @@ ReportInput read_report_input(const nlohmann::json& stats, const std::string& fi
       throw ParseError(file, 0, p + "/end_cycle", "is after " + sp + "/total_cycles");
     r.bytes = uint_at(o, p, "bytes", file);
     r.macs = uint_at(o, p, "macs", file);
+    if (o.contains("energy_uj")) r.energy_pj = pj_at(o, p, "energy_uj");
     in.ops.push_back(std::move(r));
   }
   return in;
@@ -394,6 +406,28 @@ Report compute_report(const ReportInput& in) {
   return r;
 }
 
+// Dynamic energy of the ops by `key_of` (op type, layer), largest first (ties by name), with its
+// share of all ops' dynamic energy; static energy belongs to no op.
+template <class Key>
+void write_energy_table(std::ostream& out, const std::vector<OpRecord>& ops, const char* what,
+                        Key key_of) {
+  std::map<std::string, std::uint64_t> by_key;
+  std::uint64_t total = 0;
+  for (const OpRecord& op : ops) {
+    by_key[key_of(op)] += op.energy_pj;
+    total += op.energy_pj;
+  }
+  std::vector<std::pair<std::string, std::uint64_t>> rows(by_key.begin(), by_key.end());
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  out << "\nenergy by " << what << " (dynamic; share of all ops' dynamic energy):\n";
+  out << "  " << pad_right(what, 28) << pad_left("uJ", 16) << pad_left("share %", 9) << '\n';
+  for (const auto& [key, pj] : rows) {
+    out << "  " << pad_right(key, 28) << pad_left(fixed_point(pj, 6), 16)
+        << pad_left(percent_text(pj, total), 9) << '\n';
+  }
+}
+
 void write_report(std::ostream& out, const ReportInput& in, const Report& r, ReportMode mode) {
   const ModelFigures& m = r.model;
   const std::uint64_t khz = in.clock_khz;
@@ -434,10 +468,18 @@ void write_report(std::ostream& out, const ReportInput& in, const Report& r, Rep
   out << "  " << pad_right("DRAM bytes moved", 22) << pad_left(num(m.dram_bytes), 16)
       << " B   (read " << in.dram_read_bytes << " B, written " << in.dram_write_bytes << " B)\n";
   out << "  " << pad_right("variable buffer size", 22) << pad_left(num(m.variable_buffer_bytes), 16)
-      << " B   (peak local memory)\n\n";
+      << " B   (peak local memory)\n";
+  if (in.energy_pj) {
+    out << "  " << pad_right("energy", 22) << pad_left(fixed_point(*in.energy_pj, 6), 16)
+        << " uJ  (dynamic " << fixed_point(*in.energy_pj - in.static_energy_pj, 6) << ", static "
+        << fixed_point(in.static_energy_pj, 6) << ")\n";
+  }
+  out << '\n';
 
   if (mode == ReportMode::kTotal) {
     write_op_type_table(out, r.op_types, m.op_cycles, m.invoke_cycles);
+    if (in.energy_pj)
+      write_energy_table(out, in.ops, "op type", [](const OpRecord& op) { return op.op; });
   } else if (mode == ReportMode::kEach) {
     out << "ops by layer, one row per model operator (share = its ops' cycles / all ops' "
            "cycles; --by command lists every command):\n";
@@ -450,6 +492,9 @@ void write_report(std::ostream& out, const ReportInput& in, const Report& r, Rep
           << pad_left(percent_text(f.cycles, m.op_cycles), 9) << "  " << layer_label(f.layer)
           << '\n';
     }
+    if (in.energy_pj)
+      write_energy_table(out, in.ops, "layer",
+                         [](const OpRecord& op) { return layer_label(op.layer); });
   } else {
     out << "ops by index (share = cycles / all ops' cycles):\n";
     out << "  " << pad_left("index", 7) << "  " << pad_right("id", 10) << pad_right("op", 20)

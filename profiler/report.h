@@ -62,6 +62,7 @@ struct OpRecord {
   Cycles end = 0;
   std::uint64_t bytes = 0;
   std::uint64_t macs = 0;
+  std::uint64_t energy_pj = 0;  // its dynamic energy (`energy_uj` x 10^6); 0 when not stated
 };
 
 // What the report reads from stats.json.
@@ -80,6 +81,9 @@ struct ReportInput {
   Cycles total_cycles = 0;            // <section>.total_cycles
   std::uint64_t lram_peak_bytes = 0;  // <section>.lram_peak_bytes
   std::vector<OpRecord> ops;          // <section>.ops, in index order
+  // <section>.energy_uj and static_energy_uj in pJ; unset for a stats.json without energy.
+  std::optional<std::uint64_t> energy_pj;
+  std::uint64_t static_energy_pj = 0;
 };
 
 // Reads a parsed stats.json: the `runtime` section if present and `prefer_estimate` is false,

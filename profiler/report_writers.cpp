@@ -2,8 +2,10 @@
 
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <string>
 
+#include "profiler/energy.h"
 #include "profiler/json_writer.h"
 #include "profiler/layer_stats.h"
 #include "profiler/op_groups.h"
@@ -24,6 +26,9 @@ std::string fixed(double value, int decimals) {
 
 // Rounded to 6 decimals: enough for any report, short in JSON, deterministic.
 double round6(double value) { return std::round(value * 1e6) / 1e6; }
+
+// Energy in stats.json: µJ rounded to 6 decimals (1 pJ).
+double uj(std::uint64_t fj) { return round6(fj_to_uj(fj)); }
 
 double ratio(Cycles part, Cycles whole) {
   return whole == 0 ? 0.0 : static_cast<double>(part) / static_cast<double>(whole);
@@ -81,6 +86,8 @@ void write_layers(JsonWriter& j, const Workload& w, const Timeline& t) {
   j.key("layers");
   j.begin_array();
   const std::vector<LayerStats> rows = compute_layer_stats(w, t);
+  std::map<std::string, std::uint64_t> layer_fj;
+  for (const CommandInfo& c : w.commands) layer_fj[c.layer] += c.energy.total_fj();
   for (std::size_t id = 0; id < rows.size(); ++id) {
     const LayerStats& r = rows[id];
     j.begin_object(true);
@@ -108,6 +115,8 @@ void write_layers(JsonWriter& j, const Workload& w, const Timeline& t) {
       j.field("mapping_efficiency_pct", r.info.mapping_efficiency_pct);
       j.field("compute_utilisation_pct", r.info.compute_utilisation_pct);
     }
+    const auto energy = layer_fj.find(r.info.name);
+    j.field("energy_uj", uj(energy == layer_fj.end() ? 0 : energy->second));
     j.end_object();
   }
   j.end_array();
@@ -137,6 +146,7 @@ void write_op_groups(JsonWriter& j, const Workload& w, const Timeline& t,
     j.field("macs", o.macs);
     j.field("wait_deps_cycles", o.wait_deps);
     j.field("wait_dram_cycles", o.wait_dram);
+    j.field("energy_uj", uj(o.energy_fj));
     j.end_object();
   }
   j.end_array();
@@ -168,6 +178,9 @@ void write_run(JsonWriter& j, const Workload& w, const Timeline& t, const RunSta
                                                      s.total_cycles, w.device.clock_khz)));
   j.field("lram_peak_bytes", s.lram.peak_bytes);
   j.field("lram_peak_cycle", s.lram.peak_at);
+  const EnergyStats energy = compute_energy(w, s.total_cycles);
+  j.field("energy_uj", uj(energy.total_fj()));
+  j.field("static_energy_uj", uj(energy.static_fj()));
   j.key("engines");
   j.begin_object();
   for (std::size_t e = 0; e < w.engines.size(); ++e) {
@@ -184,6 +197,7 @@ void write_run(JsonWriter& j, const Workload& w, const Timeline& t, const RunSta
       j.field("wait_deps_cycles", deps_wait[e]);
       if (dma) j.field("wait_dram_cycles", dram_wait[e]);
     }
+    j.field("energy_uj", uj(energy.engine_fj[e]));
     j.end_object();
   }
   j.end_object();
@@ -254,6 +268,7 @@ void write_run(JsonWriter& j, const Workload& w, const Timeline& t, const RunSta
                 round6(static_cast<double>(c.macs) /
                        (peak_macs_per_cycle * static_cast<double>(ct.end - ct.start))));
       }
+      j.field("energy_uj", uj(c.energy.total_fj()));
       j.end_object();
     }
     j.end_array();
@@ -271,6 +286,73 @@ void engine_table(std::ostream& out, const Workload& w, const RunStats& s) {
         << pad_left(fixed(100.0 * ratio(s.engines[e].busy_cycles, s.total_cycles), 1), 9)
         << pad_left(std::to_string(s.engines[e].commands), 10) << '\n';
   }
+}
+
+// The main run's energy (docs/outputs.md#statsjson): totals, what spent it, per engine and per op
+// type. Per op and per layer it is in `ops[]` and `layers[]`.
+void write_energy_json(JsonWriter& j, const Workload& w, const EnergyStats& e,
+                       const char* timeline) {
+  j.begin_object();
+  j.field("timeline", timeline);
+  j.field("total_uj", uj(e.total_fj()));
+  j.field("dynamic_uj", uj(e.dynamic.total_fj()));
+  j.field("static_uj", uj(e.static_fj()));
+  j.field("average_power_mw", round6(e.average_power_mw(w.device.clock_khz)));
+  j.key("dynamic");
+  j.begin_object();
+  j.field("mac_uj", uj(e.dynamic.mac_fj));
+  j.field("vector_uj", uj(e.dynamic.vector_fj));
+  j.field("lram_read_uj", uj(e.dynamic.lram_read_fj));
+  j.field("lram_write_uj", uj(e.dynamic.lram_write_fj));
+  j.field("dram_uj", uj(e.dynamic.dram_fj));
+  j.end_object();
+  j.key("static");
+  j.begin_object();
+  j.field("slices_uj", uj(e.static_slices_fj));
+  j.field("dram_uj", uj(e.static_dram_fj));
+  j.end_object();
+  j.key("engines");
+  j.begin_object();
+  for (std::size_t k = 0; k < w.engines.size(); ++k) j.field(w.engines[k].name, uj(e.engine_fj[k]));
+  j.end_object();
+  j.key("op_types");
+  j.begin_object();
+  for (const auto& [op, fj] : e.op_type_fj) j.field(op, uj(fj));
+  j.end_object();
+  j.end_object();
+}
+
+// summary.txt's energy table: dynamic energy per engine, then the static part and the total.
+void energy_table(std::ostream& out, const Workload& w, const EnergyStats& e) {
+  const double total = static_cast<double>(e.total_fj());
+  auto pct = [&](std::uint64_t fj) {
+    return fixed(total == 0 ? 0.0 : 100.0 * static_cast<double>(fj) / total, 1);
+  };
+  out << "  " << pad_right("engine", 16) << pad_left("uJ", 14) << pad_left("%", 9) << '\n';
+  for (std::size_t k = 0; k < w.engines.size(); ++k) {
+    out << "  " << pad_right(w.engines[k].name, 16)
+        << pad_left(fixed(fj_to_uj(e.engine_fj[k]), 6), 14) << pad_left(pct(e.engine_fj[k]), 9)
+        << '\n';
+  }
+  out << "  " << pad_right("static", 16) << pad_left(fixed(fj_to_uj(e.static_fj()), 6), 14)
+      << pad_left(pct(e.static_fj()), 9) << '\n';
+  out << "  " << pad_right("total", 16) << pad_left(fixed(fj_to_uj(e.total_fj()), 6), 14)
+      << pad_left(pct(e.total_fj()), 9) << '\n';
+}
+
+// summary.txt's energy: the total and what spent it, then the per-engine table.
+void energy_summary(std::ostream& out, const Workload& w, const EnergyStats& energy,
+                    bool simulation) {
+  const DynamicEnergy& dyn = energy.dynamic;
+  out << "energy:       " << fixed(fj_to_uj(energy.total_fj()), 6) << " uJ: dynamic "
+      << fixed(fj_to_uj(dyn.total_fj()), 6) << " (MAC " << fixed(fj_to_uj(dyn.mac_fj), 6)
+      << ", vector " << fixed(fj_to_uj(dyn.vector_fj), 6) << ", LRAM read "
+      << fixed(fj_to_uj(dyn.lram_read_fj), 6) << ", LRAM write "
+      << fixed(fj_to_uj(dyn.lram_write_fj), 6) << ", DRAM " << fixed(fj_to_uj(dyn.dram_fj), 6)
+      << "), static " << fixed(fj_to_uj(energy.static_fj()), 6) << "; average power "
+      << fixed(energy.average_power_mw(w.device.clock_khz), 3) << " mW\n";
+  out << (simulation ? "energy by engine (simulation):\n" : "energy by engine (estimate):\n");
+  energy_table(out, w, energy);
 }
 
 }  // namespace
@@ -389,6 +471,10 @@ void write_summary(std::ostream& out, const Workload& w, const Timeline& estimat
       fixed(achieved_gbps(dram_bytes, main.total_cycles, d.clock_khz), 3), "");
   row("LRAM peak bytes", std::to_string(est.lram.peak_bytes), std::to_string(main.lram.peak_bytes),
       "");
+  const EnergyStats est_energy = compute_energy(w, est.total_cycles);
+  const EnergyStats energy = compute_energy(w, main.total_cycles);
+  row("energy (uJ)", fixed(fj_to_uj(est_energy.total_fj()), 6),
+      fixed(fj_to_uj(energy.total_fj()), 6), "");
   out << '\n';
 
   if (iterations != nullptr) {
@@ -459,6 +545,10 @@ void write_summary(std::ostream& out, const Workload& w, const Timeline& estimat
     }
     out << '\n';
   }
+
+  // After the tables that scripts parse by their first word, so that none of them changed.
+  energy_summary(out, w, energy, runtime != nullptr);
+  out << '\n';
 
   out << (runtime ? "programs (simulation):\n" : "programs (estimate):\n");
   // The label column fits the longest "<index> <name>", so long names keep the columns aligned.
@@ -541,6 +631,9 @@ void write_stats_json(std::ostream& out, const Workload& w, const Timeline& esti
     j.key("llm");
     write_llm_json(j, *options.llm, Clock{d.clock_khz});
   }
+  j.key("energy");
+  write_energy_json(j, w, compute_energy(w, (runtime ? *runtime : estimate).total_cycles()),
+                    runtime ? "runtime" : "estimate");
   j.end_object();
 }
 

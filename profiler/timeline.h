@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "profiler/energy.h"
 #include "profiler/engine_kind.h"
 
 namespace npusim::profiler {
@@ -44,6 +45,8 @@ struct CommandInfo {
   Cycles isolated_cycles = 0;
   std::vector<std::uint32_t> deps;  // indices into Workload::commands
   std::uint32_t iteration = 0;      // the inference it belongs to (--iterations), from 0
+  // Dynamic energy, fixed by the cost model from the same counts (profiler/energy.h).
+  DynamicEnergy energy{};
 };
 
 struct ProgramInfo {
@@ -64,6 +67,9 @@ struct DeviceInfo {
   std::uint32_t dma_in_channels = 0;
   std::uint32_t dma_out_channels = 0;
   std::uint32_t dma_bytes_per_cycle = 0;  // per channel, through its port
+  // Static power, drawn for the whole run (energy.slice_static_mw, energy.dram_static_mw).
+  std::uint64_t slice_static_uw = 0;  // per slice
+  std::uint64_t dram_static_uw = 0;
 };
 
 // One layer of the model as the compiler saw it (a fused group counts as one), with its untiled

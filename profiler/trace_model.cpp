@@ -86,20 +86,21 @@ void coalesce(std::vector<TraceCounterSample>& samples) {
   samples = std::move(out);
 }
 
-std::vector<double> dram_gbps(const Workload& w, const Timeline& t, Cycles window, Cycles total) {
+// Per window, the sum of each command's `amount` spread evenly over its duration (all of it in
+// the window where it happens when it takes no cycles).
+template <class Amount>
+std::vector<double> spread_over_windows(const Workload& w, const Timeline& t, Cycles window,
+                                        Cycles total, Amount amount) {
   const std::size_t windows = static_cast<std::size_t>((total + window - 1) / window);
-  std::vector<double> bytes(windows, 0.0);
-  if (windows == 0) return bytes;
+  std::vector<double> sums(windows, 0.0);
+  if (windows == 0) return sums;
   for (std::size_t i = 0; i < w.commands.size(); ++i) {
-    const CommandInfo& c = w.commands[i];
-    if (!is_dma(w.engines[c.engine].kind)) continue;
-    const std::uint64_t b = c.dram_read_bytes + c.dram_write_bytes;
-    if (b == 0) continue;
+    const double a = amount(w.commands[i]);
+    if (a == 0) continue;
     const Cycles s = t.commands[i].start;
     const Cycles e = t.commands[i].end;
-    if (e <= s) {  // no duration: all of it in the window where it happens
-      bytes[std::min<std::size_t>(static_cast<std::size_t>(s / window), windows - 1)] +=
-          static_cast<double>(b);
+    if (e <= s) {
+      sums[std::min<std::size_t>(static_cast<std::size_t>(s / window), windows - 1)] += a;
       continue;
     }
     const auto first = static_cast<std::size_t>(s / window);
@@ -109,16 +110,42 @@ std::vector<double> dram_gbps(const Workload& w, const Timeline& t, Cycles windo
       const Cycles from = std::max<Cycles>(s, window * k);
       const Cycles to = std::min<Cycles>(e, window * (k + 1));
       if (to <= from) continue;
-      bytes[k] +=
-          static_cast<double>(b) * static_cast<double>(to - from) / static_cast<double>(e - s);
+      sums[k] += a * static_cast<double>(to - from) / static_cast<double>(e - s);
     }
   }
+  return sums;
+}
+
+std::vector<double> dram_gbps(const Workload& w, const Timeline& t, Cycles window, Cycles total) {
+  std::vector<double> bytes = spread_over_windows(w, t, window, total, [&](const CommandInfo& c) {
+    return is_dma(w.engines[c.engine].kind)
+               ? static_cast<double>(c.dram_read_bytes + c.dram_write_bytes)
+               : 0.0;
+  });
+  const std::size_t windows = bytes.size();
   // GB/s = bytes / (len / (khz * 10^3) s) / 10^9 = bytes * khz / (len * 10^6).
   const auto khz = static_cast<double>(w.device.clock_khz == 0 ? 1000000 : w.device.clock_khz);
   for (std::size_t k = 0; k < windows; ++k) {
     bytes[k] = bytes[k] * khz / (static_cast<double>(window_length(k, window, total)) * 1e6);
   }
   return bytes;
+}
+
+// Power in W per window: the commands' dynamic energy spread over their durations, plus the
+// static power (profiler/energy.h).
+std::vector<double> power_watts(const Workload& w, const Timeline& t, Cycles window, Cycles total) {
+  std::vector<double> fj = spread_over_windows(w, t, window, total, [](const CommandInfo& c) {
+    return static_cast<double>(c.energy.total_fj());
+  });
+  const DeviceInfo& d = w.device;
+  const double static_w =
+      static_cast<double>(std::uint64_t{d.slices} * d.slice_static_uw + d.dram_static_uw) / 1e6;
+  // W = fJ / (len / (khz * 10^3) s) / 10^15 = fJ * khz / (len * 10^12).
+  const auto khz = static_cast<double>(d.clock_khz == 0 ? 1000000 : d.clock_khz);
+  for (std::size_t k = 0; k < fj.size(); ++k) {
+    fj[k] = fj[k] * khz / (static_cast<double>(window_length(k, window, total)) * 1e12) + static_w;
+  }
+  return fj;
 }
 
 // Busy % per window of one engine: the union of its units' intervals, as in EngineStats.
@@ -510,6 +537,7 @@ TraceModel build_trace_model(const Workload& workload, const std::vector<TraceRu
   std::int32_t next_tid = static_cast<std::int32_t>(runs.size()) + 1;
   std::uint64_t next_uuid = 1;
   if (!options.aggregate) m.slices.resize(std::size_t{n} * runs.size());
+  std::vector<TraceCounter> power;  // one per process, appended after every other counter
 
   for (std::uint32_t p = 0; p < runs.size(); ++p) {
     if (runs[p].timeline == nullptr) {
@@ -575,7 +603,26 @@ TraceModel build_trace_model(const Workload& workload, const std::vector<TraceRu
                     window_samples(utilisation(std::move(per_engine[e]), window, total), window,
                                    total, khz));
       }
+      // Power comes last and takes its track id after every other track of the file, so that
+      // adding it left the other counters as they were.
+      TraceCounter c;
+      c.process = p;
+      c.group = "Power";
+      c.series = "W";
+      c.name = "Power W";
+      c.unit = TraceCounter::Unit::kWatts;
+      c.sort_index = sort_index++;
+      std::vector<TraceCounterSample> samples =
+          window_samples(power_watts(w, t, window, total), window, total, khz);
+      coalesce(samples);
+      c.samples = std::move(samples);
+      power.push_back(std::move(c));
     }
+  }
+
+  for (TraceCounter& c : power) {
+    c.uuid = next_uuid++;
+    m.counters.push_back(std::move(c));
   }
 
   // Flows, per run; ids in (run, dependant, dependency order) order. Every edge with all_flows;

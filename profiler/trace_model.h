@@ -118,9 +118,9 @@ struct TraceCounterSample {
 };
 
 struct TraceCounter {
-  enum class Unit : std::uint8_t { kGbps, kBytes, kPercent };
+  enum class Unit : std::uint8_t { kGbps, kBytes, kPercent, kWatts };
   std::uint32_t process = 0;
-  std::string name;    // "DRAM GB/s", "LRAM bytes", "SLICE0.ARRAY utilisation %"
+  std::string name;    // "DRAM GB/s", "LRAM bytes", "SLICE0.ARRAY utilisation %", "Power W"
   std::string group;   // the name without its unit: "DRAM", "LRAM", "SLICE0.ARRAY utilisation"
   std::string series;  // the unit: "GB/s", "bytes", "%"; name = group + " " + series
   Unit unit = Unit::kGbps;

@@ -443,6 +443,41 @@ TEST_F(Cli, UnknownConfigKeyIsBadInput) {
                    "cfg.json: /slices/colour: unknown key");
 }
 
+TEST_F(Cli, BadEnergyConfigIsBadInput) {
+  const fs::path out = dir_ / "out";
+  const fs::path unknown = write("e1.json", R"({"energy": {"leakage_mw": 3}})");
+  expect_bad_input(npusim({"run", "-m", model("fc"), "-c", unknown.string(), "-o", out.string()}),
+                   out, "e1.json: /energy/leakage_mw: unknown key");
+  const fs::path negative = write("e2.json", R"({"energy": {"mac_int8_pj": -0.5}})");
+  expect_bad_input(npusim({"run", "-m", model("fc"), "-c", negative.string(), "-o", out.string()}),
+                   out, "e2.json: /energy/mac_int8_pj: value -0.5 out of range [0, 1e+06]");
+  expect_bad_input(
+      npusim({"run", "-m", model("fc"), "--set", "energy.dram_pj_per_byte=x", "-o", out.string()}),
+      out, "built-in:default (with --set): /energy/dram_pj_per_byte: expected a number");
+  expect_bad_input(npusim({"run", "-m", model("fc"), "--set", "energy.slice_static_mw=0.0001", "-o",
+                           out.string()}),
+                   out, "/energy/slice_static_mw: value 0.0001 has more than three decimals");
+}
+
+TEST_F(Cli, EnergyOverridesChangeTheEnergyNotTheCycles) {
+  const fs::path a = dir_ / "a";
+  const fs::path b = dir_ / "b";
+  ASSERT_EQ(npusim({"run", "-m", model("fc"), "-o", a.string(), "-q"}).exit_code, 0);
+  ASSERT_EQ(npusim({"run", "-m", model("fc"), "--set", "energy.dram_pj_per_byte=0", "--set",
+                    "energy.dram_static_mw=0", "-o", b.string(), "-q"})
+                .exit_code,
+            0);
+  const Json sa = Json::parse(read_file(a / "stats.json"));
+  const Json sb = Json::parse(read_file(b / "stats.json"));
+  EXPECT_EQ(sa["runtime"]["total_cycles"], sb["runtime"]["total_cycles"]);
+  EXPECT_EQ(sa["energy"]["total_uj"], 46.047623);  // tests/energy_test.cpp computes it by hand
+  EXPECT_EQ(sb["energy"]["dynamic"]["dram_uj"], 0.0);
+  EXPECT_EQ(sb["energy"]["static"]["dram_uj"], 0.0);
+  // 46.047623 - DRAM 42.14784 - DRAM static 2.036375 = 1.863408 uJ.
+  EXPECT_NEAR(sb["energy"]["total_uj"].get<double>(), 1.863408, 2e-6);
+  EXPECT_EQ(read_file(a / "timeline.csv"), read_file(b / "timeline.csv"));
+}
+
 TEST_F(Cli, DependencyCycleIsBadInput) {
   Json s = Json::parse(read_file(model("fc")));
   s["commands"][0]["deps"] = {"DO0"};

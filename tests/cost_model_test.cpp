@@ -268,7 +268,7 @@ TEST(Evaluator, HostCallsCostTheRoundTripPlusPerElement) {
   Command host;
   host.engine = EngineKind::kHost;
   host.elements = 100;
-  Evaluator e(c);
+  Evaluator e(c, ModelInfo{});
   EXPECT_EQ(e.cost(host).cycles, 5400u);
   EXPECT_EQ(e.cost(host).compute_cycles, 5400u);
   EXPECT_THROW(host_call_cycles(~std::uint64_t{0} / 2, c.host), std::overflow_error);
@@ -279,7 +279,7 @@ TEST(Evaluator, DmaCommandsCostTheIsolatedTransfer) {
   Command load;
   load.engine = EngineKind::kDmaIn;
   load.bytes = 1024;
-  Evaluator e(c);
+  Evaluator e(c, ModelInfo{});
   EXPECT_EQ(e.cost(load).cycles, 256u);  // IsolatedTransfer.PortBoundWhenDramIsFaster
   EXPECT_EQ(e.cost(load).compute_cycles, 0u);
 }

@@ -173,7 +173,7 @@ TEST(HwConfig, IdealMemoryIsABooleanDefaultingToFalse) {
   EXPECT_THAT(
       error_of(R"({"x": 1})"),
       HasSubstr("/x: unknown key (expected one of: clock_mhz, devices, dispatch_cycles, dma, "
-                "dram, host, ideal_memory, lram_kib, name, slices)"));
+                "dram, energy, host, ideal_memory, lram_kib, name, slices)"));
 }
 
 TEST(HwConfig, AnObjectOverrideResetsTheOtherFieldsToTheirDefaults) {

@@ -107,12 +107,12 @@ TEST_F(Sweep, PointFiguresEqualSingleRuns) {
   const Json sweep = Json::parse(read_file(out / "sweep.json"));
   const auto csv = lines_of(read_file(out / "sweep.csv"));
   ASSERT_EQ(csv.size(), 5u);
-  EXPECT_EQ(
-      csv[0],
-      "index,clock_mhz,slices.count,status,exit_code,total_cycles,latency_us,mac_utilization,"
-      "dram_gbps,bound,compute_busy_cycles,dma_busy_cycles,lower_bound_array_cycles,"
-      "lower_bound_vector_cycles,lower_bound_mac_peak_cycles,lower_bound_dma_in_port_cycles,"
-      "lower_bound_dma_out_port_cycles,lower_bound_dram_cycles,lower_bound_host_cycles,error");
+  EXPECT_EQ(csv[0],
+            "index,clock_mhz,slices.count,status,exit_code,total_cycles,latency_us,mac_utilization,"
+            "dram_gbps,bound,compute_busy_cycles,dma_busy_cycles,lower_bound_array_cycles,"
+            "lower_bound_vector_cycles,lower_bound_mac_peak_cycles,lower_bound_dma_in_port_cycles,"
+            "lower_bound_dma_out_port_cycles,lower_bound_dram_cycles,lower_bound_host_cycles,"
+            "energy_uj,error");
   ASSERT_EQ(sweep["points"].size(), 4u);
   const std::vector<std::pair<std::string, std::string>> grid = {
       {"500", "4"}, {"500", "8"}, {"1000", "4"}, {"1000", "8"}};
@@ -152,7 +152,7 @@ TEST_F(Sweep, PointFiguresEqualSingleRuns) {
     EXPECT_TRUE(p["error"].is_null());
     // The CSV row says the same, with numbers written as stats.json writes them.
     const auto f = fields_of(csv[i + 1]);
-    ASSERT_EQ(f.size(), 20u) << csv[i + 1];
+    ASSERT_EQ(f.size(), 21u) << csv[i + 1];
     EXPECT_EQ(f[0], std::to_string(i));
     EXPECT_EQ(f[1], grid[i].first);
     EXPECT_EQ(f[2], grid[i].second);
@@ -168,7 +168,9 @@ TEST_F(Sweep, PointFiguresEqualSingleRuns) {
     for (std::size_t b = 0; b < bounds.size(); ++b) {
       EXPECT_EQ(f[12 + b], stats["bounds"][bounds[b] + "_cycles"].dump()) << bounds[b];
     }
-    EXPECT_EQ(f[19], "");
+    EXPECT_EQ(f[19], stats["energy"]["total_uj"].dump());
+    EXPECT_EQ(p["energy_uj"], stats["energy"]["total_uj"]);
+    EXPECT_EQ(f[20], "");
     // Each point's own outputs are kept, with its stderr and exit code.
     EXPECT_EQ(read_file(out / "points" / std::to_string(i) / "exit_code.txt"), "0\n");
     EXPECT_EQ(read_file(out / "points" / std::to_string(i) / "stderr.txt"), "");
@@ -228,7 +230,7 @@ TEST_F(Sweep, FailingPointIsReportedAndTheOthersComplete) {
   EXPECT_EQ(sweep["summary"], Json::parse(R"({"points": 2, "ok": 1, "failed": 1})"));
   const auto csv = lines_of(read_file(out / "sweep.csv"));
   ASSERT_EQ(csv.size(), 3u);
-  EXPECT_EQ(csv[1], "0,0,failed,2,,,,,,,,,,,,,,,\"" + error + "\"");  // 14 empty figures
+  EXPECT_EQ(csv[1], "0,0,failed,2,,,,,,,,,,,,,,,,\"" + error + "\"");  // 15 empty figures
   EXPECT_EQ(csv[2].substr(0, 13 + stats["runtime"]["total_cycles"].dump().size()),
             "1,12.8,ok,0," + stats["runtime"]["total_cycles"].dump() + ",");
 }

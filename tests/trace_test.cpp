@@ -712,9 +712,9 @@ TEST(TraceChrome, ParsesAndFollowsTheRules) {
   }
   for (const char* ph : {"M", "X", "C", "s", "f"}) EXPECT_GT(phases[ph], 0) << ph;
   EXPECT_EQ(counters,
-            (std::set<std::string>{"DRAM GB/s", "LRAM bytes", "SLICE0.ARRAY utilisation %",
-                                   "SLICE0.VECTOR utilisation %", "DMA_IN utilisation %",
-                                   "DMA_OUT utilisation %"}));
+            (std::set<std::string>{"DRAM GB/s", "LRAM bytes", "Power W",
+                                   "SLICE0.ARRAY utilisation %", "SLICE0.VECTOR utilisation %",
+                                   "DMA_IN utilisation %", "DMA_OUT utilisation %"}));
   EXPECT_EQ(phases["X"], static_cast<int>(2 * w.commands.size()));
   EXPECT_EQ(process_names,
             (std::map<int, std::string>{{1, "compile-time estimate"}, {2, "runtime simulation"}}));

@@ -20,6 +20,9 @@ class Timeline:
     mac_utilization = property(lambda self: self.figures["mac_utilization"])
     dram_gbps = property(lambda self: self.figures["dram_achieved_gbps"])
     lram_peak_bytes = property(lambda self: self.figures["lram_peak_bytes"])
+    # Total energy (dynamic + static over this timeline's time) and its static part, in µJ.
+    energy_uj = property(lambda self: self.figures.get("energy_uj"))
+    static_energy_uj = property(lambda self: self.figures.get("static_energy_uj"))
 
     @property
     def engines(self) -> Dict[str, Dict[str, Any]]:
@@ -91,6 +94,13 @@ class Result(Timeline):
     @property
     def model(self) -> Dict[str, Any]:
         return self.stats["model"]
+
+    @property
+    def energy(self) -> Dict[str, Any]:
+        """stats.json ``energy``: total_uj, dynamic_uj, static_uj, average_power_mw, and the
+        dynamic part by kind (mac, vector, lram_read, lram_write, dram), per engine and per op
+        type; per op and per layer it is the ``energy_uj`` column of ``ops`` and ``layers``."""
+        return self.stats["energy"]
 
     @property
     def delta_pct(self) -> Optional[float]:

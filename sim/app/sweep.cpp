@@ -227,6 +227,7 @@ struct PointResult {
   OJson exit_code;  // null when the point never ran
   std::string error;
   OJson total_cycles, latency_us, mac_utilization, dram_gbps, compute_busy, dma_busy;
+  OJson energy_uj;                  // the simulation's total energy (stats.json /energy/total_uj)
   std::vector<OJson> lower_bounds;  // indexed like lower_bound_names(); empty unless ok
   std::string bound;                // the binding resource's name
 };
@@ -254,6 +255,7 @@ PointResult read_point(const fs::path& dir, const std::string& rel) {
     r.latency_us = need(stats, "/runtime/time_us");
     r.mac_utilization = need(stats, "/runtime/mac_utilization");
     r.dram_gbps = need(stats, "/runtime/dram_achieved_gbps");
+    r.energy_uj = need(stats, "/energy/total_uj");
     for (const std::string& name : lower_bound_names()) {
       r.lower_bounds.push_back(need(stats, "/bounds/" + name + "_cycles"));
     }
@@ -302,7 +304,7 @@ std::string sweep_csv(const Plan& plan, const std::vector<PointResult>& results)
          "compute_busy_cycles,dma_busy_cycles";
   const std::vector<std::string> bound_names = lower_bound_names();
   for (const std::string& name : bound_names) out << ",lower_bound_" << name << "_cycles";
-  out << ",error\n";
+  out << ",energy_uj,error\n";
   for (std::size_t i = 0; i < results.size(); ++i) {
     const PointResult& r = results[i];
     out << i;
@@ -317,7 +319,7 @@ std::string sweep_csv(const Plan& plan, const std::vector<PointResult>& results)
     for (std::size_t b = 0; b < bound_names.size(); ++b) {
       out << (r.ok ? number_text(r.lower_bounds[b]) : std::string()) << ',';
     }
-    out << csv_field(r.error) << '\n';
+    out << number_text(r.energy_uj) << ',' << csv_field(r.error) << '\n';
   }
   return out.str();
 }
@@ -367,6 +369,7 @@ std::string sweep_json(const Plan& plan, const std::vector<PointResult>& results
     for (std::size_t b = 0; b < names.size(); ++b) {
       p["lower_bound_" + names[b] + "_cycles"] = r.ok ? r.lower_bounds[b] : OJson();
     }
+    p["energy_uj"] = r.energy_uj;
     p["error"] = r.ok ? OJson() : OJson(r.error);
     points.push_back(p);
   }

@@ -84,6 +84,77 @@ std::string range_text(std::uint64_t min, std::uint64_t max) {
   return "[" + std::to_string(min) + ", " + std::to_string(max) + "]";
 }
 
+// The energy section (docs/config.md#energy). Decimals in pJ and mW arrive as exact fJ and uW.
+// The defaults are the `default` preset: Horowitz's 45 nm figures (ISSCC 2014).
+std::vector<ConfigField> energy_fields() {
+  using F = ConfigField;
+  return {
+      F::decimal("energy.mac_int8_pj", raw(&R::energy, &R::Energy::mac_int8_pj),
+                 to(&HwConfig::energy, &EnergyConfig::mac_int8_fj))
+          .unit("pJ per MAC")
+          .decimal_range(0, 1e6)
+          .decimal_default(0.23)
+          .desc("One array MAC on 8-bit operands (int8, uint8): 8-bit multiply 0.2 + 8-bit add "
+                "0.03 pJ at 45 nm (Horowitz 2014)."),
+      F::decimal("energy.mac_fp16_pj", raw(&R::energy, &R::Energy::mac_fp16_pj),
+                 to(&HwConfig::energy, &EnergyConfig::mac_fp16_fj))
+          .unit("pJ per MAC")
+          .decimal_range(0, 1e6)
+          .decimal_default(1.5)
+          .desc("One array MAC on 16-bit operands (float16, bfloat16, int16): 16-bit float "
+                "multiply 1.1 + add 0.4 pJ at 45 nm (Horowitz 2014)."),
+      F::decimal("energy.mac_fp32_pj", raw(&R::energy, &R::Energy::mac_fp32_pj),
+                 to(&HwConfig::energy, &EnergyConfig::mac_fp32_fj))
+          .unit("pJ per MAC")
+          .decimal_range(0, 1e6)
+          .decimal_default(4.6)
+          .desc("One array MAC on 32-bit or wider operands: 32-bit float multiply 3.7 + add "
+                "0.9 pJ at 45 nm (Horowitz 2014)."),
+      F::decimal("energy.vector_op_pj", raw(&R::energy, &R::Energy::vector_op_pj),
+                 to(&HwConfig::energy, &EnergyConfig::vector_op_fj))
+          .unit("pJ per element per cycle")
+          .decimal_range(0, 1e6)
+          .decimal_default(1.5)
+          .desc("One unit of work of a vector op for each of its `vector_op_cycles` (a lane "
+                "cycle): a 16-bit float multiply-add, 1.5 pJ at 45 nm (Horowitz 2014)."),
+      F::decimal("energy.lram_read_pj_per_byte", raw(&R::energy, &R::Energy::lram_read_pj_per_byte),
+                 to(&HwConfig::energy, &EnergyConfig::lram_read_fj_per_byte))
+          .unit("pJ per byte")
+          .decimal_range(0, 1e6)
+          .decimal_default(2.5)
+          .desc("Reading local memory: a 64-bit access to a 32 KB SRAM bank, 20 pJ at 45 nm "
+                "(Horowitz 2014), over 8 bytes."),
+      F::decimal("energy.lram_write_pj_per_byte",
+                 raw(&R::energy, &R::Energy::lram_write_pj_per_byte),
+                 to(&HwConfig::energy, &EnergyConfig::lram_write_fj_per_byte))
+          .unit("pJ per byte")
+          .decimal_range(0, 1e6)
+          .decimal_default(2.5)
+          .desc("Writing local memory; Horowitz gives one figure per access, so as a read."),
+      F::decimal("energy.dram_pj_per_byte", raw(&R::energy, &R::Energy::dram_pj_per_byte),
+                 to(&HwConfig::energy, &EnergyConfig::dram_fj_per_byte))
+          .unit("pJ per byte")
+          .decimal_range(0, 1e6)
+          .decimal_default(160)
+          .desc("A byte moved between DRAM and local memory by DMA, either way: DDR3-class "
+                "DRAM at 20 pJ/bit (Horowitz 2014: 1.3 to 2.6 nJ per 64-bit access), × 8."),
+      F::decimal("energy.slice_static_mw", raw(&R::energy, &R::Energy::slice_static_mw),
+                 to(&HwConfig::energy, &EnergyConfig::slice_static_uw))
+          .unit("mW per slice")
+          .decimal_range(0, 1e6)
+          .decimal_default(2)
+          .desc("Static (leakage) power of one slice, drawn for the whole run. An assumption, "
+                "not a published figure (see [Energy](#energy))."),
+      F::decimal("energy.dram_static_mw", raw(&R::energy, &R::Energy::dram_static_mw),
+                 to(&HwConfig::energy, &EnergyConfig::dram_static_uw))
+          .unit("mW")
+          .decimal_range(0, 1e6)
+          .decimal_default(20)
+          .desc("DRAM background power (refresh, standby), drawn for the whole run. An "
+                "assumption, not a published figure (see [Energy](#energy))."),
+  };
+}
+
 }  // namespace
 
 ConfigField ConfigField::integer(std::string key, RawSlot<std::uint64_t> raw,
@@ -628,9 +699,10 @@ const std::vector<ConfigField>& config_fields() {
             .default_val(2)
             .desc("Channels of each device's DEV_HDMA engine: transfers it runs at once."),
     };
-        for (const ConfigField& field : f) field.validate();
-        return f;
-      }();
+    for (ConfigField& field : energy_fields()) f.push_back(std::move(field));
+    for (const ConfigField& field : f) field.validate();
+    return f;
+  }();
   return fields;
 }
 

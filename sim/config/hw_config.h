@@ -78,6 +78,21 @@ struct DevicesConfig {
   bool linked(std::uint32_t a, std::uint32_t b) const;
 };
 
+// The energy model (docs/config.md#energy): dynamic energy per unit of work, in femtojoules
+// (the config's pJ with three decimals, exact), and static power in microwatts (its mW with three
+// decimals). sim/cost/energy.h turns a command's counts into energy with them.
+struct EnergyConfig {
+  std::uint64_t mac_int8_fj{};   // one array MAC on 8-bit operands
+  std::uint64_t mac_fp16_fj{};   // 16-bit (float16, bfloat16, int16)
+  std::uint64_t mac_fp32_fj{};   // 32-bit and wider
+  std::uint64_t vector_op_fj{};  // one element of a vector op, per cycle of its vector_op_cycles
+  std::uint64_t lram_read_fj_per_byte{};
+  std::uint64_t lram_write_fj_per_byte{};
+  std::uint64_t dram_fj_per_byte{};  // DMA traffic, either direction
+  std::uint64_t slice_static_uw{};   // leakage of one slice, for the whole run
+  std::uint64_t dram_static_uw{};    // DRAM background power, for the whole run
+};
+
 struct HwConfig {
   // Every field at its declared default: the values of the config `{}` (name and source empty).
   HwConfig();
@@ -91,6 +106,7 @@ struct HwConfig {
   DramConfig dram;
   HostConfig host;
   DevicesConfig devices;
+  EnergyConfig energy;
   std::uint32_t dispatch_cycles{};
   // Memory and dispatch cost nothing, local memory is unbounded: compute alone is measured.
   bool ideal_memory{};

@@ -58,6 +58,17 @@ struct RawHwConfig {
     std::optional<double> link_latency_ns;
     std::optional<std::uint64_t> dma_channels;
   } devices;
+  struct Energy {
+    std::optional<double> mac_int8_pj;
+    std::optional<double> mac_fp16_pj;
+    std::optional<double> mac_fp32_pj;
+    std::optional<double> vector_op_pj;
+    std::optional<double> lram_read_pj_per_byte;
+    std::optional<double> lram_write_pj_per_byte;
+    std::optional<double> dram_pj_per_byte;
+    std::optional<double> slice_static_mw;
+    std::optional<double> dram_static_mw;
+  } energy;
 
   // Where problems with a field are reported, by key path, for values that did not come from
   // JSON ("slices.rows" -> "[architecture_presets] ArrayHeight"). The others are reported at their

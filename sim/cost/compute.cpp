@@ -13,6 +13,15 @@ Cycles vector_cycles(std::uint64_t work, std::uint32_t cycles_per_unit, std::uin
   return std::max<Cycles>(1, ceil_div(checked_mul(work, cycles_per_unit), lanes));
 }
 
+// A vector op reads one operand element per unit of work (an input element, a window element)
+// and writes its outputs; it spends `cycles_per_unit` lane cycles on each unit of work.
+void set_vector_traffic(SliceCost& cost, std::uint64_t work, std::uint32_t cycles_per_unit,
+                        std::uint64_t outputs) {
+  cost.vector_lane_cycles = saturating_mul(work, cycles_per_unit);
+  cost.lram_read_elements = work;
+  cost.lram_write_elements = outputs;
+}
+
 }  // namespace
 
 GemmMapping map_gemm(std::uint32_t rows, std::uint32_t cols, Dataflow dataflow, std::uint64_t m,
@@ -49,6 +58,30 @@ Cycles systolic_gemm_cycles(std::uint32_t rows, std::uint32_t cols, Dataflow dat
   return std::max<Cycles>(1, checked_mul(g.folds, g.fold_cycles) - 1);
 }
 
+GemmTraffic gemm_lram_traffic(std::uint32_t rows, std::uint32_t cols, Dataflow dataflow,
+                              std::uint64_t m, std::uint64_t n, std::uint64_t k) {
+  const std::uint64_t a = saturating_mul(m, k);  // left operand (inputs)
+  const std::uint64_t b = saturating_mul(k, n);  // right operand (weights)
+  const std::uint64_t out = saturating_mul(m, n);
+  GemmTraffic t;
+  switch (dataflow) {
+    case Dataflow::kOutputStationary:  // rows take m, columns n, k streams
+      t.read_elements = saturating_add(saturating_mul(a, ceil_div(n, cols)),
+                                       saturating_mul(b, ceil_div(m, rows)));
+      t.write_elements = out;
+      break;
+    case Dataflow::kWeightStationary:  // rows take k, columns n, m streams
+      t.read_elements = saturating_add(b, saturating_mul(a, ceil_div(n, cols)));
+      t.write_elements = saturating_mul(out, ceil_div(k, rows));
+      break;
+    case Dataflow::kInputStationary:  // rows take k, columns m, n streams
+      t.read_elements = saturating_add(a, saturating_mul(b, ceil_div(m, cols)));
+      t.write_elements = saturating_mul(out, ceil_div(k, rows));
+      break;
+  }
+  return t;
+}
+
 SliceCost slice_op_cost(OpId op, const Shape& shape, const HwConfig& config) {
   const OpInfo& info = op_table().at(op);
   const SliceConfig& s = config.slices;
@@ -60,6 +93,9 @@ SliceCost slice_op_cost(OpId op, const Shape& shape, const HwConfig& config) {
       cost.cycles =
           checked_mul(g.batch, systolic_gemm_cycles(s.rows, s.cols, s.dataflow, g.m, g.n, g.k));
       cost.macs = checked_mul(checked_mul(checked_mul(g.batch, g.m), g.n), g.k);
+      const GemmTraffic t = gemm_lram_traffic(s.rows, s.cols, s.dataflow, g.m, g.n, g.k);
+      cost.lram_read_elements = saturating_mul(g.batch, t.read_elements);
+      cost.lram_write_elements = saturating_mul(g.batch, t.write_elements);
       return cost;
     }
     case ShapeKind::kConv: {
@@ -73,10 +109,14 @@ SliceCost slice_op_cost(OpId op, const Shape& shape, const HwConfig& config) {
         cost.cycles =
             checked_mul(c.groups, systolic_gemm_cycles(s.rows, s.cols, s.dataflow, pixels, n, k));
         cost.macs = checked_mul(checked_mul(checked_mul(pixels, n), k), c.groups);
+        const GemmTraffic t = gemm_lram_traffic(s.rows, s.cols, s.dataflow, pixels, n, k);
+        cost.lram_read_elements = saturating_mul(c.groups, t.read_elements);
+        cost.lram_write_elements = saturating_mul(c.groups, t.write_elements);
       } else {
         // DepthwiseConv on the vector unit: one MAC per output element per window element.
         cost.vector_macs = checked_mul(checked_mul(pixels, c.out_c), window);
         cost.cycles = vector_cycles(cost.vector_macs, cpe, s.vector_lanes);
+        set_vector_traffic(cost, cost.vector_macs, cpe, saturating_mul(pixels, c.out_c));
       }
       return cost;
     }
@@ -85,13 +125,15 @@ SliceCost slice_op_cost(OpId op, const Shape& shape, const HwConfig& config) {
       const auto& c = std::get<ConvShape>(shape);
       const std::uint64_t outputs =
           checked_mul(checked_mul(checked_mul(c.batch, c.out_h()), c.out_w()), c.out_c);
-      cost.cycles = vector_cycles(checked_mul(outputs, checked_mul(c.kernel_h, c.kernel_w)), cpe,
-                                  s.vector_lanes);
+      const std::uint64_t work = checked_mul(outputs, checked_mul(c.kernel_h, c.kernel_w));
+      cost.cycles = vector_cycles(work, cpe, s.vector_lanes);
+      set_vector_traffic(cost, work, cpe, outputs);
       return cost;
     }
     case ShapeKind::kElements: {
       const auto& e = std::get<ElementsShape>(shape);
       cost.cycles = vector_cycles(e.elements, cpe, s.vector_lanes);
+      set_vector_traffic(cost, e.elements, cpe, e.elements);
       return cost;
     }
   }

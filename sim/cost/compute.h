@@ -36,7 +36,22 @@ struct SliceCost {
   Cycles cycles = 0;              // on the command's unit, at least 1
   std::uint64_t macs = 0;         // multiply-accumulates on the systolic array
   std::uint64_t vector_macs = 0;  // multiply-accumulates on the vector unit (DepthwiseConv)
+  // What the energy model prices (sim/cost/energy.h), counted with the cycles; saturating, as
+  // they must never reject a shape the cycles accept.
+  std::uint64_t vector_lane_cycles = 0;   // vector ops: units of work x the op's cycles per unit
+  std::uint64_t lram_read_elements = 0;   // operand elements read from local memory
+  std::uint64_t lram_write_elements = 0;  // result elements written to local memory
 };
+// Local-memory traffic of one GEMM on the array, in elements, as the systolic folds fetch it: the
+// stationary operand (os: none) is read once, the streamed one once per fold of the other array
+// dimension, and the outputs written once per fold along the reduction (ws, is: partial sums; os
+// keeps them in the array). Saturating.
+struct GemmTraffic {
+  std::uint64_t read_elements = 0;
+  std::uint64_t write_elements = 0;
+};
+GemmTraffic gemm_lram_traffic(std::uint32_t rows, std::uint32_t cols, Dataflow dataflow,
+                              std::uint64_t m, std::uint64_t n, std::uint64_t k);
 // Throws std::overflow_error when a figure does not fit 64 bits.
 SliceCost slice_op_cost(OpId op, const Shape& shape, const HwConfig& config);
 

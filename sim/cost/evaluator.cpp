@@ -1,13 +1,16 @@
 #include "sim/cost/evaluator.h"
 
+#include "sim/util/math.h"
+
 namespace npusim::cost {
 
-Evaluator::Evaluator(const HwConfig& config)
+Evaluator::Evaluator(const HwConfig& config, const ModelInfo& model)
     : config_(config),
       dma_(config),
       dram_(config),
       host_link_(LinkTiming::host(config)),
-      device_link_(LinkTiming::device(config)) {}
+      device_link_(LinkTiming::device(config)),
+      type_(compute_type(model, config.energy)) {}
 
 CommandCost Evaluator::cost(const Command& command) {
   CommandCost c;
@@ -19,6 +22,7 @@ CommandCost Evaluator::cost(const Command& command) {
       c.cycles = c.compute_cycles = s.cycles;
       c.macs = s.macs;
       c.vector_macs = s.vector_macs;
+      c.energy = slice_energy(s, type_, config_.energy);
       return c;
     }
     case EngineKind::kHost:
@@ -30,13 +34,19 @@ CommandCost Evaluator::cost(const Command& command) {
       auto [it, inserted] = transfer_cycles_.try_emplace(command.bytes, 0);
       if (inserted) it->second = isolated_transfer_cycles(command.bytes, dma_, dram_);
       c.cycles = it->second;
+      c.energy = dma_energy(command.engine, command.bytes, config_.energy);
       return c;
     }
     case EngineKind::kExtHdma:
       c.cycles = link_transfer_cycles(command.bytes, host_link_);
+      // The device's DRAM end of the transfer; the link itself has no energy figure yet.
+      c.energy.dram_fj = saturating_mul(command.bytes, config_.energy.dram_fj_per_byte);
       return c;
     case EngineKind::kDevHdma:
       c.cycles = link_transfer_cycles(command.bytes, device_link_);
+      // Read from one device's DRAM, written to the peer's.
+      c.energy.dram_fj =
+          saturating_mul(saturating_mul(command.bytes, 2), config_.energy.dram_fj_per_byte);
       return c;
     case EngineKind::kSync:
       // One message over a device link: its latency.

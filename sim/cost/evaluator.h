@@ -9,22 +9,27 @@
 #include "sim/config/hw_config.h"
 #include "sim/cost/compute.h"
 #include "sim/cost/link.h"
+#include "sim/cost/energy.h"
 #include "sim/cost/memory.h"
 #include "sim/ir/schedule.h"
 
 namespace npusim::cost {
 
-// One command's cost. Energy is reserved here, next to the cycles it is derived with.
+// One command's cost: its cycles and its dynamic energy, from the same counts.
 struct CommandCost {
   Cycles cycles = 0;              // on its engine with DRAM to itself
   Cycles compute_cycles = 0;      // slice and host commands: cycles on their unit
   std::uint64_t macs = 0;         // on the systolic array
   std::uint64_t vector_macs = 0;  // on the vector unit
+  // Independent of the clock and of contention; HOST commands spend none (the host's energy is
+  // not modelled).
+  profiler::DynamicEnergy energy;
 };
 
 class Evaluator {
  public:
-  explicit Evaluator(const HwConfig& config);
+  // `model`: the schedule's model, whose dtype prices MACs and local-memory elements.
+  Evaluator(const HwConfig& config, const ModelInfo& model);
   // Throws std::overflow_error when a figure does not fit 64 bits.
   CommandCost cost(const Command& command);
   const DmaTiming& dma() const { return dma_; }
@@ -36,6 +41,7 @@ class Evaluator {
   DramTiming dram_;
   LinkTiming host_link_;
   LinkTiming device_link_;
+  ComputeType type_;
   std::unordered_map<std::uint64_t, Cycles> transfer_cycles_;  // by byte count
 };
 

@@ -119,6 +119,8 @@ profiler::Workload make_workload(const Schedule& schedule, const HwConfig& confi
   w.device.dma_in_channels = config.dma.in_channels;
   w.device.dma_out_channels = config.dma.out_channels;
   w.device.dma_bytes_per_cycle = config.dma.bytes_per_cycle;
+  w.device.slice_static_uw = config.energy.slice_static_uw;
+  w.device.dram_static_uw = config.energy.dram_static_uw;
   w.engines = layout.all();
   for (const Program& p : schedule.programs) w.programs.push_back({p.name, p.loc});
   w.commands.reserve(schedule.commands.size());
@@ -139,6 +141,7 @@ profiler::Workload make_workload(const Schedule& schedule, const HwConfig& confi
     info.lram_alloc_bytes = c.lram_alloc_bytes;
     info.lram_free_bytes = c.lram_free_bytes;
     info.isolated_cycles = c.isolated_cycles;
+    info.energy = c.energy;
     info.deps = c.deps;
     w.commands.push_back(std::move(info));
   }

@@ -892,7 +892,7 @@ void finalize_schedule(Schedule& sched, const HwConfig& config, Diagnostics& dia
       cmd.lram_alloc_bytes += alloc.bytes;
     }
   }
-  cost::Evaluator evaluator(config);
+  cost::Evaluator evaluator(config, sched.model);
   for (std::uint32_t i = 0; i < sched.commands.size(); ++i) {
     Command& cmd = sched.commands[i];
     cmd.lram_free_bytes = 0;
@@ -929,6 +929,7 @@ void finalize_schedule(Schedule& sched, const HwConfig& config, Diagnostics& dia
       cmd.isolated_cycles = c.cycles;
       cmd.macs = c.macs;
       cmd.vector_macs = c.vector_macs;
+      cmd.energy = c.energy;
     } catch (const std::overflow_error&) {
       diag.error(cptr(i) + "/shape",
                  cmd.engine == EngineKind::kHost

@@ -8,6 +8,7 @@
 #include <variant>
 #include <vector>
 
+#include "profiler/energy.h"
 #include "sim/config/hw_config.h"
 #include "sim/ir/ops.h"
 #include "sim/util/json_reader.h"
@@ -77,6 +78,7 @@ struct Command {
   // Cycles on its unit with DRAM to itself: compute_cycles for slice commands, the isolated
   // transfer time for DMA commands. The estimator's duration.
   std::uint64_t isolated_cycles = 0;
+  profiler::DynamicEnergy energy{};  // from the same counts (sim/cost/energy.h)
 };
 
 struct TensorInfo {

@@ -33,4 +33,15 @@ inline std::uint64_t checked_add(std::uint64_t a, std::uint64_t b) {
   return sum;
 }
 
+// a * b and a + b, clamped at 2^64 - 1: for figures that must never reject an input that the
+// cycle counts accept (energy; docs/cost-model.md#energy).
+inline std::uint64_t saturating_mul(std::uint64_t a, std::uint64_t b) {
+  std::uint64_t product = 0;
+  return __builtin_mul_overflow(a, b, &product) ? ~std::uint64_t{0} : product;
+}
+inline std::uint64_t saturating_add(std::uint64_t a, std::uint64_t b) {
+  std::uint64_t sum = 0;
+  return __builtin_add_overflow(a, b, &sum) ? ~std::uint64_t{0} : sum;
+}
+
 }  // namespace npusim

@@ -26,6 +26,14 @@ def test_fc_on_default_is_the_documented_81455(src):
     assert r.simulated and r.complete and r.out is None
 
 
+def test_fc_energy_is_in_the_result(src):
+    r = npusim.run(src / "models/fc.json", "default")
+    # tests/energy_test.cpp works it out by hand: 43.603973 uJ dynamic + 2.44365 uJ static.
+    assert r.energy["total_uj"] == 46.047623
+    assert r.energy_uj == r.stats["energy"]["total_uj"] == r.runtime.energy_uj
+    assert r.energy["dynamic_uj"] == 43.603973
+
+
 @pytest.mark.parametrize("model,config", CASES, ids=[os.path.basename(m) for m, _ in CASES])
 def test_run_equals_cli_stats_json(cli, src, tmp_path, model, config):
     expected = cli.stats("run", src / model, config, tmp_path / "cli")
