@@ -15,6 +15,13 @@ namespace npusim::profiler {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+constexpr const char* kStagingPrefix = ".npusim-staging-";  // <pid>: a run's staging folder
+constexpr const char* kTemporaryInfix = ".tmp-";  // FILE.tmp-<pid>: write_file_atomically's
+
+}  // namespace
+
 const std::vector<std::string>& output_file_names() {
   static const std::vector<std::string> names = {
       "timeline.csv", "runtime_timeline.csv", "runtime.csv", "annotated.csv",
@@ -28,7 +35,8 @@ void write_file_atomically(const fs::path& path, const std::function<void(std::o
     fs::create_directories(path.parent_path(), ec);
     if (ec) throw OutputError("cannot write " + path.string() + ": " + ec.message());
   }
-  const fs::path tmp = path.string() + ".tmp-" + std::to_string(::getpid());
+  remove_stale_temporaries(path);  // what writers of `path` killed before their rename left
+  const fs::path tmp = path.string() + kTemporaryInfix + std::to_string(::getpid());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw OutputError("cannot write " + path.string());
@@ -54,34 +62,44 @@ void write_file_atomically(const fs::path& path, const std::string& text) {
 
 namespace {
 
-constexpr const char* kStagingPrefix = ".npusim-staging-";
-
-// The pid in a staging folder's name, or 0 when the name is not one.
-pid_t staging_pid(const std::string& name) {
-  const std::string prefix = kStagingPrefix;
+// The pid after `prefix` in a name `prefix<pid>`, or 0 when the name is not one.
+pid_t pid_after(const std::string& name, const std::string& prefix) {
   if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) return 0;
   const std::string digits = name.substr(prefix.size());
   if (digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) return 0;
   return static_cast<pid_t>(std::strtol(digits.c_str(), nullptr, 10));
 }
 
-}  // namespace
-
-std::vector<fs::path> remove_stale_staging(const fs::path& dir) {
+// Removes the entries of `dir` named `prefix<pid>` of the given type (a folder or a regular file;
+// never a symlink) whose process no longer exists. Returns those removed.
+std::vector<fs::path> remove_left_by_dead_processes(const fs::path& dir, const std::string& prefix,
+                                                    fs::file_type type) {
   std::vector<fs::path> removed;
   std::error_code ec;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const pid_t pid = staging_pid(it->path().filename().string());
+    const pid_t pid = pid_after(it->path().filename().string(), prefix);
     if (pid <= 0 || pid == ::getpid()) continue;
-    // Only a process that no longer exists (ESRCH) leaves its folder for the taking; EPERM means
-    // it lives under another user. A pid reused since is taken as alive: the folder stays.
+    // Only a process that no longer exists (ESRCH) leaves its entry for the taking; EPERM means
+    // it lives under another user. A pid reused since is taken as alive: the entry stays.
     if (::kill(pid, 0) == 0 || errno != ESRCH) continue;
     std::error_code ignored;
-    if (!it->is_directory(ignored) || it->is_symlink(ignored)) continue;
+    if (it->symlink_status(ignored).type() != type) continue;
     fs::remove_all(it->path(), ignored);
     if (!ignored) removed.push_back(it->path());
   }
   return removed;
+}
+
+}  // namespace
+
+std::vector<fs::path> remove_stale_staging(const fs::path& dir) {
+  return remove_left_by_dead_processes(dir, kStagingPrefix, fs::file_type::directory);
+}
+
+std::vector<fs::path> remove_stale_temporaries(const fs::path& path) {
+  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  return remove_left_by_dead_processes(dir, path.filename().string() + kTemporaryInfix,
+                                       fs::file_type::regular);
 }
 
 OutputDir::OutputDir(fs::path dir)

@@ -22,8 +22,10 @@ class OutputError : public std::runtime_error {
 // write are removed, so a folder never mixes files of two runs.
 const std::vector<std::string>& output_file_names();
 
-// Writes one file through a temporary beside it (named with this process's id) and a rename, so
-// that no half-written file is ever seen; parent folders are created. Throws OutputError.
+// Writes one file through a temporary beside it (FILE.tmp-<pid>, with this process's id) and a
+// rename, so that no half-written file is ever seen; parent folders are created. Temporaries of
+// FILE left by processes that no longer exist are removed first (remove_stale_temporaries).
+// Throws OutputError.
 void write_file_atomically(const std::filesystem::path& path,
                            const std::function<void(std::ostream&)>& write);
 void write_file_atomically(const std::filesystem::path& path, const std::string& text);
@@ -32,6 +34,9 @@ void write_file_atomically(const std::filesystem::path& path, const std::string&
 // a run killed with SIGKILL cannot remove its own. Folders of live processes are never touched.
 // Returns the folders removed. Every OutputDir does this before it stages its first file.
 std::vector<std::filesystem::path> remove_stale_staging(const std::filesystem::path& dir);
+// Removes the temporaries of `path` (path.tmp-<pid>, regular files) of processes that no longer
+// exist, as remove_stale_staging removes staging folders; returns those removed.
+std::vector<std::filesystem::path> remove_stale_temporaries(const std::filesystem::path& path);
 
 class OutputDir {
  public:

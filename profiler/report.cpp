@@ -261,30 +261,43 @@ ReportInput read_report_input_file(const std::string& path, bool prefer_estimate
   return read_report_input(read_json_file(path), path, prefer_estimate);
 }
 
-std::vector<OpTypeFigures> op_type_figures(const std::vector<OpRecord>& ops) {
+std::vector<OpTypeFigures> op_type_figures(const std::vector<OpSpan>& ops) {
   std::vector<OpTypeFigures> types;
-  std::map<std::string, std::size_t> type_index;
+  std::map<std::string_view, std::size_t> type_index;
   // Per type, per engine: its intervals there.
-  std::vector<std::map<std::string, std::vector<Interval>>> on_engine;
+  std::vector<std::map<std::string_view, std::vector<Interval>>> on_engine;
   std::vector<std::vector<Interval>> all;
-  for (const OpRecord& op : ops) {
-    auto [t, added] = type_index.emplace(op.op, types.size());
-    if (added) {
-      types.push_back({op.op, 0, 0, 0, "", 0, 0});
-      on_engine.emplace_back();
-      all.emplace_back();
+  // Ops come in runs of one type on one engine: the last lookups are kept.
+  std::size_t type = 0;
+  std::vector<Interval>* engine_list = nullptr;
+  std::string_view last_op, last_engine;
+  for (const OpSpan& op : ops) {
+    if (engine_list == nullptr || op.op != last_op) {
+      auto [t, added] = type_index.emplace(op.op, types.size());
+      if (added) {
+        types.push_back({std::string(op.op), 0, 0, 0, "", 0, 0});
+        on_engine.emplace_back();
+        all.emplace_back();
+      }
+      type = t->second;
+      engine_list = nullptr;
     }
-    OpTypeFigures& f = types[t->second];
+    if (engine_list == nullptr || op.engine != last_engine) {
+      engine_list = &on_engine[type][op.engine];
+    }
+    last_op = op.op;
+    last_engine = op.engine;
+    OpTypeFigures& f = types[type];
     f.count += 1;
     f.cycles += op.end - op.start;
-    all[t->second].push_back({op.start, op.end});
-    on_engine[t->second][op.engine].push_back({op.start, op.end});
+    all[type].push_back({op.start, op.end});
+    engine_list->push_back({op.start, op.end});
   }
   for (std::size_t t = 0; t < types.size(); ++t) {
     OpTypeFigures& f = types[t];
     f.wall = union_length(std::move(all[t]));
     f.engine_count = on_engine[t].size();
-    f.engines = f.engine_count == 1 ? on_engine[t].begin()->first
+    f.engines = f.engine_count == 1 ? std::string(on_engine[t].begin()->first)
                                     : std::to_string(f.engine_count) + " engines";
     for (auto& [engine, list] : on_engine[t]) f.engine_busy += union_length(std::move(list));
   }
@@ -292,6 +305,13 @@ std::vector<OpTypeFigures> op_type_figures(const std::vector<OpRecord>& ops) {
     return a.cycles != b.cycles ? a.cycles > b.cycles : a.op < b.op;
   });
   return types;
+}
+
+std::vector<OpTypeFigures> op_type_figures(const std::vector<OpRecord>& ops) {
+  std::vector<OpSpan> spans;
+  spans.reserve(ops.size());
+  for (const OpRecord& op : ops) spans.push_back({op.op, op.engine, op.start, op.end});
+  return op_type_figures(spans);
 }
 
 void write_op_type_table(std::ostream& out, const std::vector<OpTypeFigures>& types,

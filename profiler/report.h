@@ -8,6 +8,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -109,8 +110,17 @@ struct OpTypeFigures {
   Cycles engine_busy = 0;
 };
 
+// What op_type_figures reads of an op: views of strings that outlive the call.
+struct OpSpan {
+  std::string_view op;
+  std::string_view engine;
+  Cycles start = 0;
+  Cycles end = 0;
+};
+
 // Per op type, by cycles descending (ties by name). The one definition `report` and
 // summary.txt share.
+std::vector<OpTypeFigures> op_type_figures(const std::vector<OpSpan>& ops);
 std::vector<OpTypeFigures> op_type_figures(const std::vector<OpRecord>& ops);
 // The op-type table as `report` and summary.txt print it: heading, column header, rows.
 // `op_cycles` = all ops' cycles (the shares' denominator), `invoke_cycles` the run's.

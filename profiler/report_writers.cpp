@@ -511,35 +511,36 @@ void write_summary(std::ostream& out, const Workload& w, const Timeline& estimat
   if (level >= StatsLevel::kOps) {
     const Timeline& t = runtime ? *runtime : estimate;
     // The same table as `npusim report` prints, from the same function.
-    std::vector<OpRecord> ops;
+    std::vector<OpSpan> ops;
     ops.reserve(w.commands.size());
     Cycles op_cycles = 0;
     for (std::size_t i = 0; i < w.commands.size(); ++i) {
       const CommandInfo& c = w.commands[i];
-      OpRecord r;
-      r.index = i;
-      r.op = c.op_type;
-      r.engine = w.engines[c.engine].name;
-      r.start = t.commands[i].start;
-      r.end = t.commands[i].end;
-      op_cycles += r.end - r.start;
-      ops.push_back(std::move(r));
+      ops.push_back({c.op_type, w.engines[c.engine].name, t.commands[i].start, t.commands[i].end});
+      op_cycles += t.commands[i].end - t.commands[i].start;
     }
     write_op_type_table(out, op_type_figures(ops), op_cycles, main.total_cycles);
+    ops = {};
+    // The ten longest, ties in command order (what a stable sort of all would put first).
     std::vector<std::size_t> order(w.commands.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-      return t.commands[a].end - t.commands[a].start > t.commands[b].end - t.commands[b].start;
-    });
-    out << "\ntop ops by cycles:\n";
-    const std::vector<std::string> names = command_names(w);
     const std::size_t top = std::min<std::size_t>(10, order.size());
+    const auto longer = [&](std::size_t a, std::size_t b) {
+      const Cycles da = t.commands[a].end - t.commands[a].start;
+      const Cycles db = t.commands[b].end - t.commands[b].start;
+      return da != db ? da > db : a < b;
+    };
+    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(top), order.end(),
+                      longer);
+    order.resize(top);
+    out << "\ntop ops by cycles:\n";
+    const std::vector<std::string> top_names = command_names(w, order);
     std::size_t name_width = 48;
     for (std::size_t k = 0; k < top; ++k)
-      name_width = std::max(name_width, names[order[k]].size() + 2);
+      name_width = std::max(name_width, top_names[k].size() + 2);
     for (std::size_t k = 0; k < top; ++k) {
       const std::size_t i = order[k];
-      out << "  " << pad_right(names[i], name_width)
+      out << "  " << pad_right(top_names[k], name_width)
           << pad_left(std::to_string(t.commands[i].end - t.commands[i].start), 12) << "  "
           << w.engines[w.commands[i].engine].name << '\n';
     }

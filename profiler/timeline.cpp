@@ -24,23 +24,48 @@ struct LayerKeyHash {
 
 }  // namespace
 
+namespace {
+
+// `{iteration}_{layer}_{k}`.
+std::string command_name(const CommandInfo& c, std::uint32_t k) {
+  const std::string_view layer = c.layer.empty() ? c.op_type : c.layer;
+  char digits[24];
+  std::string name;
+  name.reserve(layer.size() + 16);
+  name.append(digits, std::to_chars(digits, digits + sizeof digits, c.iteration).ptr);
+  name += '_';
+  name += layer;
+  name += '_';
+  name.append(digits, std::to_chars(digits, digits + sizeof digits, k).ptr);
+  return name;
+}
+
+}  // namespace
+
 std::vector<std::string> command_names(const Workload& workload) {
   std::unordered_map<LayerKey, std::uint32_t, LayerKeyHash> next;  // (iteration, layer) -> k
   std::vector<std::string> names;
   names.reserve(workload.commands.size());
-  char digits[24];
   for (const CommandInfo& c : workload.commands) {
     const std::string_view layer = c.layer.empty() ? c.op_type : c.layer;
-    const std::uint32_t k = next[LayerKey{c.iteration, layer}]++;
-    std::string name;
-    name.reserve(layer.size() + 16);
-    name.append(digits, std::to_chars(digits, digits + sizeof digits, c.iteration).ptr);
-    name += '_';
-    name += layer;
-    name += '_';
-    name.append(digits, std::to_chars(digits, digits + sizeof digits, k).ptr);
-    names.push_back(std::move(name));
+    names.push_back(command_name(c, next[LayerKey{c.iteration, layer}]++));
   }
+  return names;
+}
+
+std::vector<std::string> command_names(const Workload& workload,
+                                       const std::vector<std::size_t>& indices) {
+  std::unordered_map<LayerKey, std::uint32_t, LayerKeyHash> next;  // (iteration, layer) -> k
+  std::vector<std::uint32_t> k(workload.commands.size());
+  std::size_t last = 0;
+  for (std::size_t i : indices) last = std::max(last, i + 1);
+  for (std::size_t i = 0; i < last; ++i) {
+    const CommandInfo& c = workload.commands[i];
+    k[i] = next[LayerKey{c.iteration, c.layer.empty() ? c.op_type : c.layer}]++;
+  }
+  std::vector<std::string> names;
+  names.reserve(indices.size());
+  for (std::size_t i : indices) names.push_back(command_name(workload.commands[i], k[i]));
   return names;
 }
 

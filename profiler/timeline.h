@@ -130,6 +130,9 @@ struct DramActivity {
 // in schedule order from 0; the op type stands for an empty layer. The same names go into
 // trace.json, trace.pftrace, annotated.csv, stats.json and summary.txt.
 std::vector<std::string> command_names(const Workload& workload);
+// The names of the commands at `indices` only, in that order: a few of millions.
+std::vector<std::string> command_names(const Workload& workload,
+                                       const std::vector<std::size_t>& indices);
 
 // When each command ran, indexed like Workload::commands.
 struct Timeline {

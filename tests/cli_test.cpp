@@ -1134,6 +1134,39 @@ TEST_F(Cli, SweepMergeChecksThePlanAgainstTheFolderFirst) {
   EXPECT_THAT(r.err, HasSubstr("sweep-plan.json: /points: the keys' values make 2 point(s), but "
                                "the plan says 3"));
   EXPECT_FALSE(fs::exists(sweep / "sweep.json"));
+  // A valid plan none of whose points has a folder (its jobs never ran, or the plan is another
+  // folder's): bad input, before any point is read.
+  r = merge_with(plan);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("points: holds none of the 2 point(s) of sweep-plan.json"));
+  EXPECT_FALSE(fs::exists(sweep / "sweep.json"));
+  // A plan of 10000 points over this folder's 2: loops over them without a file system call for
+  // the missing ones, each "not run".
+  Json many = plan;
+  many["keys"] = Json::array();
+  for (int k = 0; k < 4; ++k) {
+    many["keys"].push_back(
+        {{"key", "clock_mhz"}, {"values", {"1", "2", "3", "4", "5", "6", "7", "8", "9", "10"}}});
+  }
+  many["points"] = 10000;
+  fs::create_directories(sweep / "points" / "1");
+  std::ofstream(sweep / "points" / "1" / "exit_code.txt") << "2\n";
+  r = merge_with(many);
+  EXPECT_EQ(r.exit_code, 3) << r.err.substr(0, 400);
+  EXPECT_EQ(Json::parse(read_file(sweep / "sweep.json"))["points"].size(), 10000u);
+  // The folder of a bigger sweep merged with a smaller plan: its extra points are ignored.
+  const fs::path bigger = dir_ / "bigger";
+  ASSERT_EQ(
+      npusim({"sweep", "-m", model("fc"), "--clock-mhz", "400,800", "-o", bigger.string(), "-q"})
+          .exit_code,
+      0);
+  Json smaller = Json::parse(read_file(bigger / "sweep-plan.json"));
+  smaller["keys"][0]["values"] = {"400"};
+  smaller["points"] = 1;
+  std::ofstream(bigger / "sweep-plan.json", std::ios::binary | std::ios::trunc) << smaller.dump();
+  r = npusim({"sweep", "--merge", bigger.string(), "-q"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Json::parse(read_file(bigger / "sweep.json"))["points"].size(), 1u);
 }
 
 // ---- issue 17: nothing left behind by a kill ----------------------------------------------------
@@ -1198,6 +1231,66 @@ TEST_F(Cli, KilledRunLeavesNoStagingAfterTheNextRun) {
   ASSERT_EQ(npusim({"estimate", "-m", model("fc"), "-o", out.string(), "-q"}).exit_code, 0);
   for (const auto& e : fs::directory_iterator(out))
     EXPECT_NE(e.path().filename().string().rfind(".npusim-staging-", 0), 0u) << e.path();
+}
+
+// `compile -o FILE` writes FILE.tmp-<pid> and renames it; the temporaries of FILE that processes
+// no longer alive left are removed by the next write of FILE, those of live ones and of other
+// files are kept.
+TEST_F(Cli, StaleTemporariesOfDeadProcessesAreRemovedAndLiveOnesKept) {
+  const fs::path file = dir_ / "fc.schedule.json";
+  const fs::path stale = dir_ / ("fc.schedule.json.tmp-" + std::to_string(dead_pid()));
+  const fs::path live = dir_ / ("fc.schedule.json.tmp-" + std::to_string(::getpid()));
+  const fs::path other = dir_ / ("other.json.tmp-" + std::to_string(dead_pid()));
+  for (const fs::path& p : {stale, live, other}) std::ofstream(p) << "{\"half";
+  ASSERT_EQ(npusim({"compile", model("zoo/resnet50"), "-o", file.string(), "-q"}).exit_code, 0);
+  EXPECT_TRUE(fs::exists(file));
+  EXPECT_FALSE(fs::exists(stale));
+  EXPECT_TRUE(fs::exists(live));
+  EXPECT_TRUE(fs::exists(other));
+}
+
+// kill -9 of `compile -o FILE` while it writes leaves FILE.tmp-<pid>; the next compile into FILE
+// removes it. The model (one Llama-2-7B layer, 300k commands) takes a while to write; the compile
+// is killed as soon as its temporary appears.
+TEST_F(Cli, KilledCompileLeavesNoTemporaryAfterTheNextRun) {
+  const fs::path file = dir_ / "layer.schedule.json";
+  bool killed_while_writing = false;
+  for (int attempt = 0; attempt < 3 && !killed_while_writing; ++attempt) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      const std::string m = model("zoo/llm7b_decoder_layer"), o = file.string();
+      const int null = ::open("/dev/null", O_WRONLY);
+      ::dup2(null, 1);
+      ::dup2(null, 2);
+      ::execl(NPUSIM_BINARY, "npusim", "compile", m.c_str(), "-o", o.c_str(), "-q",
+              static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    const fs::path tmp = file.string() + ".tmp-" + std::to_string(pid);
+    int status = 0;
+    for (;;) {
+      if (fs::exists(tmp)) {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, &status, 0);
+        killed_while_writing = WIFSIGNALED(status);
+        break;
+      }
+      if (::waitpid(pid, &status, WNOHANG) == pid) break;  // finished first: try again
+      ::usleep(1000);
+    }
+  }
+  ASSERT_TRUE(killed_while_writing) << "the compile never showed its temporary file";
+  const auto temporaries = [&] {
+    int n = 0;
+    for (const auto& e : fs::directory_iterator(dir_))
+      n += e.path().filename().string().rfind("layer.schedule.json.tmp-", 0) == 0 ? 1 : 0;
+    return n;
+  };
+  ASSERT_GE(temporaries(), 1) << "kill -9 left no temporary to clean";
+  ASSERT_EQ(npusim({"compile", model("zoo/resnet50"), "-o", file.string(), "-q"}).exit_code, 0);
+  EXPECT_EQ(temporaries(), 0);
+  EXPECT_TRUE(fs::exists(file));
 }
 
 // kill -9 of a sweep: its running child dies with it (PR_SET_PDEATHSIG) instead of running to

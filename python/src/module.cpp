@@ -121,7 +121,7 @@ Measurement measure(const Request& r, bool simulate, const std::string& out, int
   options.iterations = m.iterations ? &*m.iterations : nullptr;
   options.incomplete = m.failure;
   options.llm = m.llm ? &*m.llm : nullptr;  // a language model's phases, as stats.json has them
-  profiler::write_stats_json(stats, m.workload, m.estimate, m.runtime ? &*m.runtime : nullptr,
+  profiler::write_stats_json(stats, *m.workload, m.estimate, m.runtime ? &*m.runtime : nullptr,
                              options);
   result.stats_json = stats.str();
   std::ostringstream summary;

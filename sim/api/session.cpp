@@ -166,7 +166,7 @@ HwConfig load_config(const std::string& path_or_name, const std::vector<std::str
 
 Session::Session(RunRequest request, HwConfig config, Schedule schedule)
     : request_(std::move(request)), config_(std::move(config)), schedule_(std::move(schedule)) {
-  workload_ = make_workload(schedule_, config_);
+  workload_ = std::make_shared<const profiler::Workload>(make_workload(schedule_, config_));
 }
 
 Session Session::open(const RunRequest& request) {
@@ -305,15 +305,17 @@ Measured Session::measure(bool simulate_too) const {
   std::optional<Schedule> repeated;
   if (n > 1) repeated = repeat_schedule(schedule_, n);
   const Schedule& schedule = repeated ? *repeated : schedule_;
-  profiler::Workload full = [&] {
+  // One inference profiles the session's own workload: shared, not copied (millions of commands).
+  std::shared_ptr<const profiler::Workload> full_workload = [&] {
     if (n == 1) return workload_;
     profiler::Workload w = make_workload(schedule, config_);
     const std::size_t per = schedule_.commands.size();
     for (std::size_t i = 0; i < w.commands.size(); ++i) {
       w.commands[i].iteration = static_cast<std::uint32_t>(i / per);
     }
-    return w;
+    return std::make_shared<const profiler::Workload>(std::move(w));
   }();
+  const profiler::Workload& full = *full_workload;
   std::string failure;
   std::vector<bool> finished(schedule.commands.size(), true);
   profiler::Timeline est = run_or_partial(
@@ -347,7 +349,7 @@ Measured Session::measure(bool simulate_too) const {
     std::vector<const profiler::Timeline*> timelines = {&est};
     if (sim) timelines.push_back(&*sim);
     profiler::Selection part = profiler::select_commands(full, timelines, finished, 0);
-    Measured m{std::move(part.workload),
+    Measured m{std::make_shared<const profiler::Workload>(std::move(part.workload)),
                std::move(part.timelines[0]),
                std::nullopt,
                std::nullopt,
@@ -358,8 +360,8 @@ Measured Session::measure(bool simulate_too) const {
     return m;
   }
   if (n == 1) {
-    Measured m{
-        std::move(full), std::move(est), std::move(sim), std::nullopt, std::nullopt, "", false};
+    Measured m{full_workload, std::move(est), std::move(sim), std::nullopt, std::nullopt, "",
+               false};
     if (llm_) measure_decode(m, simulate_too);
     return m;
   }
@@ -380,8 +382,13 @@ Measured Session::measure(bool simulate_too) const {
     return start == 0 ? profiler::Cycles{0} : list[start - 1].end;
   };
   profiler::Selection e = profiler::select_commands(full, {&est}, keep, origin(it.estimate));
-  Measured m{
-      std::move(e.workload), std::move(e.timelines[0]), std::nullopt, it, std::nullopt, "", false};
+  Measured m{std::make_shared<const profiler::Workload>(std::move(e.workload)),
+             std::move(e.timelines[0]),
+             std::nullopt,
+             it,
+             std::nullopt,
+             "",
+             false};
   if (sim) {
     m.runtime =
         std::move(profiler::select_commands(full, {&*sim}, keep, origin(it.runtime)).timelines[0]);
@@ -395,7 +402,8 @@ void Session::measure_decode(Measured& m, bool simulate_too) const {
   run.batch = spec.batch;
   run.prefill_tokens = spec.prefill_tokens;
   run.decode_tokens = spec.decode_tokens;
-  profiler::LlmStep prefill = phase_step(m.workload, m.estimate, m.runtime ? &*m.runtime : nullptr);
+  profiler::LlmStep prefill =
+      phase_step(*m.workload, m.estimate, m.runtime ? &*m.runtime : nullptr);
   prefill.prefill = true;
   prefill.tokens = spec.prefill_tokens;
   prefill.context = spec.prefill_tokens;
@@ -502,7 +510,7 @@ void write_summary(std::ostream& out, const Measured& m, profiler::StatsLevel le
                    const DetailNotes& notes) {
   profiler::ReportOptions report = report_options(m, level);
   report.detail_notes = notes;
-  profiler::write_summary(out, m.workload, m.estimate, m.runtime ? &*m.runtime : nullptr, report);
+  profiler::write_summary(out, *m.workload, m.estimate, m.runtime ? &*m.runtime : nullptr, report);
 }
 
 void Session::write(const Measured& m, const std::filesystem::path& out,
@@ -516,7 +524,7 @@ DetailNotes Session::write(const Measured& m, const std::filesystem::path& out,
                            const WriteOptions& options) const {
   PhaseTimer timer("write outputs");
   profiler::OutputDir dir(out);
-  const auto& w = m.workload;
+  const profiler::Workload& w = *m.workload;
   const profiler::Timeline& est = m.estimate;
   const profiler::Timeline* sim = m.runtime ? &*m.runtime : nullptr;
   const std::uint64_t commands = w.commands.size();

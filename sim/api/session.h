@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,7 +52,8 @@ struct RunRequest {
 // What a run measured: every command of one inference, else the profiled inferences, with
 // per-inference figures.
 struct Measured {
-  profiler::Workload workload;
+  // Shared with the session when it is the session's own (one inference): it holds every command.
+  std::shared_ptr<const profiler::Workload> workload;
   profiler::Timeline estimate;
   std::optional<profiler::Timeline> runtime;
   std::optional<profiler::Iterations> iterations;
@@ -86,7 +88,7 @@ class Session {
 
   const HwConfig& config() const { return config_; }
   const Schedule& schedule() const { return schedule_; }
-  const profiler::Workload& workload() const { return workload_; }
+  const profiler::Workload& workload() const { return *workload_; }
 
   // Estimates and, if `simulate`, simulates the request's scenario, where the request says. A run
   // that cannot complete returns what finished with `failure` set.
@@ -112,7 +114,7 @@ class Session {
   RunRequest request_;
   HwConfig config_;
   Schedule schedule_;
-  profiler::Workload workload_;
+  std::shared_ptr<const profiler::Workload> workload_;
   std::optional<LlmSpec> llm_;  // set when the model is a language model
   // How the language model's prefill runs (sim/api/llm_run.h); its schedule_ is the assembly.
   std::optional<LlmPhasePlan> prefill_plan_;

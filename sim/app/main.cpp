@@ -13,6 +13,7 @@
 #include "sim/app/sweep.h"
 #include "sim/platform/platform.h"
 #include "sim/util/error.h"
+#include "sim/util/heap_pages.h"
 
 namespace {
 
@@ -74,6 +75,7 @@ int dispatch(const std::string& command, const std::vector<std::string>& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  npusim::use_huge_pages_for_the_heap(argv);  // may run this program again, as the same process
   npusim::app::die_with_parent();
   const std::vector<std::string> all(argv + 1, argv + argc);
   if (all.empty() || all[0] == "--help" || all[0] == "-h" || all[0] == "help") {

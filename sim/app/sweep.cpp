@@ -481,13 +481,44 @@ void write_results(const fs::path& dir, const Plan& plan, const std::vector<Poin
   }
 }
 
+// Which of the plan's points have a folder in DIR/points, from one listing of it: folders of
+// points beyond the plan (an earlier, bigger sweep into the same DIR) are ignored.
+std::vector<bool> point_folders(const fs::path& dir, std::size_t points) {
+  std::vector<bool> present(points, false);
+  std::error_code ec;
+  for (fs::directory_iterator it(dir / "points", ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.empty() || name.size() > 9 ||
+        name.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    const std::size_t index = std::stoul(name);
+    if (index < points && std::to_string(index) == name) present[index] = true;
+  }
+  return present;
+}
+
 int merge(const fs::path& dir, bool quiet) {
   const Plan plan = read_plan(dir);
+  // The plan against the folder, before any point is read: a plan none of whose points has a
+  // folder is not this folder's (or its jobs never ran).
+  const std::vector<bool> present = point_folders(dir, plan.size());
+  if (std::find(present.begin(), present.end(), true) == present.end()) {
+    throw InputError(profiler::escape_invalid_utf8((dir / "points").string()), "",
+                     "holds none of the " + std::to_string(plan.size()) +
+                         " point(s) of sweep-plan.json (folders points/0 to points/" +
+                         std::to_string(plan.size() - 1) +
+                         "): run the sweep's jobs first, or merge the folder they ran in");
+  }
   std::vector<PointResult> results;
   int status = kExitOk;
   for (std::size_t i = 0; i < plan.size(); ++i) {
     const std::string rel = "points/" + std::to_string(i);
-    results.push_back(read_point(dir / rel, rel));
+    if (present[i]) {
+      results.push_back(read_point(dir / rel, rel));
+    } else {
+      results.emplace_back();
+      results.back().error = "not run: no exit code in " + rel + "/exit_code.txt";
+    }
     if (!results.back().ok) {
       std::cerr << "npusim: sweep: point " << i << " (" << plan.describe(i)
                 << ") failed: " << results.back().error << '\n';

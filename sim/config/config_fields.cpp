@@ -699,10 +699,10 @@ const std::vector<ConfigField>& config_fields() {
             .default_val(2)
             .desc("Channels of each device's DEV_HDMA engine: transfers it runs at once."),
     };
-    for (ConfigField& field : energy_fields()) f.push_back(std::move(field));
-    for (const ConfigField& field : f) field.validate();
-    return f;
-  }();
+        for (ConfigField& field : energy_fields()) f.push_back(std::move(field));
+        for (const ConfigField& field : f) field.validate();
+        return f;
+      }();
   return fields;
 }
 

@@ -8,8 +8,8 @@
 
 #include "sim/config/hw_config.h"
 #include "sim/cost/compute.h"
-#include "sim/cost/link.h"
 #include "sim/cost/energy.h"
+#include "sim/cost/link.h"
 #include "sim/cost/memory.h"
 #include "sim/ir/schedule.h"
 

@@ -4,18 +4,25 @@
 #include <filesystem>
 #include <limits>
 #include <new>
+#include <optional>
 #include <stdexcept>
+#include <string_view>
 #include <unordered_map>
 
 #include "sim/cost/evaluator.h"
+#include "sim/ir/command_stream.h"
+#include "sim/ir/schedule_fast.h"
+#include "sim/util/flat_index.h"
 #include "sim/util/json_stream.h"
 
 namespace npusim {
 namespace {
 
-const Json kEmptyObject = Json::object();
-
-// An array field: the array itself, or an empty one (with a problem recorded) when it is not.
+using detail::CommandRefs;
+using detail::CommandStream;
+using detail::id_follows_convention;
+using detail::PendingDep;
+using detail::ProgramCheck;
 
 std::vector<TensorInfo> parse_tensors(JsonObject& model, const std::string& key) {
   std::vector<TensorInfo> tensors;
@@ -143,42 +150,8 @@ Shape parse_shape(JsonObject& cmd, const OpInfo& op) {
   return shape;
 }
 
-// The id convention of timeline.csv: DI<n> for DMA_IN, DO<n> for DMA_OUT, S<n> for slice ops,
-// H<n> for the host; with several devices EH<n> (External HDMA), DH<n> (Device HDMA) and DS<n>
-// (Device Sync), after the RBLN profiler's names.
-const char* id_prefix(EngineKind engine) {
-  switch (engine) {
-    case EngineKind::kDmaIn:
-      return "DI";
-    case EngineKind::kDmaOut:
-      return "DO";
-    case EngineKind::kHost:
-      return "H";
-    case EngineKind::kExtHdma:
-      return "EH";
-    case EngineKind::kDevHdma:
-      return "DH";
-    case EngineKind::kSync:
-      return "DS";
-    case EngineKind::kArray:
-    case EngineKind::kVector:
-      break;
-  }
-  return "S";
-}
-
-bool id_follows_convention(const std::string& id, EngineKind engine) {
-  const std::string prefix = id_prefix(engine);
-  if (id.size() <= prefix.size() || id.compare(0, prefix.size(), prefix) != 0) return false;
-  // Digits with no leading zero (S7 and S07 would be one command to a reader), at most 12 of
-  // them, so that renumbering for --iterations cannot overflow.
-  const std::string digits = id.substr(prefix.size());
-  return std::all_of(digits.begin(), digits.end(),
-                     [](char ch) { return ch >= '0' && ch <= '9'; }) &&
-         digits.size() <= 12 && (digits.size() == 1 || digits[0] != '0');
-}
-
 struct Buffer {
+  std::string_view name;  // the allocating command's alloc entry's
   std::uint32_t allocated_by = 0;
   std::uint64_t bytes = 0;
   bool freed = false;
@@ -186,30 +159,28 @@ struct Buffer {
   std::uint32_t free_index = 0;  // where in freed_by's free list: /commands/<freed_by>/free/<i>
 };
 
-// By name; unordered (a schedule has as many buffers as tiles), so problems that must come in
-// name order are sorted where they are reported.
-using BufferMap = std::unordered_map<std::string, Buffer>;
+// Buffers by name, in the order they are allocated (a schedule has as many as tiles).
+class BufferTable {
+ public:
+  explicit BufferTable(std::size_t count) : index_(count) { list_.reserve(count); }
+  Buffer* find(std::string_view name) {
+    const std::uint32_t* at = index_.find(std::hash<std::string_view>()(name),
+                                          [&](std::uint32_t b) { return list_[b].name == name; });
+    return at ? &list_[*at] : nullptr;
+  }
+  // False, adding nothing, if a buffer of that name exists.
+  bool add(const Buffer& buffer) {
+    if (find(buffer.name) != nullptr) return false;
+    index_.add(std::hash<std::string_view>()(buffer.name),
+               static_cast<std::uint32_t>(list_.size()));
+    list_.push_back(buffer);
+    return true;
+  }
+  const std::vector<Buffer>& list() const { return list_; }
 
-// A dependency by id, resolved once every id is known: /commands/<command>/deps/<position>.
-struct PendingDep {
-  std::uint32_t command = 0;
-  std::uint32_t position = 0;
-  std::string id;
-};
-
-// A command's program, checked once the number of programs is known (a file may list the programs
-// after the commands). Its problem, if any, goes where the command's check of it would have put
-// it: before the problem numbered `problem_at` of the command problems.
-struct ProgramCheck {
-  std::uint32_t command = 0;
-  std::size_t problem_at = 0;
-  std::uint64_t value = 0;
-};
-
-// What parsing a command leaves for later, once all commands and programs are known.
-struct CommandRefs {
-  std::vector<PendingDep> deps;
-  std::vector<ProgramCheck> programs;
+ private:
+  FlatIndex index_;
+  std::vector<Buffer> list_;
 };
 
 // The command's device, and no multi-device key on a command of one device's engines.
@@ -391,8 +362,8 @@ Command parse_command(const Json& value, std::size_t index, const HwConfig& conf
                  "expected a command id, found " + deps[d].dump());
       continue;
     }
-    refs.deps.push_back({static_cast<std::uint32_t>(index), static_cast<std::uint32_t>(d),
-                         deps[d].get<std::string>()});
+    refs.add_dep(static_cast<std::uint32_t>(index), static_cast<std::uint32_t>(d),
+                 deps[d].get_ref<const std::string&>());
   }
 
   const Json& allocs = c.get_array("alloc", false);
@@ -514,24 +485,23 @@ bool depends_on(const std::vector<Command>& commands, const std::vector<std::uin
 // A buffer must be freed by its allocator or by a command that (transitively) depends on it;
 // otherwise the free could come first and the occupancy would be meaningless.
 void check_buffer_order(const std::vector<Command>& commands,
-                        const std::vector<std::uint32_t>& position, const BufferMap& buffers,
+                        const std::vector<std::uint32_t>& position, const BufferTable& buffers,
                         Diagnostics& diag) {
   std::vector<std::uint32_t> stamp(commands.size(), 0);
   std::uint32_t epoch = 0;
-  std::vector<const BufferMap::value_type*> wrong;
-  for (const auto& entry : buffers) {
-    const Buffer& b = entry.second;
+  std::vector<const Buffer*> wrong;
+  for (const Buffer& b : buffers.list()) {
     if (!b.freed) continue;
     if (!depends_on(commands, position, b.freed_by, b.allocated_by, stamp, ++epoch)) {
-      wrong.push_back(&entry);
+      wrong.push_back(&b);
     }
   }
   std::sort(wrong.begin(), wrong.end(),
-            [](const auto* a, const auto* b) { return a->first < b->first; });
-  for (const auto* entry : wrong) {
-    const Buffer& b = entry->second;
+            [](const Buffer* a, const Buffer* b) { return a->name < b->name; });
+  for (const Buffer* entry : wrong) {
+    const Buffer& b = *entry;
     diag.error("/commands/" + std::to_string(b.freed_by) + "/free/" + std::to_string(b.free_index),
-               "buffer '" + entry->first + "' is freed by " + commands[b.freed_by].id +
+               "buffer '" + std::string(b.name) + "' is freed by " + commands[b.freed_by].id +
                    ", which does not depend on " + commands[b.allocated_by].id +
                    " that allocates it");
   }
@@ -567,45 +537,6 @@ void check_device_edges(const std::vector<Command>& commands, Diagnostics& diag)
     }
   }
 }
-
-// Commands parsed one at a time, from a parsed array or as a file streams by, with the problems
-// they have, in order. What needs the whole schedule (ids, programs) is left in refs.
-class CommandStream {
- public:
-  CommandStream(const std::string& origin, const HwConfig& config)
-      : config_(config), diag_(origin) {}
-  void add(const Json& value) {
-    const std::size_t index = count_++;
-    if (index >= kMaxCommands) return;  // counted only: the count is reported alone
-    commands_.push_back(parse_command(value, index, config_, diag_, refs_));
-  }
-  // Room for about `commands` commands, so that a long schedule is not moved as it grows. Only
-  // what is used is touched, so a generous guess costs address space, not memory; with too
-  // little address space for it, the vector grows as usual.
-  void reserve(std::size_t commands) {
-    try {
-      commands_.reserve(std::min<std::size_t>(commands, kMaxCommands));
-    } catch (const std::bad_alloc&) {
-    }
-  }
-  void clear() {
-    count_ = 0;
-    commands_.clear();
-    refs_ = {};
-    diag_.clear();
-  }
-  std::size_t count() const { return count_; }
-  std::vector<Command>& commands() { return commands_; }
-  const CommandRefs& refs() const { return refs_; }
-  const Diagnostics& diagnostics() const { return diag_; }
-
- private:
-  const HwConfig& config_;
-  std::size_t count_ = 0;
-  std::vector<Command> commands_;
-  CommandRefs refs_;
-  Diagnostics diag_;
-};
 
 // Builds the schedule's JSON document as nlohmann's DOM parser does, except the top-level
 // "commands" array: each of its elements is built alone, handed to a CommandStream and dropped.
@@ -705,6 +636,115 @@ Schedule assemble_schedule(const Json& root, CommandStream* streamed, const std:
                            const HwConfig& config);
 
 }  // namespace
+
+namespace detail {
+namespace {
+
+// The id prefix of an engine's commands, after the RBLN profiler's names for the device engines.
+const char* id_prefix(EngineKind engine) {
+  switch (engine) {
+    case EngineKind::kDmaIn:
+      return "DI";
+    case EngineKind::kDmaOut:
+      return "DO";
+    case EngineKind::kHost:
+      return "H";
+    case EngineKind::kExtHdma:
+      return "EH";
+    case EngineKind::kDevHdma:
+      return "DH";
+    case EngineKind::kSync:
+      return "DS";
+    case EngineKind::kArray:
+    case EngineKind::kVector:
+      break;
+  }
+  return "S";
+}
+
+}  // namespace
+
+bool id_follows_convention(const std::string& id, EngineKind engine) {
+  const std::string prefix = id_prefix(engine);
+  if (id.size() <= prefix.size() || id.compare(0, prefix.size(), prefix) != 0) return false;
+  // Digits with no leading zero (S7 and S07 would be one command to a reader), at most 12 of
+  // them, so that renumbering for --iterations cannot overflow.
+  const std::string digits = id.substr(prefix.size());
+  return std::all_of(digits.begin(), digits.end(),
+                     [](char ch) { return ch >= '0' && ch <= '9'; }) &&
+         digits.size() <= 12 && (digits.size() == 1 || digits[0] != '0');
+}
+
+namespace {
+
+constexpr std::string_view kIdPrefixes[] = {"", "DI", "DO", "S", "H", "EH", "DH", "DS"};
+constexpr int kIdNumberBits = 40;  // 12 decimal digits
+
+}  // namespace
+
+std::uint64_t id_key(std::string_view id) {
+  for (std::uint64_t code = 1; code < std::size(kIdPrefixes); ++code) {
+    const std::string_view prefix = kIdPrefixes[code];
+    if (id.size() <= prefix.size() || id.substr(0, prefix.size()) != prefix) continue;
+    const std::string_view digits = id.substr(prefix.size());
+    if (digits.size() > 12 || (digits.size() > 1 && digits[0] == '0')) return 0;
+    std::uint64_t number = 0;
+    for (char ch : digits) {
+      if (ch < '0' || ch > '9') return 0;
+      number = number * 10 + static_cast<std::uint64_t>(ch - '0');
+    }
+    return code << kIdNumberBits | number;
+  }
+  return 0;
+}
+
+void CommandRefs::add_dep(std::uint32_t command, std::uint32_t position, std::string_view id) {
+  std::uint64_t key = id_key(id);
+  if (key == 0) {
+    key = kOddId + odd_ids.size();
+    odd_ids.emplace_back(id);
+  }
+  deps.push_back({command, position, key});
+}
+
+std::string CommandRefs::dep_id(const PendingDep& dep) const {
+  if ((dep.id & kOddId) != 0) return odd_ids[dep.id - kOddId];
+  const std::uint64_t number = dep.id & ((std::uint64_t{1} << kIdNumberBits) - 1);
+  return std::string(kIdPrefixes[dep.id >> kIdNumberBits]) + std::to_string(number);
+}
+
+void CommandStream::add(const Json& value) {
+  const std::size_t index = count_++;
+  if (index >= kMaxCommands) return;  // counted only: the count is reported alone
+  commands_.push_back(parse_command(value, index, config_, diag_, refs_));
+}
+
+void CommandStream::add_checked(Command&& command, std::uint64_t program, const std::string* deps,
+                                std::size_t dep_count) {
+  const std::size_t index = count_++;
+  if (index >= kMaxCommands) return;
+  if (program != 0)
+    refs_.programs.push_back({static_cast<std::uint32_t>(index), diag_.size(), program});
+  for (std::size_t d = 0; d < dep_count; ++d)
+    refs_.add_dep(static_cast<std::uint32_t>(index), static_cast<std::uint32_t>(d), deps[d]);
+  commands_.push_back(std::move(command));
+}
+
+void CommandStream::reserve(std::size_t commands) {
+  try {
+    commands_.reserve(std::min<std::size_t>(commands, kMaxCommands));
+  } catch (const std::bad_alloc&) {
+  }
+}
+
+void CommandStream::clear() {
+  count_ = 0;
+  commands_.clear();
+  refs_ = {};
+  diag_.clear();
+}
+
+}  // namespace detail
 
 const char* schedule_engine_name(EngineKind kind) {
   switch (kind) {
@@ -814,34 +854,51 @@ Schedule assemble_schedule(const Json& root, CommandStream* streamed, const std:
   }
   top.finish();
 
-  std::unordered_map<std::string, std::uint32_t> by_id;
-  by_id.reserve(sched.commands.size());
+  // Commands by id: conventional ids (nearly all) by their id_key in a flat index, others by
+  // their text.
+  FlatIndex by_key(sched.commands.size());
+  std::unordered_map<std::string, std::uint32_t> by_odd_id;
+  const auto any = [](std::uint32_t) { return true; };  // id keys are exact
   for (std::uint32_t i = 0; i < sched.commands.size(); ++i) {
     const std::string& id = sched.commands[i].id;
     if (id.empty()) continue;
-    auto [it, inserted] = by_id.emplace(id, i);
-    if (!inserted) {
-      diag.error(
-          "/commands/" + std::to_string(i) + "/id",
-          "duplicate id '" + id + "', first used at /commands/" + std::to_string(it->second));
+    const std::uint64_t key = detail::id_key(id);
+    std::optional<std::uint32_t> first;
+    if (key != 0) {
+      if (const std::uint32_t* at = by_key.find(key, any)) {
+        first = *at;
+      } else {
+        by_key.add(key, i);
+      }
+    } else if (auto [it, inserted] = by_odd_id.emplace(id, i); !inserted) {
+      first = it->second;
+    }
+    if (first) {
+      diag.error("/commands/" + std::to_string(i) + "/id",
+                 "duplicate id '" + id + "', first used at /commands/" + std::to_string(*first));
     }
   }
-  for (const PendingDep& dep : stream.refs().deps) {
+  const CommandRefs& refs = stream.refs();
+  for (const PendingDep& dep : refs.deps) {
     const std::uint32_t i = dep.command;
     Command& cmd = sched.commands[i];
-    const std::string& id = dep.id;
     const auto ptr = [&] {
       return "/commands/" + std::to_string(i) + "/deps/" + std::to_string(dep.position);
     };
-    auto it = by_id.find(id);
-    if (it == by_id.end()) {
-      diag.error(ptr(), "unknown command id '" + id + "'");
-    } else if (it->second == i) {
-      diag.error(ptr(), "command '" + id + "' depends on itself");
-    } else if (std::find(cmd.deps.begin(), cmd.deps.end(), it->second) != cmd.deps.end()) {
-      diag.error(ptr(), "duplicate dependency '" + id + "'");
+    std::optional<std::uint32_t> target;
+    if ((dep.id & detail::kOddId) == 0) {
+      if (const std::uint32_t* at = by_key.find(dep.id, any)) target = *at;
+    } else if (auto it = by_odd_id.find(refs.dep_id(dep)); it != by_odd_id.end()) {
+      target = it->second;
+    }
+    if (!target) {
+      diag.error(ptr(), "unknown command id '" + refs.dep_id(dep) + "'");
+    } else if (*target == i) {
+      diag.error(ptr(), "command '" + refs.dep_id(dep) + "' depends on itself");
+    } else if (std::find(cmd.deps.begin(), cmd.deps.end(), *target) != cmd.deps.end()) {
+      diag.error(ptr(), "duplicate dependency '" + refs.dep_id(dep) + "'");
     } else {
-      cmd.deps.push_back(it->second);
+      cmd.deps.push_back(*target);
     }
   }
   if (version == 1) {
@@ -867,8 +924,9 @@ void finalize_schedule(Schedule& sched, const HwConfig& config, Diagnostics& dia
                                 " commands exceed the limit of " + std::to_string(kMaxCommands));
     return;
   }
-  BufferMap buffers;
-  buffers.reserve(sched.commands.size());
+  std::size_t allocs = 0;
+  for (const Command& cmd : sched.commands) allocs += cmd.alloc.size();
+  BufferTable buffers(allocs);
   // Pointers are only built for problems: a schedule has millions of commands and few problems.
   const auto cptr = [](std::uint32_t i) { return "/commands/" + std::to_string(i); };
   for (std::uint32_t i = 0; i < sched.commands.size(); ++i) {
@@ -884,9 +942,10 @@ void finalize_schedule(Schedule& sched, const HwConfig& config, Diagnostics& dia
                                           std::to_string(config.lram_bytes) + " bytes");
       }
       Buffer buffer;
+      buffer.name = alloc.buffer;
       buffer.allocated_by = i;
       buffer.bytes = alloc.bytes;
-      if (!buffers.emplace(alloc.buffer, buffer).second) {
+      if (!buffers.add(buffer)) {
         diag.error(aptr() + "/buffer", "buffer '" + alloc.buffer + "' is allocated twice");
       }
       cmd.lram_alloc_bytes += alloc.bytes;
@@ -900,16 +959,16 @@ void finalize_schedule(Schedule& sched, const HwConfig& config, Diagnostics& dia
       const std::string& name = cmd.free[f];
       if (name.empty()) continue;  // already reported by the parser
       const auto fptr = [&] { return cptr(i) + "/free/" + std::to_string(f); };
-      auto it = buffers.find(name);
-      if (it == buffers.end()) {
+      Buffer* buffer = buffers.find(name);
+      if (buffer == nullptr) {
         diag.error(fptr(), "buffer '" + name + "' is never allocated");
-      } else if (it->second.freed) {
+      } else if (buffer->freed) {
         diag.error(fptr(), "buffer '" + name + "' is freed twice");
       } else {
-        it->second.freed = true;
-        it->second.freed_by = i;
-        it->second.free_index = static_cast<std::uint32_t>(f);
-        cmd.lram_free_bytes += it->second.bytes;
+        buffer->freed = true;
+        buffer->freed_by = i;
+        buffer->free_index = static_cast<std::uint32_t>(f);
+        cmd.lram_free_bytes += buffer->bytes;
       }
     }
     if (is_dma(cmd.engine)) {
@@ -944,16 +1003,35 @@ void finalize_schedule(Schedule& sched, const HwConfig& config, Diagnostics& dia
   check_buffer_order(sched.commands, position, buffers, diag);
 }
 
-Schedule load_schedule(const std::string& path, const HwConfig& config) {
-  CommandStream stream(path, config);
-  // The shortest command, {"id":"S0","engine":"DMA_IN","bytes":1}, takes 40 bytes; written ones
-  // take 100 and more.
+namespace {
+
+// Room for the commands of a file of its size. The shortest command,
+// {"id":"S0","engine":"DMA_IN","bytes":1}, takes 40 bytes; written ones take 100 and more.
+void reserve_for_file(CommandStream& stream, const std::string& path) {
   std::error_code error;
   const std::uintmax_t bytes = std::filesystem::file_size(path, error);
   if (!error) stream.reserve(static_cast<std::size_t>(bytes / 64));
+}
+
+}  // namespace
+
+Schedule detail::load_schedule_exact(const std::string& path, const HwConfig& config) {
+  CommandStream stream(path, config);
+  reserve_for_file(stream, path);
   ScheduleSax sax(stream);
   sax_parse_json_file(path, sax);
   return assemble_schedule(sax.root(), sax.streamed() ? &stream : nullptr, path, config);
+}
+
+Schedule load_schedule(const std::string& path, const HwConfig& config) {
+  {
+    CommandStream stream(path, config);
+    reserve_for_file(stream, path);
+    Json root;
+    if (detail::read_schedule_fast(path, stream, root).read)
+      return assemble_schedule(root, &stream, path, config);
+  }
+  return detail::load_schedule_exact(path, config);
 }
 
 }  // namespace npusim

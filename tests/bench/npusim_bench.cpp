@@ -21,6 +21,7 @@
 #include "sim/ir/synthetic.h"
 #include "sim/platform/platform.h"
 #include "sim/util/error.h"
+#include "sim/util/heap_pages.h"
 
 namespace {
 
@@ -63,6 +64,7 @@ int write_synthetic(std::uint64_t commands, const std::string& file,
 }  // namespace
 
 int main(int argc, char** argv) {
+  npusim::use_huge_pages_for_the_heap(argv);  // as npusim does, so the figures are the CLI's
   npusim::configure_systemc_process();
   if (argc < 3) return usage();
   const std::string mode = argv[1];

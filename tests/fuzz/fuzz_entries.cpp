@@ -32,6 +32,7 @@
 #include "sim/ir/engines.h"
 #include "sim/ir/graph.h"
 #include "sim/ir/schedule.h"
+#include "sim/ir/schedule_writer.h"
 #include "sim/util/error.h"
 #include "sim/util/json_reader.h"
 
@@ -282,6 +283,17 @@ class TempFile {
   std::string path_;
 };
 
+// A schedule with every field the loader sets, to compare two loads of one file.
+std::string describe_schedule(const Schedule& s) {
+  std::ostringstream out;
+  write_schedule_json(out, s);
+  for (const Command& c : s.commands) {
+    out << c.program << ' ' << c.lram_alloc_bytes << ' ' << c.lram_free_bytes << ' ' << c.macs
+        << ' ' << c.vector_macs << ' ' << c.compute_cycles << ' ' << c.isolated_cycles << '\n';
+  }
+  return out.str();
+}
+
 }  // namespace
 
 int fuzz_hw_config(const std::uint8_t* data, std::size_t size) {
@@ -317,13 +329,31 @@ int fuzz_hw_config(const std::uint8_t* data, std::size_t size) {
 }
 
 int fuzz_schedule(const std::uint8_t* data, std::size_t size) {
+  // Through a file, as the CLI reads it: the fast reader (load_schedule) must load it exactly as
+  // the document loader does, the same schedule or the same problems.
+  static TempFile file("fuzz.json");
+  const std::string& path = file.write(data, size);
   std::optional<Schedule> schedule;
+  std::string problems;
   try {
-    schedule = parse_schedule(parse_json_text(text_of(data, size), "fuzz.json"), "fuzz.json",
-                              default_config());
-  } catch (const InputError&) {
-    return 0;
+    schedule = load_schedule(path, default_config());
+  } catch (const InputError& e) {
+    problems = e.what();
   }
+  std::optional<Schedule> document;
+  std::string document_problems;
+  try {
+    document = parse_schedule(read_json_file(path), path, default_config());
+  } catch (const InputError& e) {
+    document_problems = e.what();
+  }
+  if (problems != document_problems) {
+    finding("load_schedule and parse_schedule disagree: '" + problems.substr(0, 300) + "' vs '" +
+            document_problems.substr(0, 300) + "'");
+  }
+  if (!schedule) return 0;
+  if (describe_schedule(*schedule) != describe_schedule(*document))
+    finding("load_schedule and parse_schedule load different schedules");
   measure(*schedule, default_config(), true);
   return 0;
 }
