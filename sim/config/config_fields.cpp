@@ -84,6 +84,69 @@ std::string range_text(std::uint64_t min, std::uint64_t max) {
   return "[" + std::to_string(min) + ", " + std::to_string(max) + "]";
 }
 
+// The host link and the devices (docs/config.md#devices).
+std::vector<ConfigField> link_fields() {
+  using F = ConfigField;
+  return {
+      // PCIe 4.0 x16 moves about 32 GB/s per direction, with a DMA round trip near 1 us.
+      F::decimal("host.link_gbps", raw(&R::host, &R::Host::link_gbps),
+                 to(&HwConfig::host, &HostConfig::link_mbps))
+          .unit("GB/s (10^9 B/s)")
+          .decimal_range(0.001, 1e6)
+          .decimal_default(32)
+          .desc("Bandwidth of one channel of the host link (EXT_HDMA: host DRAM <-> device "
+                "DRAM), shared by every device (see [Devices](#devices))."),
+      F::decimal("host.link_latency_ns", raw(&R::host, &R::Host::link_latency_ns),
+                 to(&HwConfig::host, &HostConfig::link_latency_ps))
+          .unit("ns")
+          .decimal_range(0, 1e6)
+          .decimal_default(1000)
+          .desc("Added to every EXT_HDMA transfer after its data has crossed the link."),
+      F::integer("host.link_channels", raw(&R::host, &R::Host::link_channels),
+                 to(&HwConfig::host, &HostConfig::link_channels))
+          .unit("channels")
+          .range(1, 64)
+          .default_val(2)
+          .desc("Transfers the host link carries at once, over all devices; each channel has "
+                "`host.link_gbps`. Also the channels of each device's EXT_HDMA engine."),
+      F::integer("devices.count", raw(&R::devices, &R::Devices::count),
+                 to(&HwConfig::devices, &DevicesConfig::count))
+          .unit("devices")
+          .range(1, 64)
+          .default_val(1)
+          .desc("Identical NPUs, each with the slices, DMA, local memory and DRAM above (see "
+                "[Devices](#devices))."),
+      F::choice("devices.topology", raw(&R::devices, &R::Devices::topology),
+                {"ring", "full", "tree"},
+                [](HwConfig& c, const std::string& v) {
+                  c.devices.topology = v == "ring"   ? Topology::kRing
+                                       : v == "full" ? Topology::kFullyConnected
+                                                     : Topology::kTree;
+                })
+          .choice_default("ring")
+          .desc("Which devices have a direct link: `ring` (d and d+1 mod count), `full` (every "
+                "pair) or `tree` (device 0, the root, and every other device)."),
+      F::decimal("devices.link_gbps", raw(&R::devices, &R::Devices::link_gbps),
+                 to(&HwConfig::devices, &DevicesConfig::link_mbps))
+          .unit("GB/s (10^9 B/s)")
+          .decimal_range(0.001, 1e6)
+          .decimal_default(32)
+          .desc("Bandwidth of one device-to-device link in each direction (DEV_HDMA)."),
+      F::decimal("devices.link_latency_ns", raw(&R::devices, &R::Devices::link_latency_ns),
+                 to(&HwConfig::devices, &DevicesConfig::link_latency_ps))
+          .unit("ns")
+          .decimal_range(0, 1e6)
+          .decimal_default(500)
+          .desc("Added to every DEV_HDMA transfer; also the cost of a SYNC (one message)."),
+      F::integer("devices.dma_channels", raw(&R::devices, &R::Devices::dma_channels),
+                 to(&HwConfig::devices, &DevicesConfig::dma_channels))
+          .unit("channels")
+          .range(1, 64)
+          .default_val(2)
+          .desc("Channels of each device's DEV_HDMA engine: transfers it runs at once."),
+  };
+}
+
 // The energy section (docs/config.md#energy). Decimals in pJ and mW arrive as exact fJ and uW.
 // The defaults are the `default` preset: Horowitz's 45 nm figures (ISSCC 2014).
 std::vector<ConfigField> energy_fields() {
@@ -500,9 +563,8 @@ void ConfigField::apply_default(HwConfig& out) const {
 // else: HwConfig() applies these defaults, and docs/config.md's table is checked against them.
 const std::vector<ConfigField>& config_fields() {
   using F = ConfigField;
-  static const std::vector<ConfigField> fields =
-      [] {
-        std::vector<ConfigField> f = {
+  static const std::vector<ConfigField> fields = [] {
+    std::vector<ConfigField> f = {
         F::text("name", raw(&R::name), [](HwConfig& c, std::string v) { c.name = std::move(v); })
             .computed_default("the file's stem")
             .desc("Name shown in `summary.txt` and `stats.json` (`device.config`). It is also "
@@ -642,67 +704,12 @@ const std::vector<ConfigField>& config_fields() {
             .range(0, 1u << 20)
             .default_val(4)
             .desc("Host cost per element of a HOST command's `shape.elements`."),
-        // PCIe 4.0 x16 moves about 32 GB/s per direction, with a DMA round trip near 1 us.
-        F::decimal("host.link_gbps", raw(&R::host, &R::Host::link_gbps),
-                   to(&HwConfig::host, &HostConfig::link_mbps))
-            .unit("GB/s (10^9 B/s)")
-            .decimal_range(0.001, 1e6)
-            .decimal_default(32)
-            .desc("Bandwidth of one channel of the host link (EXT_HDMA: host DRAM <-> device "
-                  "DRAM), shared by every device (see [Devices](#devices))."),
-        F::decimal("host.link_latency_ns", raw(&R::host, &R::Host::link_latency_ns),
-                   to(&HwConfig::host, &HostConfig::link_latency_ps))
-            .unit("ns")
-            .decimal_range(0, 1e6)
-            .decimal_default(1000)
-            .desc("Added to every EXT_HDMA transfer after its data has crossed the link."),
-        F::integer("host.link_channels", raw(&R::host, &R::Host::link_channels),
-                   to(&HwConfig::host, &HostConfig::link_channels))
-            .unit("channels")
-            .range(1, 64)
-            .default_val(2)
-            .desc("Transfers the host link carries at once, over all devices; each channel has "
-                  "`host.link_gbps`. Also the channels of each device's EXT_HDMA engine."),
-        F::integer("devices.count", raw(&R::devices, &R::Devices::count),
-                   to(&HwConfig::devices, &DevicesConfig::count))
-            .unit("devices")
-            .range(1, 64)
-            .default_val(1)
-            .desc("Identical NPUs, each with the slices, DMA, local memory and DRAM above (see "
-                  "[Devices](#devices))."),
-        F::choice("devices.topology", raw(&R::devices, &R::Devices::topology),
-                  {"ring", "full", "tree"},
-                  [](HwConfig& c, const std::string& v) {
-                    c.devices.topology = v == "ring"   ? Topology::kRing
-                                         : v == "full" ? Topology::kFullyConnected
-                                                       : Topology::kTree;
-                  })
-            .choice_default("ring")
-            .desc("Which devices have a direct link: `ring` (d and d+1 mod count), `full` (every "
-                  "pair) or `tree` (device 0, the root, and every other device)."),
-        F::decimal("devices.link_gbps", raw(&R::devices, &R::Devices::link_gbps),
-                   to(&HwConfig::devices, &DevicesConfig::link_mbps))
-            .unit("GB/s (10^9 B/s)")
-            .decimal_range(0.001, 1e6)
-            .decimal_default(32)
-            .desc("Bandwidth of one device-to-device link in each direction (DEV_HDMA)."),
-        F::decimal("devices.link_latency_ns", raw(&R::devices, &R::Devices::link_latency_ns),
-                   to(&HwConfig::devices, &DevicesConfig::link_latency_ps))
-            .unit("ns")
-            .decimal_range(0, 1e6)
-            .decimal_default(500)
-            .desc("Added to every DEV_HDMA transfer; also the cost of a SYNC (one message)."),
-        F::integer("devices.dma_channels", raw(&R::devices, &R::Devices::dma_channels),
-                   to(&HwConfig::devices, &DevicesConfig::dma_channels))
-            .unit("channels")
-            .range(1, 64)
-            .default_val(2)
-            .desc("Channels of each device's DEV_HDMA engine: transfers it runs at once."),
     };
-        for (ConfigField& field : energy_fields()) f.push_back(std::move(field));
-        for (const ConfigField& field : f) field.validate();
-        return f;
-      }();
+    for (ConfigField& field : link_fields()) f.push_back(std::move(field));
+    for (ConfigField& field : energy_fields()) f.push_back(std::move(field));
+    for (const ConfigField& field : f) field.validate();
+    return f;
+  }();
   return fields;
 }
 
