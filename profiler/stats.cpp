@@ -26,13 +26,19 @@ Cycles union_length(std::vector<CommandTiming>& intervals) {
   return total;
 }
 
+// Devices the workload's engines belong to (at least one).
+std::uint32_t device_count(const Workload& workload) {
+  std::uint32_t devices = 1;
+  for (const EngineInfo& e : workload.engines) devices = std::max(devices, e.device + 1);
+  return devices;
+}
+
 // Each device has its own local memory: occupancy is counted per device, and the peak and the
 // first overflow are those of any device.
 LramStats lram_occupancy(const Workload& workload, const Timeline& timeline) {
   const std::vector<LramChange> changes = lram_changes(workload, timeline);
   LramStats stats;
-  std::uint32_t devices = 1;
-  for (const EngineInfo& e : workload.engines) devices = std::max(devices, e.device + 1);
+  const std::uint32_t devices = device_count(workload);
   std::vector<std::uint64_t> in_use(devices, 0);
   for (const LramChange& ch : changes) {
     const CommandInfo& c = workload.commands[ch.command];
@@ -165,8 +171,7 @@ const char* binding_name(const Bounds& bounds) {
 Bounds compute_bounds(const Workload& workload) {
   const DeviceInfo& d = workload.device;
   // Per device (each has its own slices, DMA ports and DRAM): the bound is its busiest device's.
-  std::uint32_t devices = 1;
-  for (const EngineInfo& e : workload.engines) devices = std::max(devices, e.device + 1);
+  const std::uint32_t devices = device_count(workload);
   std::vector<U128> macs(devices, 0);
   std::vector<U128> read_bytes(devices, 0);
   std::vector<U128> write_bytes(devices, 0);
