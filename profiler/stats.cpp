@@ -202,13 +202,14 @@ Bounds compute_bounds(const Workload& workload) {
       case EngineKind::kHost:
         b.host_cycles = std::max(b.host_cycles, per_unit);
         break;
+      // DMA engines are bounded by their ports and DRAM, below; links are not yet among the
+      // bounds (docs/multi-device.md).
       case EngineKind::kDmaIn:
       case EngineKind::kDmaOut:
-        break;  // bounded by their ports and DRAM, below
       case EngineKind::kExtHdma:
       case EngineKind::kDevHdma:
       case EngineKind::kSync:
-        break;  // links: not yet among the bounds (docs/multi-device.md)
+        break;
     }
   }
   const U128 peak_macs_per_cycle = U128{d.slices} * d.array_rows * d.array_cols;
