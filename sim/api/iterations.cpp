@@ -4,12 +4,6 @@
 
 namespace npusim {
 
-std::pair<std::string, std::uint64_t> split_id(const std::string& id) {
-  std::size_t digits = id.size();
-  while (digits > 0 && id[digits - 1] >= '0' && id[digits - 1] <= '9') --digits;
-  return {id.substr(0, digits), digits < id.size() ? std::stoull(id.substr(digits)) : 0};
-}
-
 Schedule repeat_schedule(const Schedule& schedule, std::uint32_t count) {
   if (count <= 1) return schedule;
   Schedule out = schedule;

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "sim/ir/schedule.h"
+#include "sim/ir/schedule_append.h"
 
 namespace npusim {
 
@@ -14,9 +15,6 @@ namespace npusim {
 // numbered on), its buffers and programs are suffixed "#k", and every command of copy k that
 // depends on nothing waits for every command of copy k-1 that nothing depends on. Command i of
 // copy k is command k * schedule.commands.size() + i.
-// A command id's prefix and number: "DI12" -> ("DI", 12).
-std::pair<std::string, std::uint64_t> split_id(const std::string& id);
-
 Schedule repeat_schedule(const Schedule& schedule, std::uint32_t count);
 
 }  // namespace npusim

@@ -5,6 +5,7 @@
 
 #include "sim/api/iterations.h"
 #include "sim/compiler/compiler.h"
+#include "sim/ir/schedule_append.h"
 
 namespace npusim::api {
 namespace {
@@ -24,78 +25,37 @@ std::string rename_layer(const std::string& text, std::uint32_t k) {
   return out.append(text, from, std::string::npos);
 }
 
-// Appends one copy of `part` to `out`, after everything already in it.
-class Appender {
- public:
-  explicit Appender(Schedule& out) : out_(out) {}
-
-  void append(const Schedule& part, std::uint32_t k) {
-    const auto base = static_cast<std::uint32_t>(out_.commands.size());
-    const auto program_base = static_cast<std::uint32_t>(out_.programs.size());
-    for (const Program& p : part.programs) {
-      out_.programs.push_back({rename_layer(p.name, k), rename_layer(p.loc, k)});
-    }
-    std::map<std::string, std::uint64_t> used;  // per id prefix, the numbers this copy takes
-    for (const Command& source : part.commands) {
-      Command c = source;
-      const auto [prefix, number] = split_id(c.id);
-      std::uint64_t& next = next_[prefix];
-      c.id = prefix + std::to_string(next + number);
-      used[prefix] = std::max(used[prefix], number + 1);
-      c.program += program_base;
-      for (std::uint32_t& d : c.deps) d += base;
-      if (c.deps.empty()) c.deps = sinks_;
-      c.layer = rename_layer(c.layer, k);
-      c.loc = rename_layer(c.loc, k);
-      for (BufferAlloc& a : c.alloc) a.buffer = rename_layer(a.buffer, k) + suffix();
-      for (std::string& f : c.free) f = rename_layer(f, k) + suffix();
-      out_.commands.push_back(std::move(c));
-    }
-    for (const auto& [prefix, count] : used) next_[prefix] += count;
-    for (const LayerView& v : part.layers) {
-      LayerView copy = v;
-      copy.name = rename_layer(v.name, k);
-      out_.layers.push_back(std::move(copy));
-    }
-    // The next copy waits for this one's sinks.
-    std::vector<bool> has_dependant(part.commands.size(), false);
-    for (const Command& c : part.commands) {
-      for (std::uint32_t d : c.deps) has_dependant[d] = true;
-    }
-    sinks_.clear();
-    for (std::uint32_t i = 0; i < part.commands.size(); ++i) {
-      if (!has_dependant[i]) sinks_.push_back(base + i);
-    }
-    ++copies_;
+// On several devices only the embedded tokens come from the host and only the logits go back:
+// the hidden state between parts and the KV caches stay in the devices' DRAM.
+Schedule compile_llm_part(const LlmSpec& spec, const LlmPhase& phase, const HwConfig& config,
+                          LlmPart part) {
+  const Graph graph = build_llm_graph(spec, phase, part);
+  CompileOptions options;
+  options.host_io.inputs.emplace();
+  options.host_io.outputs.emplace();
+  if (part == LlmPart::kWhole || part == LlmPart::kPrologue) {
+    options.host_io.inputs->insert("embeddings");
   }
-
- private:
-  // Buffers are unique across a schedule; a part's names may repeat in another part (the head's
-  // and the layer's compilers number buffers alike).
-  std::string suffix() const { return "@" + std::to_string(copies_); }
-
-  Schedule& out_;
-  std::map<std::string, std::uint64_t> next_;
-  std::vector<std::uint32_t> sinks_;
-  std::uint32_t copies_ = 0;
-};
+  if (part == LlmPart::kWhole || part == LlmPart::kHead) {
+    options.host_io.outputs->insert(graph.tensors[graph.outputs.back()].name);
+  }
+  return compile_schedule(graph, config, options);
+}
 
 }  // namespace
 
 LlmPhasePlan compile_llm_phase(const LlmSpec& spec, const LlmPhase& phase, const HwConfig& config) {
   LlmPhasePlan plan;
   if (!spec.replay) {
-    plan.parts.push_back(
-        {compile_schedule(build_llm_graph(spec, phase, LlmPart::kWhole), config), 1});
+    plan.parts.push_back({compile_llm_part(spec, phase, config, LlmPart::kWhole), 1});
     return plan;
   }
   if (llm_has_prologue(spec)) {
-    plan.parts.push_back(
-        {compile_schedule(build_llm_graph(spec, phase, LlmPart::kPrologue), config), 1});
+    plan.parts.push_back({compile_llm_part(spec, phase, config, LlmPart::kPrologue), 1});
   }
-  plan.parts.push_back({compile_schedule(build_llm_graph(spec, phase, LlmPart::kLayer), config),
+  plan.parts.push_back({compile_llm_part(spec, phase, config, LlmPart::kLayer),
                         static_cast<std::uint32_t>(spec.layers)});
-  plan.parts.push_back({compile_schedule(build_llm_graph(spec, phase, LlmPart::kHead), config), 1});
+  plan.parts.push_back({compile_llm_part(spec, phase, config, LlmPart::kHead), 1});
   return plan;
 }
 
@@ -115,9 +75,17 @@ Schedule assemble_llm_phase(const LlmPhasePlan& plan) {
     commands += part.schedule.commands.size() * part.copies;
   }
   out.commands.reserve(commands);
-  Appender appender(out);
+  // Each copy waits for everything before it: every command of the copy before that nothing
+  // depends on.
+  ScheduleAppender appender(out);
+  std::vector<std::uint32_t> sinks;
   for (const auto& part : plan.parts) {
-    for (std::uint32_t k = 0; k < part.copies; ++k) appender.append(part.schedule, k);
+    for (std::uint32_t k = 0; k < part.copies; ++k) {
+      AppendOptions options;
+      options.rename = [k](const std::string& s) { return rename_layer(s, k); };
+      options.root_deps = std::move(sinks);
+      sinks = appender.append(part.schedule, options).sinks;
+    }
   }
   return out;
 }

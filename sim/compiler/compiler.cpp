@@ -145,10 +145,9 @@ bool read_only_by(const Graph& graph, const LayerGroup& group, const LayerGroup&
   return true;
 }
 
-}  // namespace
-
-Schedule compile_schedule(const Graph& graph, const HwConfig& config,
-                          std::vector<std::string>* explain, const std::string& search_name) {
+// One device's schedule, not yet finalized.
+Schedule compile_one_device(const Graph& graph, const HwConfig& config,
+                            std::vector<std::string>* explain, const std::string& search_name) {
   check_graph(graph);
   const std::vector<LayerGroup> groups = fuse_layer_groups(graph);
   const TensorLayouts layouts = assign_layouts(graph, groups);
@@ -207,11 +206,34 @@ Schedule compile_schedule(const Graph& graph, const HwConfig& config,
   }
   Schedule schedule = emitter.finish();
   schedule.layers = layer_views(graph, groups);
+  return schedule;
+}
+
+}  // namespace
+
+Schedule compile_schedule(const Graph& graph, const HwConfig& config,
+                          const CompileOptions& options) {
+  Schedule schedule;
+  if (config.devices.count > 1) {
+    schedule = shard::compile_sharded(graph, config, options.host_io, [&](const Graph& step) {
+      return compile_one_device(step, config, options.explain, options.search);
+    });
+  } else {
+    schedule = compile_one_device(graph, config, options.explain, options.search);
+  }
   // The same checks and costing as a schedule read from a file.
   Diagnostics diag(graph.source_file + " (compiled for " + config.name + ")");
   finalize_schedule(schedule, config, diag);
   diag.throw_if_any();
   return schedule;
+}
+
+Schedule compile_schedule(const Graph& graph, const HwConfig& config,
+                          std::vector<std::string>* explain, const std::string& search) {
+  CompileOptions options;
+  options.explain = explain;
+  options.search = search;
+  return compile_schedule(graph, config, options);
 }
 
 }  // namespace npusim

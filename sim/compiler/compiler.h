@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/compiler/shard/sharded_compile.h"
 #include "sim/config/hw_config.h"
 #include "sim/ir/graph.h"
 #include "sim/ir/schedule.h"
@@ -30,8 +31,18 @@ namespace npusim {
 // `explain`, if given, receives one line per layer group: its mapping, the cost search's cycles
 // for it and the runner-up's (docs/compiler.md, "The cost search").
 // `search` names the mapping search (search/search.h): "cost" (the default) or "greedy".
+// With config.devices.count > 1 the graph is sharded tensor-parallel over the devices
+// (shard/sharded_compile.h, docs/multi-device.md).
 Schedule compile_schedule(const Graph& graph, const HwConfig& config,
                           std::vector<std::string>* explain = nullptr,
                           const std::string& search = "cost");
+
+struct CompileOptions {
+  std::vector<std::string>* explain = nullptr;
+  std::string search = "cost";
+  shard::HostIo host_io;  // several devices only: what crosses the host link
+};
+Schedule compile_schedule(const Graph& graph, const HwConfig& config,
+                          const CompileOptions& options);
 
 }  // namespace npusim

@@ -93,6 +93,12 @@ void Emitter::emit_group(const LayerGroup& group, const Mapping& mapping, bool k
   }
 }
 
+TensorInfo describe_tensor(const Tensor& tensor) {
+  const std::string layout =
+      tensor.layout.empty() && tensor.shape.size() == 4 ? "NCHW" : tensor.layout;
+  return {tensor.name, dtype_name(tensor.dtype), layout, tensor.shape};
+}
+
 Schedule Emitter::finish() {
   sched_.file = g_.source_file;
   sched_.model.name = g_.name;
@@ -100,12 +106,7 @@ Schedule Emitter::finish() {
   sched_.model.weights_bytes = g_.weights_bytes();
   auto tensors = [&](const std::vector<std::uint32_t>& ids) {
     std::vector<TensorInfo> list;
-    for (std::uint32_t t : ids) {
-      const Tensor& tensor = g_.tensors[t];
-      const std::string layout =
-          tensor.layout.empty() && tensor.shape.size() == 4 ? "NCHW" : tensor.layout;
-      list.push_back({tensor.name, dtype_name(tensor.dtype), layout, tensor.shape});
-    }
+    for (std::uint32_t t : ids) list.push_back(describe_tensor(g_.tensors[t]));
     return list;
   };
   sched_.model.inputs = tensors(g_.inputs);

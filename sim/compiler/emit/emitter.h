@@ -28,6 +28,9 @@
 
 namespace npusim {
 
+// A graph input or output as the schedule's model section lists it.
+TensorInfo describe_tensor(const Tensor& tensor);
+
 class Emitter {
  public:
   // The graph, config and layouts must outlive the emitter.

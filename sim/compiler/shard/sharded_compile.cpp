@@ -1,0 +1,168 @@
+#include "sim/compiler/shard/sharded_compile.h"
+
+#include <map>
+
+#include "sim/compiler/emit/emitter.h"
+#include "sim/compiler/shard/collectives.h"
+#include "sim/compiler/shard/tensor_parallel.h"
+#include "sim/ir/schedule_append.h"
+
+namespace npusim::shard {
+namespace {
+
+bool crosses(const std::optional<std::set<std::string>>& names, const std::string& name) {
+  return !names || names->count(name) > 0;
+}
+
+// The graph of one element-wise Add of two vectors, for the reductions of all-reduce.
+Graph reduction_graph(std::uint64_t elements, DType dtype) {
+  Graph g;
+  g.name = "reduction";
+  for (const char* name : {"partial", "received", "sum"}) {
+    Tensor t;
+    t.name = name;
+    t.dtype = dtype;
+    t.shape = {elements};
+    g.tensors.push_back(t);
+  }
+  Layer add;
+  add.name = "reduce";
+  add.op = "Add";
+  add.inputs = {0, 1};
+  add.outputs = {2};
+  g.layers.push_back(add);
+  g.inputs = {0, 1};
+  g.outputs = {2};
+  return g;
+}
+
+class Assembler {
+ public:
+  Assembler(const ShardedGraph& sharded, const HwConfig& config, const CompileStep& compile_step)
+      : sg_(sharded),
+        config_(config),
+        compile_step_(compile_step),
+        appender_(out_),
+        frontier_(sharded.devices) {}
+
+  Schedule run(const Graph& graph, const HostIo& io) {
+    program_ = appender_.add_program({"host and collectives", "sharding"});
+    for (const HostTensor& in : sg_.inputs) {
+      if (!crosses(io.inputs, in.name)) continue;
+      for (std::uint32_t d = 0; d < sg_.devices; ++d) {
+        frontier_[d].push_back(host_transfer(d, true, in, frontier_[d]));
+      }
+    }
+    barrier("barrier.start");
+    std::uint64_t weights_bytes = 0;
+    for (std::size_t s = 0; s < sg_.steps.size(); ++s) {
+      for (const Collective& c : sg_.steps[s].collectives) collective(c);
+      if (sg_.steps[s].layers.empty()) continue;
+      const Schedule part = compile_step_(step_graph(sg_, s));
+      weights_bytes += part.model.weights_bytes;
+      if (s == 0 || out_.file.empty()) copy_header(part);
+      std::optional<std::uint32_t> programs;
+      for (std::uint32_t d = 0; d < sg_.devices; ++d) {
+        AppendOptions options;
+        options.device = d;
+        options.root_deps = frontier_[d];
+        options.program_base = programs;
+        options.add_layer_views = d == 0;
+        const AppendedPart placed = appender_.append(part, options);
+        programs = placed.program_base;
+        if (!placed.sinks.empty()) frontier_[d] = placed.sinks;
+      }
+    }
+    for (const HostTensor& o : sg_.outputs) {
+      if (!crosses(io.outputs, o.name)) continue;
+      for (std::uint32_t d = 0; d < (o.split ? sg_.devices : 1); ++d) {
+        frontier_[d] = {host_transfer(d, false, o, frontier_[d])};
+      }
+    }
+    barrier("barrier.end");
+    out_.model.name = graph.name;
+    out_.model.batch = graph.batch;
+    out_.model.weights_bytes = weights_bytes * sg_.devices;
+    out_.model.inputs.clear();
+    out_.model.outputs.clear();
+    for (std::uint32_t t : graph.inputs) out_.model.inputs.push_back(describe_tensor(graph.tensors[t]));
+    for (std::uint32_t t : graph.outputs) {
+      out_.model.outputs.push_back(describe_tensor(graph.tensors[t]));
+    }
+    if (out_.file.empty()) out_.file = graph.source_file;
+    return std::move(out_);
+  }
+
+ private:
+  void copy_header(const Schedule& part) {
+    out_.file = part.file;
+    out_.target_config = part.target_config;
+    out_.target_slices = part.target_slices;
+  }
+
+  std::uint32_t host_transfer(std::uint32_t device, bool to_device, const HostTensor& t,
+                              std::vector<std::uint32_t> deps) {
+    Command c;
+    c.id = "EH";
+    c.engine = EngineKind::kExtHdma;
+    c.device = device;
+    c.to_device = to_device;
+    c.bytes = sg_.device.tensors[t.tensor].bytes();
+    c.deps = std::move(deps);
+    c.layer = (to_device ? "host.input." : "host.output.") + t.name;
+    c.program = program_;
+    return appender_.add(std::move(c));
+  }
+
+  // A SYNC on device 0 joining every device: it waits for every device's frontier, and every
+  // device's next command waits for it.
+  void barrier(const std::string& layer) {
+    Command c;
+    c.id = "DS";
+    c.engine = EngineKind::kSync;
+    for (std::uint32_t d = 1; d < sg_.devices; ++d) c.peers.push_back(d);
+    for (const auto& deps : frontier_) c.deps.insert(c.deps.end(), deps.begin(), deps.end());
+    c.layer = layer;
+    c.program = program_;
+    const std::uint32_t sync = appender_.add(std::move(c));
+    for (auto& deps : frontier_) deps = {sync};
+  }
+
+  void collective(const Collective& c) {
+    const Tensor& result = sg_.device.tensors[c.result];
+    CollectiveCommands cmds;
+    cmds.kind = c.kind;
+    cmds.layer = std::string("collective.") + collective_name(c.kind) + "." + result.name;
+    cmds.elements = result.elements();
+    cmds.element_bytes = dtype_bytes(result.dtype);
+    cmds.program = program_;
+    const ReductionPart reduction = [&](std::uint64_t elements) -> const Schedule& {
+      auto it = reductions_.find({elements, result.dtype});
+      if (it == reductions_.end()) {
+        it = reductions_.emplace(std::make_pair(elements, result.dtype),
+                                 compile_step_(reduction_graph(elements, result.dtype))).first;
+      }
+      return it->second;
+    };
+    emit_collective(cmds, config_.devices, reduction, appender_, frontier_);
+  }
+
+  const ShardedGraph& sg_;
+  const HwConfig& config_;
+  const CompileStep& compile_step_;
+  Schedule out_;
+  ScheduleAppender appender_;
+  Frontier frontier_;
+  std::uint32_t program_ = 0;
+  std::map<std::pair<std::uint64_t, DType>, Schedule> reductions_;
+};
+
+}  // namespace
+
+Schedule compile_sharded(const Graph& graph, const HwConfig& config, const HostIo& io,
+                         const CompileStep& compile_step) {
+  const ShardedGraph sharded = shard_tensor_parallel(graph, config.devices.count);
+  return Assembler(sharded, config, compile_step).run(graph, io);
+}
+
+}  // namespace npusim::shard
