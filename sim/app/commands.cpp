@@ -43,6 +43,7 @@ struct RunOptions {
   std::vector<std::string> input_shapes;
   bool host_fallback = false;
   bool ideal_memory = false;
+  std::string devices;  // --devices N: devices.count=N
   std::string out;
   bool force = false;
   bool help = false;
@@ -91,6 +92,9 @@ po::options_description model_options(RunOptions& o, const std::string& what,
       "hardware config: a JSON file or a built-in name (default, server)")(
       "set", po::value(&o.overrides)->value_name("KEY=VALUE")->composing(),
       "override one config field, e.g. --set dram.bandwidth_gbps=25.6 (repeatable)")(
+      "devices", po::value(&o.devices)->value_name("N"),
+      "shard the model tensor-parallel over N devices (same as --set devices.count=N; "
+      "docs/multi-device.md)")(
       "input-shape", po::value(&o.input_shapes)->value_name("NAME=DxD...")->composing(),
       "fix an ONNX input's shape, e.g. --input-shape input=1x3x224x224 (repeatable)")(
       "host-fallback", po::bool_switch(&o.host_fallback),
@@ -106,10 +110,11 @@ po::options_description model_options(RunOptions& o, const std::string& what,
   return desc;
 }
 
-// --set overrides, with --ideal-memory as the one it stands for.
+// --set overrides, with --ideal-memory and --devices as the ones they stand for.
 std::vector<std::string> overrides_of(const RunOptions& o) {
   std::vector<std::string> all = o.overrides;
   if (o.ideal_memory) all.push_back("ideal_memory=true");
+  if (!o.devices.empty()) all.push_back("devices.count=" + o.devices);
   return all;
 }
 
