@@ -54,11 +54,11 @@ class G {
 // 1 GHz; device links 10 GB/s per direction with 100 ns latency (0.1 cycle per byte, 100
 // cycles); the host link 2 lanes of 16 GB/s with 1000 ns latency.
 HwConfig system_of(std::uint32_t devices, const std::string& topology) {
-  return parse_hw_config("{}", "cfg",
-                         {"devices.count=" + std::to_string(devices),
-                          "devices.topology=" + topology, "clock_mhz=1000",
-                          "devices.link_gbps=10", "devices.link_latency_ns=100",
-                          "host.link_gbps=16", "host.link_latency_ns=1000"});
+  return parse_hw_config(
+      "{}", "cfg",
+      {"devices.count=" + std::to_string(devices), "devices.topology=" + topology, "clock_mhz=1000",
+       "devices.link_gbps=10", "devices.link_latency_ns=100", "host.link_gbps=16",
+       "host.link_latency_ns=1000"});
 }
 
 std::map<std::uint32_t, std::uint64_t> macs_per_device(const Schedule& s) {
@@ -158,11 +158,11 @@ TEST(Sharding, ConvsAreOutputChannelParallelAndGatherAtTheRoot) {
   conv.ints["kernel_shape"] = {3, 3};
   conv.ints["pads"] = {1, 1, 1, 1};
   const std::uint32_t x = b.input("x", {1, 8, 8, 8});
-  const std::uint32_t c1 = b.layer("conv1", "Conv", {x, b.weight("w1", {16, 8, 3, 3})},
-                                   {1, 16, 8, 8}, conv);
+  const std::uint32_t c1 =
+      b.layer("conv1", "Conv", {x, b.weight("w1", {16, 8, 3, 3})}, {1, 16, 8, 8}, conv);
   const std::uint32_t r = b.layer("relu", "Relu", {c1}, {1, 16, 8, 8});
-  b.g.outputs = {b.layer("conv2", "Conv", {r, b.weight("w2", {16, 16, 3, 3})}, {1, 16, 8, 8},
-                         conv)};
+  b.g.outputs = {
+      b.layer("conv2", "Conv", {r, b.weight("w2", {16, 16, 3, 3})}, {1, 16, 8, 8}, conv)};
   b.g.name = "convs";
   const HwConfig config = system_of(4, "tree");
   const Schedule s = compile_schedule(b.g, config);

@@ -17,7 +17,8 @@ AppendedPart ScheduleAppender::append(const Schedule& part, const AppendOptions&
   const std::string suffix = "@" + std::to_string(copies_++);
   AppendedPart placed;
   placed.first = static_cast<std::uint32_t>(out_.commands.size());
-  placed.program_base = options.program_base.value_or(static_cast<std::uint32_t>(out_.programs.size()));
+  placed.program_base =
+      options.program_base.value_or(static_cast<std::uint32_t>(out_.programs.size()));
   if (!options.program_base) {
     for (const Program& p : part.programs) out_.programs.push_back({rename(p.name), rename(p.loc)});
   }
@@ -33,8 +34,8 @@ AppendedPart ScheduleAppender::append(const Schedule& part, const AppendOptions&
     if (c.deps.empty()) c.deps = options.root_deps;
     c.layer = options.layer.empty() ? rename(c.layer) : options.layer;
     c.loc = options.loc.empty() ? rename(c.loc) : options.loc;
-    for (BufferAlloc& a : c.alloc) a.buffer = rename(a.buffer) + suffix;
-    for (std::string& f : c.free) f = rename(f) + suffix;
+    for (BufferAlloc& a : c.alloc) a.buffer = rename(a.buffer).append(suffix);
+    for (std::string& f : c.free) f = rename(f).append(suffix);
     out_.commands.push_back(std::move(c));
   }
   for (const auto& [prefix, count] : used) next_[prefix] += count;

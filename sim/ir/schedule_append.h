@@ -33,8 +33,8 @@ struct AppendOptions {
 };
 
 struct AppendedPart {
-  std::uint32_t first = 0;         // the output index of the part's first command
-  std::uint32_t program_base = 0;  // where the part's programs are in the output
+  std::uint32_t first = 0;           // the output index of the part's first command
+  std::uint32_t program_base = 0;    // where the part's programs are in the output
   std::vector<std::uint32_t> sinks;  // output indices of the part's commands nothing depends on
 };
 

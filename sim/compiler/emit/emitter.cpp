@@ -106,6 +106,7 @@ Schedule Emitter::finish() {
   sched_.model.weights_bytes = g_.weights_bytes();
   auto tensors = [&](const std::vector<std::uint32_t>& ids) {
     std::vector<TensorInfo> list;
+    list.reserve(ids.size());
     for (std::uint32_t t : ids) list.push_back(describe_tensor(g_.tensors[t]));
     return list;
   };

@@ -72,9 +72,9 @@ class Emitter {
       const std::string step = "all_gather " + std::to_string(s + 1);
       std::vector<std::uint32_t> sent(n);
       for (std::uint32_t d = 0; d < n; ++d) {
-        sent[d] = transfer(d, next(d), chunk((d + 1 + n - s) % n),
-                           s == 0 ? reduced[d] : std::vector<std::uint32_t>{received[prev(d)]},
-                           step);
+        sent[d] =
+            transfer(d, next(d), chunk((d + 1 + n - s) % n),
+                     s == 0 ? reduced[d] : std::vector<std::uint32_t>{received[prev(d)]}, step);
       }
       received = sent;
     }

@@ -23,7 +23,7 @@ namespace npusim::shard {
 
 struct CollectiveCommands {
   CollectiveKind kind = CollectiveKind::kAllReduce;
-  std::string layer;  // every command's: "collective.<kind>.<tensor>"
+  std::string layer;           // every command's: "collective.<kind>.<tensor>"
   std::uint64_t elements = 0;  // of the whole (replicated) tensor
   std::uint32_t element_bytes = 1;
   std::uint32_t program = 0;

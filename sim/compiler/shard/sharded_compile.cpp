@@ -85,7 +85,8 @@ class Assembler {
     out_.model.weights_bytes = weights_bytes * sg_.devices;
     out_.model.inputs.clear();
     out_.model.outputs.clear();
-    for (std::uint32_t t : graph.inputs) out_.model.inputs.push_back(describe_tensor(graph.tensors[t]));
+    for (std::uint32_t t : graph.inputs)
+      out_.model.inputs.push_back(describe_tensor(graph.tensors[t]));
     for (std::uint32_t t : graph.outputs) {
       out_.model.outputs.push_back(describe_tensor(graph.tensors[t]));
     }
@@ -139,8 +140,10 @@ class Assembler {
     const ReductionPart reduction = [&](std::uint64_t elements) -> const Schedule& {
       auto it = reductions_.find({elements, result.dtype});
       if (it == reductions_.end()) {
-        it = reductions_.emplace(std::make_pair(elements, result.dtype),
-                                 compile_step_(reduction_graph(elements, result.dtype))).first;
+        it = reductions_
+                 .emplace(std::make_pair(elements, result.dtype),
+                          compile_step_(reduction_graph(elements, result.dtype)))
+                 .first;
       }
       return it->second;
     };

@@ -407,7 +407,7 @@ class Sharder {
 
   const Graph& g_;
   std::uint32_t devices_;
-  std::vector<Placement> placement_;   // per graph tensor, as produced (kFree: as loaded)
+  std::vector<Placement> placement_;     // per graph tensor, as produced (kFree: as loaded)
   std::vector<std::uint32_t> produced_;  // per graph tensor, the device tensor produced
   std::map<std::tuple<std::uint32_t, Kind, std::uint32_t>, std::uint32_t> versions_;
   ShardedGraph out_;
