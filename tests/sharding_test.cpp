@@ -89,7 +89,7 @@ TEST(Sharding, ColumnThenRowParallelNeedsOneAllReduce) {
   // fc1 is column-parallel (each device: W1's 64 columns, h split along its last dimension), so
   // fc2 is row-parallel (W2's 64 rows of its half of h) and its output is partial: one
   // all-reduce, of fc2's output, and nothing replicated.
-  const shard::ShardedGraph sg = shard::shard_tensor_parallel(mlp(), 2);
+  const shard::ShardedGraph sg = shard::shard_tensor_parallel(mlp(), system_of(2, "ring"));
   std::vector<shard::Collective> collectives;
   for (const auto& step : sg.steps) {
     collectives.insert(collectives.end(), step.collectives.begin(), step.collectives.end());
@@ -147,51 +147,94 @@ TEST(Sharding, RingAllReduceOnTwoDevicesCostsTheHandComputedCycles) {
   EXPECT_EQ(est.total_cycles(), sim.total_cycles());
 }
 
-TEST(Sharding, ConvsAreOutputChannelParallelAndGatherAtTheRoot) {
-  // x [1, 8, 8, 8] -> Conv 16 out 3x3 pad 1 -> Relu -> Conv 16 out 3x3 pad 1, on 4 devices in a
-  // tree (device 0 linked to each other). Each device computes 4 of conv1's 16 channels; conv2
-  // needs all of them, so the ReLU output is all-gathered: each leaf sends its 4 x 8 x 8 = 256
-  // elements (512 bytes) to device 0, which sends the other 768 elements (1536 bytes) back to
-  // each leaf. conv2's output stays split: each device sends its part to the host.
+// x [1, C, 8, 8] -> Conv C out 3x3 pad 1 -> Relu -> Conv C out 3x3 pad 1, float16.
+Graph two_convs(std::uint64_t c) {
   G b;
   Attributes conv;
   conv.ints["kernel_shape"] = {3, 3};
   conv.ints["pads"] = {1, 1, 1, 1};
-  const std::uint32_t x = b.input("x", {1, 8, 8, 8});
+  const std::uint32_t x = b.input("x", {1, c, 8, 8});
   const std::uint32_t c1 =
-      b.layer("conv1", "Conv", {x, b.weight("w1", {16, 8, 3, 3})}, {1, 16, 8, 8}, conv);
-  const std::uint32_t r = b.layer("relu", "Relu", {c1}, {1, 16, 8, 8});
+      b.layer("conv1", "Conv", {x, b.weight("w1", {c, c, 3, 3})}, {1, c, 8, 8}, conv);
+  const std::uint32_t r = b.layer("relu", "Relu", {c1}, {1, c, 8, 8});
   b.g.outputs = {
-      b.layer("conv2", "Conv", {r, b.weight("w2", {16, 16, 3, 3})}, {1, 16, 8, 8}, conv)};
+      b.layer("conv2", "Conv", {r, b.weight("w2", {c, c, 3, 3})}, {1, c, 8, 8}, conv)};
   b.g.name = "convs";
+  return b.g;
+}
+
+TEST(Sharding, ConvsAreOutputChannelParallelAndGatherAtTheRoot) {
+  // Two 64-channel convs on 4 devices in a tree (device 0 linked to each other), on `default`
+  // (2 slices of 16 x 16: 512 MACs per cycle). Each conv: 64 pixels x 64 x 64 x 9 = 2359296
+  // MACs; split 4 ways it saves 2359296 / 512 x 3/4 = 3456 array cycles, more than gathering
+  // its 8192-byte output costs (below: 305 + 715 = 1020), so both are split.
   const HwConfig config = system_of(4, "tree");
-  const Schedule s = compile_schedule(b.g, config);
-  // MACs: conv1 64 pixels x 16 x 8 x 9 = 73728, conv2 64 x 16 x 16 x 9 = 147456; a quarter of
-  // each, 55296, per device.
-  for (const auto& [device, macs] : macs_per_device(s)) EXPECT_EQ(macs, 55296u) << device;
+  const Schedule s = compile_schedule(two_convs(64), config);
+  for (const auto& [device, macs] : macs_per_device(s)) EXPECT_EQ(macs, 1179648u) << device;
+  // conv2 needs all of the ReLU output: each leaf sends its 16 channels x 64 pixels float16 =
+  // 2048 bytes to device 0 (ceil(204.8) = 205 cycles + 100 latency), which sends the other
+  // 6144 bytes back to each leaf (ceil(614.4) = 615 + 100).
   const auto transfers = of_engine(s, EngineKind::kDevHdma);
   ASSERT_EQ(transfers.size(), 6u);
-  for (std::size_t i = 0; i < 3; ++i) {
+  for (std::uint32_t i = 0; i < 3; ++i) {
     EXPECT_EQ(transfers[i]->device, i + 1);
     EXPECT_EQ(transfers[i]->peer, 0u);
-    EXPECT_EQ(transfers[i]->bytes, 512u);
-    // Alone: ceil(512 x 0.1) = 52 cycles + 100 latency.
-    EXPECT_EQ(transfers[i]->isolated_cycles, 152u);
+    EXPECT_EQ(transfers[i]->bytes, 2048u);
+    EXPECT_EQ(transfers[i]->isolated_cycles, 305u);
     EXPECT_EQ(transfers[3 + i]->device, 0u);
     EXPECT_EQ(transfers[3 + i]->peer, i + 1);
-    EXPECT_EQ(transfers[3 + i]->bytes, 1536u);
-    EXPECT_EQ(transfers[3 + i]->isolated_cycles, 154u + 100u);  // ceil(153.6) + 100
+    EXPECT_EQ(transfers[3 + i]->bytes, 6144u);
+    EXPECT_EQ(transfers[3 + i]->isolated_cycles, 715u);
   }
-  // conv2's output, split: each device sends its 4 x 64 float16 = 512 bytes to the host.
+  // conv2's output stays split: each device sends its 2048 bytes to the host.
   std::vector<std::uint32_t> senders;
   for (const Command* c : of_engine(s, EngineKind::kExtHdma)) {
     if (c->to_device) continue;
     senders.push_back(c->device);
-    EXPECT_EQ(c->bytes, 512u);
+    EXPECT_EQ(c->bytes, 2048u);
   }
   EXPECT_EQ(senders, (std::vector<std::uint32_t>{0, 1, 2, 3}));
-  // The run: simulated to the end, never faster than its estimate's critical path allows.
-  EXPECT_GE(simulate(s, config).total_cycles(), 152u + 254u);
+  // The gather's two transfers lie on the simulation's critical path.
+  EXPECT_GE(simulate(s, config).total_cycles(), 305u + 715u);
+}
+
+TEST(Sharding, AConvWhoseGatherCostsMoreThanItSavesRunsWholeOnEveryDevice) {
+  // Two 8-channel convs: each is 64 x 8 x 8 x 9 = 36864 MACs; split 4 ways it would save
+  // 36864 / 512 x 3/4 = 54 array cycles, but gathering its 1024-byte output costs 256 bytes to
+  // the root (ceil(25.6) + 100 = 126) and 768 back (ceil(76.8) + 100 = 177). Both run whole on
+  // every device: no transfer, and each device does all 73728 MACs.
+  const HwConfig config = system_of(4, "tree");
+  const shard::ShardedGraph sg = shard::shard_tensor_parallel(two_convs(8), config);
+  EXPECT_EQ(sg.replicated_layers, (std::vector<std::string>{"conv1", "conv2"}));
+  const Schedule s = compile_schedule(two_convs(8), config);
+  EXPECT_TRUE(of_engine(s, EngineKind::kDevHdma).empty());
+  for (const auto& [device, macs] : macs_per_device(s)) EXPECT_EQ(macs, 73728u) << device;
+}
+
+TEST(Sharding, ABatchThatDividesRunsDataParallelWithoutTransfers) {
+  // x [4, 8, 8, 8] -> Conv 16 out 3x3 pad 1 -> Relu -> Conv: on 4 devices each takes one image
+  // of the batch, so no layer needs another device's data: no DEV_HDMA at all. MACs per device:
+  // one image, 64 pixels x (16 x 8 + 16 x 16) x 9 = 221184 (a quarter of the batch's 884736).
+  G b;
+  Attributes conv;
+  conv.ints["kernel_shape"] = {3, 3};
+  conv.ints["pads"] = {1, 1, 1, 1};
+  const std::uint32_t x = b.input("x", {4, 8, 8, 8});
+  const std::uint32_t c1 = b.layer("conv1", "Conv", {x, b.weight("w1", {16, 8, 3, 3})},
+                                   {4, 16, 8, 8}, conv);
+  const std::uint32_t r = b.layer("relu", "Relu", {c1}, {4, 16, 8, 8});
+  b.g.outputs = {b.layer("conv2", "Conv", {r, b.weight("w2", {16, 16, 3, 3})}, {4, 16, 8, 8},
+                         conv)};
+  b.g.name = "batch";
+  b.g.batch = 4;
+  const Schedule s = compile_schedule(b.g, system_of(4, "ring"));
+  EXPECT_TRUE(of_engine(s, EngineKind::kDevHdma).empty());
+  for (const auto& [device, macs] : macs_per_device(s)) EXPECT_EQ(macs, 221184u) << device;
+  // Each device loads its image (8 x 64 float16 = 1024 bytes) and returns its output (2048).
+  for (const Command* c : of_engine(s, EngineKind::kExtHdma)) {
+    EXPECT_EQ(c->bytes, c->to_device ? 1024u : 2048u);
+  }
+  EXPECT_EQ(of_engine(s, EngineKind::kExtHdma).size(), 8u);
 }
 
 TEST(Sharding, RingAllGatherPassesPartsOnInDevicesMinusOneSteps) {
@@ -243,7 +286,8 @@ TEST(Sharding, FourDeviceLlmMacsSumToTheSingleDeviceCount) {
   for (const auto& [device, macs] : per_device) EXPECT_EQ(macs, 21489664u / 4) << device;
   // A decoder layer: Megatron's two all-reduces, after o_proj and after down_proj.
   const shard::ShardedGraph layer =
-      shard::shard_tensor_parallel(build_llm_graph(spec, prefill_phase(spec), LlmPart::kLayer), 4);
+      shard::shard_tensor_parallel(build_llm_graph(spec, prefill_phase(spec), LlmPart::kLayer),
+                                   system_of(4, "ring"));
   std::vector<std::string> reduced;
   for (const auto& step : layer.steps) {
     for (const auto& c : step.collectives) {

@@ -164,7 +164,7 @@ class Assembler {
 
 Schedule compile_sharded(const Graph& graph, const HwConfig& config, const HostIo& io,
                          const CompileStep& compile_step) {
-  const ShardedGraph sharded = shard_tensor_parallel(graph, config.devices.count);
+  const ShardedGraph sharded = shard_tensor_parallel(graph, config);
   return Assembler(sharded, config, compile_step).run(graph, io);
 }
 

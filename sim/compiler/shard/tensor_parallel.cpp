@@ -6,6 +6,8 @@
 #include <set>
 #include <tuple>
 
+#include "sim/cost/link.h"
+
 namespace npusim::shard {
 namespace {
 
@@ -65,12 +67,13 @@ std::uint32_t normalized_axis(std::int64_t axis, std::size_t rank) {
 
 class Sharder {
  public:
-  Sharder(const Graph& graph, std::uint32_t devices)
+  Sharder(const Graph& graph, const HwConfig& config)
       : g_(graph),
-        devices_(devices),
+        config_(config),
+        devices_(config.devices.count),
         placement_(graph.tensors.size(), kR),
         produced_(graph.tensors.size(), 0) {
-    out_.devices = devices;
+    out_.devices = devices_;
     out_.device.name = graph.name;
     out_.device.source_file = graph.source_file;
     out_.device.batch = graph.batch;
@@ -281,7 +284,9 @@ class Sharder {
   Decision conv(const Layer& l) const {
     const std::uint32_t x = l.inputs[0], w = l.inputs[1];
     const std::int64_t groups = l.attrs.get_int("group", 1);
-    const Placement px = reduced(x);
+    // A batch of graph inputs that divides runs data-parallel: each device its images.
+    const bool batch_input = placement_[x].kind == Kind::kFree && divides(x, 0);
+    const Placement px = batch_input ? split_at(0) : reduced(x);
     Decision d = replicate(l);
     if (px.split(0)) {  // images of a batch
       d.inputs[0] = px;
@@ -290,9 +295,12 @@ class Sharder {
     }
     const bool bias = l.inputs.size() > 2;
     if (groups == 1) {
-      if (!divides(w, 0)) return d;  // output channels do not divide: every device runs it
-    } else if (groups % devices_ != 0 || !divides(w, 0) || !divides(x, 1)) {
-      return d;
+      // Output channels that do not divide, or a gather that costs more than the split saves:
+      // every device runs it whole.
+      if (!divides(w, 0) || !split_pays(l)) return d;
+    } else if (groups % devices_ != 0 || !divides(w, 0) || !divides(x, 1) ||
+               (!px.split(1) && !split_pays(l))) {
+      return d;  // on a replicated input, the split must pay for the gather it leads to
     } else {
       d.inputs[0] = split_at(1);  // a device runs its groups on their input channels
       d.attrs.ints["group"] = {groups / static_cast<std::int64_t>(devices_)};
@@ -301,6 +309,23 @@ class Sharder {
     if (bias) d.inputs[2] = split_at(0);
     d.output = split_at(1);
     return d;
+  }
+
+  // Whether splitting a conv's output channels saves more array time than gathering its output
+  // costs: (1 - 1/devices) of its MACs at the devices' peak rate against the gather's transfers
+  // alone on their links (the shared link cost model): devices - 1 ring steps of a part, or a
+  // part to the root and the rest back.
+  bool split_pays(const Layer& l) const {
+    const std::uint64_t peak = std::uint64_t{config_.slices.count} * config_.slices.rows *
+                               config_.slices.cols;
+    const std::uint64_t saved = layer_macs(g_, l) / peak * (devices_ - 1) / devices_;
+    const std::uint64_t whole = tensor(l.outputs[0]).bytes(), part = whole / devices_;
+    const cost::LinkTiming link = cost::LinkTiming::device(config_);
+    const std::uint64_t gather =
+        config_.devices.topology == Topology::kRing
+            ? (devices_ - 1) * cost::link_transfer_cycles(part, link)
+            : cost::link_transfer_cycles(part, link) + cost::link_transfer_cycles(whole - part, link);
+    return gather < saved;
   }
 
   Decision batch_norm(const Layer& l) const {
@@ -406,6 +431,7 @@ class Sharder {
   }
 
   const Graph& g_;
+  const HwConfig& config_;
   std::uint32_t devices_;
   std::vector<Placement> placement_;     // per graph tensor, as produced (kFree: as loaded)
   std::vector<std::uint32_t> produced_;  // per graph tensor, the device tensor produced
@@ -420,9 +446,9 @@ const char* collective_name(CollectiveKind kind) {
   return kind == CollectiveKind::kAllReduce ? "all_reduce" : "all_gather";
 }
 
-ShardedGraph shard_tensor_parallel(const Graph& graph, std::uint32_t devices) {
+ShardedGraph shard_tensor_parallel(const Graph& graph, const HwConfig& config) {
   check_graph(graph);
-  return Sharder(graph, devices).run();
+  return Sharder(graph, config).run();
 }
 
 Graph step_graph(const ShardedGraph& sharded, std::size_t step) {

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/config/hw_config.h"
 #include "sim/ir/graph.h"
 
 namespace npusim::shard {
@@ -66,8 +67,10 @@ struct ShardedGraph {
   std::vector<std::string> replicated_layers;
 };
 
-// Throws InputError naming the layer if the graph breaks a graph check.
-ShardedGraph shard_tensor_parallel(const Graph& graph, std::uint32_t devices);
+// For config.devices.count devices. A conv is split only when the array time it saves exceeds
+// the gather of its output on the config's links. Throws InputError naming the layer if the
+// graph breaks a graph check.
+ShardedGraph shard_tensor_parallel(const Graph& graph, const HwConfig& config);
 
 // The graph of the step's layers alone: its inputs are the tensors they read that earlier steps
 // or the host produced, its outputs those that later steps, collectives or the host read.
