@@ -237,6 +237,33 @@ TEST(Sharding, ABatchThatDividesRunsDataParallelWithoutTransfers) {
   EXPECT_EQ(of_engine(s, EngineKind::kExtHdma).size(), 8u);
 }
 
+TEST(Sharding, UploadedWeightsCrossTheHostLinkBeforeTheFirstCommand) {
+  // mlp()'s weights, W1 64 x 128 and W2 128 x 64 float16: 32768 bytes. On the host link
+  // (16 GB/s per lane at 1 GHz: 16 bytes per cycle, 1000 cycles latency) alone: 2048 + 1000 =
+  // 3048 cycles. On 2 devices each loads its halves, 16384 bytes: 1024 + 1000 = 2024.
+  for (const std::uint32_t devices : {1u, 2u}) {
+    HwConfig config = system_of(devices, "ring");
+    config.host.upload_weights = true;
+    const Schedule s = compile_schedule(mlp(), config);
+    std::vector<const Command*> weights;
+    for (const Command* c : of_engine(s, EngineKind::kExtHdma)) {
+      if (c->layer == "host.input.weights") weights.push_back(c);
+    }
+    ASSERT_EQ(weights.size(), devices);
+    for (const Command* c : weights) {
+      EXPECT_EQ(c->bytes, 32768u / devices);
+      EXPECT_EQ(c->isolated_cycles, devices == 1 ? 3048u : 2024u);
+    }
+    // No array command starts before the weights are in.
+    const profiler::Timeline t = estimate(s, config);
+    for (std::size_t i = 0; i < s.commands.size(); ++i) {
+      if (s.commands[i].engine == EngineKind::kArray) {
+        EXPECT_GE(t.commands[i].start, devices == 1 ? 3048u : 2024u) << s.commands[i].id;
+      }
+    }
+  }
+}
+
 TEST(Sharding, RingAllGatherPassesPartsOnInDevicesMinusOneSteps) {
   // x [16, 64] -> MatMul W [64, 128] -> output, 4 devices on a ring: the output is split by
   // columns and goes to the host from every device; Softmax over the last dimension needs it

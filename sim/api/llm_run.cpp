@@ -6,6 +6,7 @@
 #include "sim/api/iterations.h"
 #include "sim/compiler/compiler.h"
 #include "sim/ir/schedule_append.h"
+#include "sim/util/error.h"
 
 namespace npusim::api {
 namespace {
@@ -29,6 +30,12 @@ std::string rename_layer(const std::string& text, std::uint32_t k) {
 // the hidden state between parts and the KV caches stay in the devices' DRAM.
 Schedule compile_llm_part(const LlmSpec& spec, const LlmPhase& phase, const HwConfig& config,
                           LlmPart part) {
+  if (config.host.upload_weights) {
+    // Every part of every phase would load its weights again; a run of an LLM starts warm.
+    throw InputError(spec.source_file, "",
+                     "host.upload_weights is not supported for npusim-llm models: their weights "
+                     "stay in device DRAM across the phases (docs/multi-device.md)");
+  }
   const Graph graph = build_llm_graph(spec, phase, part);
   CompileOptions options;
   options.host_io.inputs.emplace();

@@ -214,8 +214,10 @@ Schedule compile_one_device(const Graph& graph, const HwConfig& config,
 Schedule compile_schedule(const Graph& graph, const HwConfig& config,
                           const CompileOptions& options) {
   Schedule schedule;
-  if (config.devices.count > 1) {
-    schedule = shard::compile_sharded(graph, config, options.host_io, [&](const Graph& step) {
+  if (config.devices.count > 1 || config.host.upload_weights) {
+    shard::HostIo io = options.host_io;
+    io.weights = config.host.upload_weights;
+    schedule = shard::compile_sharded(graph, config, io, [&](const Graph& step) {
       return compile_one_device(step, config, options.explain, options.search);
     });
   } else {

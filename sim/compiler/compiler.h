@@ -32,7 +32,8 @@ namespace npusim {
 // for it and the runner-up's (docs/compiler.md, "The cost search").
 // `search` names the mapping search (search/search.h): "cost" (the default) or "greedy".
 // With config.devices.count > 1 the graph is sharded tensor-parallel over the devices
-// (shard/sharded_compile.h, docs/multi-device.md).
+// (shard/sharded_compile.h, docs/multi-device.md); with host.upload_weights the weights and
+// inputs arrive over the host link first.
 Schedule compile_schedule(const Graph& graph, const HwConfig& config,
                           std::vector<std::string>* explain = nullptr,
                           const std::string& search = "cost");

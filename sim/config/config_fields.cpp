@@ -109,6 +109,12 @@ std::vector<ConfigField> link_fields() {
           .default_val(2)
           .desc("Transfers the host link carries at once, over all devices; each channel has "
                 "`host.link_gbps`. Also the channels of each device's EXT_HDMA engine."),
+      F::boolean("host.upload_weights", raw(&R::host, &R::Host::upload_weights),
+                 [](HwConfig& c, bool v) { c.host.upload_weights = v; })
+          .bool_default(false)
+          .desc("Compiled models load each device's weights from the host over EXT_HDMA before "
+                "the first neural-engine command, as in a first inference; otherwise weights "
+                "are already in DRAM (see [Devices](#devices))."),
       F::integer("devices.count", raw(&R::devices, &R::Devices::count),
                  to(&HwConfig::devices, &DevicesConfig::count))
           .unit("devices")

@@ -55,6 +55,9 @@ struct HostConfig {
   std::uint64_t link_mbps{};  // per channel, 10^6 bytes/s
   std::uint64_t link_latency_ps{};
   std::uint32_t link_channels{};
+  // Compiled schedules load every device's weights over the host link before the first
+  // neural-engine command (a cold start) instead of finding them in DRAM.
+  bool upload_weights{};
 };
 
 // How several NPUs are joined: which pairs have a direct device-to-device link.

@@ -49,6 +49,7 @@ struct RawHwConfig {
     std::optional<double> link_gbps;
     std::optional<double> link_latency_ns;
     std::optional<std::uint64_t> link_channels;
+    std::optional<bool> upload_weights;
   } host;
 
   struct Devices {

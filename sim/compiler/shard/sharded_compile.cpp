@@ -50,7 +50,13 @@ class Assembler {
     for (const HostTensor& in : sg_.inputs) {
       if (!crosses(io.inputs, in.name)) continue;
       for (std::uint32_t d = 0; d < sg_.devices; ++d) {
-        frontier_[d].push_back(host_transfer(d, true, in, frontier_[d]));
+        frontier_[d].push_back(host_transfer(d, true, in, {}));
+      }
+    }
+    if (io.weights) {
+      const HostTensor weights{0, "weights", true};
+      for (std::uint32_t d = 0; d < sg_.devices; ++d) {
+        frontier_[d].push_back(host_transfer(d, true, weights, {}));
       }
     }
     barrier("barrier.start");
@@ -108,7 +114,8 @@ class Assembler {
     c.engine = EngineKind::kExtHdma;
     c.device = device;
     c.to_device = to_device;
-    c.bytes = sg_.device.tensors[t.tensor].bytes();
+    c.bytes = t.name == "weights" && to_device ? sg_.device.weights_bytes()
+                                               : sg_.device.tensors[t.tensor].bytes();
     c.deps = std::move(deps);
     c.layer = (to_device ? "host.input." : "host.output.") + t.name;
     c.program = program_;
@@ -118,6 +125,7 @@ class Assembler {
   // A SYNC on device 0 joining every device: it waits for every device's frontier, and every
   // device's next command waits for it.
   void barrier(const std::string& layer) {
+    if (sg_.devices == 1) return;  // one device has its commands in order by their dependencies
     Command c;
     c.id = "DS";
     c.engine = EngineKind::kSync;

@@ -2,11 +2,12 @@
 // graph (shard/tensor_parallel.h), compiles each step of the device graph once with the
 // one-device compiler, and assembles the system's schedule:
 //
-//   EXT_HDMA of the inputs from the host to every device that reads them
-//   SYNC: a barrier before the first neural-engine command
+//   EXT_HDMA of the inputs from the host to every device that reads them (and of each device's
+//   weights with host.upload_weights)
+//   SYNC: a barrier before the first neural-engine command (several devices only)
 //   per step: its collectives (shard/collectives.h), then the step's commands once per device
 //   EXT_HDMA of the outputs back to the host (each device its part of a split output)
-//   SYNC: the end, which the next part of an LLM phase waits for
+//   SYNC: the end, which the next part of an LLM phase waits for (several devices only)
 #pragma once
 
 #include <functional>
@@ -27,6 +28,8 @@ namespace npusim::shard {
 struct HostIo {
   std::optional<std::set<std::string>> inputs;
   std::optional<std::set<std::string>> outputs;
+  // Each device's weights cross too, before the start barrier (config host.upload_weights).
+  bool weights = false;
 };
 
 // The one-device compiler, for each step.

@@ -448,7 +448,15 @@ const char* collective_name(CollectiveKind kind) {
 
 ShardedGraph shard_tensor_parallel(const Graph& graph, const HwConfig& config) {
   check_graph(graph);
-  return Sharder(graph, config).run();
+  if (config.devices.count > 1) return Sharder(graph, config).run();
+  // One device: the graph as it is, in one step.
+  ShardedGraph one;
+  one.device = graph;
+  one.steps.emplace_back();
+  for (std::uint32_t l = 0; l < graph.layers.size(); ++l) one.steps[0].layers.push_back(l);
+  for (std::uint32_t t : graph.inputs) one.inputs.push_back({t, graph.tensors[t].name, false});
+  for (std::uint32_t t : graph.outputs) one.outputs.push_back({t, graph.tensors[t].name, false});
+  return one;
 }
 
 Graph step_graph(const ShardedGraph& sharded, std::size_t step) {
