@@ -40,11 +40,6 @@ struct CommandInfo {
   std::uint32_t program = 0;  // index into Workload::programs
   std::uint64_t dram_read_bytes = 0;
   std::uint64_t dram_write_bytes = 0;
-  // EXT_HDMA and DEV_HDMA: the bytes they move over a link; `to_device` is an EXT_HDMA's
-  // direction (host -> device) and `peer` a DEV_HDMA's destination device.
-  std::uint64_t link_bytes = 0;
-  std::uint32_t peer = 0;
-  bool to_device = true;
   std::uint64_t macs = 0;              // on the systolic array: what MAC utilisation counts
   std::uint64_t vector_macs = 0;       // on the vector unit (depthwise convolutions)
   std::uint64_t lram_alloc_bytes = 0;  // local memory taken when the command starts
@@ -56,6 +51,11 @@ struct CommandInfo {
   std::uint32_t iteration = 0;      // the inference it belongs to (--iterations), from 0
   // Dynamic energy, fixed by the cost model from the same counts (profiler/energy.h).
   DynamicEnergy energy{};
+  // EXT_HDMA and DEV_HDMA: the bytes they move over a link; `to_device` is an EXT_HDMA's
+  // direction (host -> device) and `peer` a DEV_HDMA's destination device.
+  std::uint64_t link_bytes = 0;
+  std::uint32_t peer = 0;
+  bool to_device = true;
 };
 
 struct ProgramInfo {
