@@ -503,6 +503,24 @@ void write_iterations(JsonWriter& j, const Iterations& it, const Clock& clock) {
   j.end_object();
 }
 
+namespace {
+
+// summary.txt's lower bounds, the links' only with the multi-device engines.
+void bounds_table(std::ostream& out, const Bounds& bounds, Cycles total, bool multi_device) {
+  out << pad_right("lower bounds:", 24) << pad_left("cycles", 14) << pad_left("% of total", 12)
+      << '\n';
+  auto bound_row = [&](BoundResource r) {
+    out << "  " << pad_right(bound_name(r), 22) << pad_left(std::to_string(bounds.cycles(r)), 14)
+        << pad_left(fixed(100.0 * ratio(bounds.cycles(r), total), 1), 12) << '\n';
+  };
+  for (BoundResource r : kBoundResources) bound_row(r);
+  if (multi_device) {
+    for (BoundResource r : kLinkBoundResources) bound_row(r);
+  }
+}
+
+}  // namespace
+
 void write_summary(std::ostream& out, const Workload& w, const Timeline& estimate,
                    const Timeline* runtime, const ReportOptions& options) {
   const StatsLevel level = options.level;
@@ -578,17 +596,8 @@ void write_summary(std::ostream& out, const Workload& w, const Timeline& estimat
     out << '\n';
   }
   if (options.llm != nullptr) write_llm_summary(out, *options.llm, clock);
-  out << pad_right("lower bounds:", 24) << pad_left("cycles", 14) << pad_left("% of total", 12)
-      << '\n';
   const bool multi_device = has_multi_device_engines(w);
-  auto bound_row = [&](BoundResource r) {
-    out << "  " << pad_right(bound_name(r), 22) << pad_left(std::to_string(bounds.cycles(r)), 14)
-        << pad_left(fixed(100.0 * ratio(bounds.cycles(r), main.total_cycles), 1), 12) << '\n';
-  };
-  for (BoundResource r : kBoundResources) bound_row(r);
-  if (multi_device) {
-    for (BoundResource r : kLinkBoundResources) bound_row(r);
-  }
+  bounds_table(out, bounds, main.total_cycles, multi_device);
   out << "binding limit: " << binding_name(bounds) << "\n";
   out << "work:         " << main.macs << " MACs, DRAM read " << main.dram_read_bytes
       << " B, written " << main.dram_write_bytes << " B\n\n";
