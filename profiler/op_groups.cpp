@@ -52,7 +52,7 @@ std::vector<OpGroup> group_ops(const Workload& workload, const Timeline& timelin
     g.cycles += t.end - t.start;
     g.start = std::min(g.start, t.start);
     g.end = std::max(g.end, t.end);
-    g.bytes += c.dram_read_bytes + c.dram_write_bytes;
+    g.bytes += c.dram_read_bytes + c.dram_write_bytes + c.link_bytes;
     g.macs += c.macs + c.vector_macs;
     g.energy_fj += c.energy.total_fj();
     if (!stalls.empty()) {

@@ -166,10 +166,22 @@ std::string us_text(std::uint64_t cycles, std::uint64_t clock_khz) {
   return fixed_point(round_div(U128{cycles} * 1000000, khz), 3);
 }
 
-std::optional<EngineKind> engine_kind_of_name(const std::string& engine) {
+std::optional<EngineKind> engine_kind_of_name(const std::string& full_name) {
+  if (full_name == "HOST") return EngineKind::kHost;
+  std::string engine = full_name;
+  // A device's engine in a multi-device run: "DEV<d>." + its name.
+  if (engine.rfind("DEV", 0) == 0) {
+    const std::size_t dot = engine.find('.');
+    if (dot == std::string::npos || dot == 3 || engine.find_first_not_of("0123456789", 3) != dot) {
+      return std::nullopt;
+    }
+    engine = engine.substr(dot + 1);
+  }
   if (engine == "DMA_IN") return EngineKind::kDmaIn;
   if (engine == "DMA_OUT") return EngineKind::kDmaOut;
-  if (engine == "HOST") return EngineKind::kHost;
+  if (engine == "EXT_HDMA") return EngineKind::kExtHdma;
+  if (engine == "DEV_HDMA") return EngineKind::kDevHdma;
+  if (engine == "SYNC") return EngineKind::kSync;
   if (engine.rfind("SLICE", 0) == 0) {
     const std::size_t dot = engine.find('.');
     if (dot != std::string::npos && dot > 5 && engine.find_first_not_of("0123456789", 5) == dot) {
@@ -191,6 +203,30 @@ nlohmann::json read_json_file(const std::string& path) {
     throw ParseError(path, 0, "", std::string("not valid JSON: ") + e.what());
   }
 }
+
+namespace {
+
+// <section>.devices of a multi-device run (docs/outputs.md#statsjson).
+void read_devices(const Json& section, const std::string& sp, const std::string& file,
+                  ReportInput& in) {
+  const Json& devices = section.at("devices");
+  if (!devices.is_array()) throw ParseError(file, 0, sp + "/devices", "expected an array");
+  for (std::size_t v = 0; v < devices.size(); ++v) {
+    const Json& d = devices[v];
+    const std::string p = sp + "/devices/" + std::to_string(v);
+    ReportInput::Device r;
+    r.busy_cycles = uint_at(d, p, "busy_cycles", file);
+    r.compute_busy_cycles = uint_at(d, p, "compute_busy_cycles", file);
+    r.collective_cycles = uint_at(d, p, "collective_cycles", file);
+    r.dev_hdma_sent_bytes = uint_at(d, p, "dev_hdma_sent_bytes", file);
+    r.dev_hdma_received_bytes = uint_at(d, p, "dev_hdma_received_bytes", file);
+    r.ext_hdma_to_device_bytes = uint_at(d, p, "ext_hdma_to_device_bytes", file);
+    r.ext_hdma_to_host_bytes = uint_at(d, p, "ext_hdma_to_host_bytes", file);
+    in.devices.push_back(r);
+  }
+}
+
+}  // namespace
 
 ReportInput read_report_input(const nlohmann::json& stats, const std::string& file,
                               bool prefer_estimate) {
@@ -254,6 +290,7 @@ ReportInput read_report_input(const nlohmann::json& stats, const std::string& fi
     if (o.contains("energy_uj")) r.energy_pj = pj_at(o, p, "energy_uj");
     in.ops.push_back(std::move(r));
   }
+  if (section.contains("devices")) read_devices(section, sp, file, in);
   return in;
 }
 
@@ -448,6 +485,33 @@ void write_energy_table(std::ostream& out, const std::vector<OpRecord>& ops, con
   }
 }
 
+namespace {
+
+// Multi-device runs: per device its busy time, time in collectives and link traffic, as
+// summary.txt's devices table, with the % exact as everywhere in the report.
+void write_devices(std::ostream& out, const ReportInput& in) {
+  const Cycles total = in.total_cycles;
+  out << "devices (busy and collective % of invoke time; link bytes: DH = Device HDMA, EH = "
+         "External HDMA):\n";
+  out << "  " << pad_right("device", 8) << pad_left("busy cycles", 14) << pad_left("busy %", 9)
+      << pad_left("compute", 14) << pad_left("collective", 14) << pad_left("coll. %", 9)
+      << pad_left("DH out B", 14) << pad_left("DH in B", 14) << pad_left("EH in B", 14)
+      << pad_left("EH out B", 14) << '\n';
+  for (std::size_t v = 0; v < in.devices.size(); ++v) {
+    const ReportInput::Device& d = in.devices[v];
+    out << "  " << pad_right("DEV" + std::to_string(v), 8) << pad_left(num(d.busy_cycles), 14)
+        << pad_left(percent_text(d.busy_cycles, total), 9)
+        << pad_left(num(d.compute_busy_cycles), 14) << pad_left(num(d.collective_cycles), 14)
+        << pad_left(percent_text(d.collective_cycles, total), 9)
+        << pad_left(num(d.dev_hdma_sent_bytes), 14) << pad_left(num(d.dev_hdma_received_bytes), 14)
+        << pad_left(num(d.ext_hdma_to_device_bytes), 14)
+        << pad_left(num(d.ext_hdma_to_host_bytes), 14) << '\n';
+  }
+  out << '\n';
+}
+
+}  // namespace
+
 void write_report(std::ostream& out, const ReportInput& in, const Report& r, ReportMode mode) {
   const ModelFigures& m = r.model;
   const std::uint64_t khz = in.clock_khz;
@@ -495,6 +559,7 @@ void write_report(std::ostream& out, const ReportInput& in, const Report& r, Rep
         << fixed_point(in.static_energy_pj, 6) << ")\n";
   }
   out << '\n';
+  if (!in.devices.empty()) write_devices(out, in);
 
   if (mode == ReportMode::kTotal) {
     write_op_type_table(out, r.op_types, m.op_cycles, m.invoke_cycles);

@@ -45,8 +45,9 @@ std::string percent_text(std::uint64_t part, std::uint64_t whole, int decimals =
 std::string us_text(std::uint64_t cycles, std::uint64_t clock_khz);
 
 // The kind of an engine named in a stats.json (which may come from another tool or version):
-// `SLICE<n>.ARRAY` array, `SLICE<n>.VECTOR` vector, `DMA_IN`, `DMA_OUT`, `HOST`; nothing for
-// any other name.
+// `SLICE<n>.ARRAY` array, `SLICE<n>.VECTOR` vector, `DMA_IN`, `DMA_OUT`, `HOST`, `EXT_HDMA`,
+// `DEV_HDMA`, `SYNC`, each but HOST also after a device prefix `DEV<d>.`; nothing for any other
+// name.
 std::optional<EngineKind> engine_kind_of_name(const std::string& engine);
 
 // ---- npusim report -------------------------------------------------------------------------
@@ -85,6 +86,17 @@ struct ReportInput {
   // <section>.energy_uj and static_energy_uj in pJ; unset for a stats.json without energy.
   std::optional<std::uint64_t> energy_pj;
   std::uint64_t static_energy_pj = 0;
+  // <section>.devices, indexed by device: present in multi-device runs only.
+  struct Device {
+    Cycles busy_cycles = 0;
+    Cycles compute_busy_cycles = 0;
+    Cycles collective_cycles = 0;
+    std::uint64_t dev_hdma_sent_bytes = 0;
+    std::uint64_t dev_hdma_received_bytes = 0;
+    std::uint64_t ext_hdma_to_device_bytes = 0;
+    std::uint64_t ext_hdma_to_host_bytes = 0;
+  };
+  std::vector<Device> devices;
 };
 
 // Reads a parsed stats.json: the `runtime` section if present and `prefer_estimate` is false,

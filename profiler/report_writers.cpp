@@ -152,6 +152,89 @@ void write_op_groups(JsonWriter& j, const Workload& w, const Timeline& t,
   j.end_array();
 }
 
+// The interconnect's totals over a run: every DEV_HDMA byte once (as sent), and the EXT_HDMA bytes
+// of both directions.
+struct InterconnectTotals {
+  std::uint64_t device_link_bytes = 0;
+  std::uint64_t host_link_bytes = 0;
+};
+InterconnectTotals interconnect_totals(const std::vector<DeviceStats>& devices) {
+  InterconnectTotals t;
+  for (const DeviceStats& d : devices) {
+    t.device_link_bytes += d.dev_hdma_sent_bytes;
+    t.host_link_bytes += d.ext_hdma_to_device_bytes + d.ext_hdma_to_host_bytes;
+  }
+  return t;
+}
+
+// Bytes a device moved over its links, either direction, either link.
+std::uint64_t device_link_traffic(const DeviceStats& d) {
+  return d.dev_hdma_sent_bytes + d.dev_hdma_received_bytes + d.ext_hdma_to_device_bytes +
+         d.ext_hdma_to_host_bytes;
+}
+
+// stats.json's `devices[]` and `interconnect` of a run (multi-device runs only).
+void write_devices_json(JsonWriter& j, const Workload& w, const Timeline& t, Cycles total) {
+  const std::vector<DeviceStats> devices = compute_device_stats(w, t);
+  const std::uint64_t khz = w.device.clock_khz;
+  j.key("devices");
+  j.begin_array();
+  for (std::size_t v = 0; v < devices.size(); ++v) {
+    const DeviceStats& d = devices[v];
+    j.begin_object(true);
+    j.field("device", static_cast<std::uint64_t>(v));
+    j.field("commands", d.commands);
+    j.field("busy_cycles", d.busy_cycles);
+    j.field("utilization", round6(ratio(d.busy_cycles, total)));
+    j.field("compute_busy_cycles", d.compute_busy_cycles);
+    j.field("collective_cycles", d.collective_cycles);
+    j.field("dev_hdma_sent_bytes", d.dev_hdma_sent_bytes);
+    j.field("dev_hdma_received_bytes", d.dev_hdma_received_bytes);
+    j.field("ext_hdma_to_device_bytes", d.ext_hdma_to_device_bytes);
+    j.field("ext_hdma_to_host_bytes", d.ext_hdma_to_host_bytes);
+    j.field("link_achieved_gbps", round6(achieved_gbps(device_link_traffic(d), total, khz)));
+    j.end_object();
+  }
+  j.end_array();
+  const InterconnectTotals sum = interconnect_totals(devices);
+  j.key("interconnect");
+  j.begin_object();
+  j.field("device_link_bytes", sum.device_link_bytes);
+  j.field("device_link_achieved_gbps", round6(achieved_gbps(sum.device_link_bytes, total, khz)));
+  j.field("host_link_bytes", sum.host_link_bytes);
+  j.field("host_link_achieved_gbps", round6(achieved_gbps(sum.host_link_bytes, total, khz)));
+  j.end_object();
+}
+
+// summary.txt's per-device table and interconnect line (multi-device runs only).
+void device_table(std::ostream& out, const Workload& w, const Timeline& t, Cycles total) {
+  const std::vector<DeviceStats> devices = compute_device_stats(w, t);
+  const std::uint64_t khz = w.device.clock_khz;
+  out << "  " << pad_right("device", 8) << pad_left("busy cycles", 14) << pad_left("busy %", 9)
+      << pad_left("compute", 12) << pad_left("collective", 12) << pad_left("coll. %", 9)
+      << pad_left("DH out B", 12) << pad_left("DH in B", 12) << pad_left("EH in B", 12)
+      << pad_left("EH out B", 12) << pad_left("link GB/s", 11) << '\n';
+  for (std::size_t v = 0; v < devices.size(); ++v) {
+    const DeviceStats& d = devices[v];
+    out << "  " << pad_right("DEV" + std::to_string(v), 8)
+        << pad_left(std::to_string(d.busy_cycles), 14)
+        << pad_left(fixed(100.0 * ratio(d.busy_cycles, total), 1), 9)
+        << pad_left(std::to_string(d.compute_busy_cycles), 12)
+        << pad_left(std::to_string(d.collective_cycles), 12)
+        << pad_left(fixed(100.0 * ratio(d.collective_cycles, total), 1), 9)
+        << pad_left(std::to_string(d.dev_hdma_sent_bytes), 12)
+        << pad_left(std::to_string(d.dev_hdma_received_bytes), 12)
+        << pad_left(std::to_string(d.ext_hdma_to_device_bytes), 12)
+        << pad_left(std::to_string(d.ext_hdma_to_host_bytes), 12)
+        << pad_left(fixed(achieved_gbps(device_link_traffic(d), total, khz), 3), 11) << '\n';
+  }
+  const InterconnectTotals sum = interconnect_totals(devices);
+  out << "interconnect: device links " << sum.device_link_bytes << " B, "
+      << fixed(achieved_gbps(sum.device_link_bytes, total, khz), 3) << " GB/s; host link "
+      << sum.host_link_bytes << " B, " << fixed(achieved_gbps(sum.host_link_bytes, total, khz), 3)
+      << " GB/s\n";
+}
+
 void write_run(JsonWriter& j, const Workload& w, const Timeline& t, const RunStats& s,
                StatsLevel level, bool aggregated) {
   const Clock clock{w.device.clock_khz};
@@ -201,6 +284,7 @@ void write_run(JsonWriter& j, const Workload& w, const Timeline& t, const RunSta
     j.end_object();
   }
   j.end_object();
+  if (has_multi_device_engines(w)) write_devices_json(j, w, t, s.total_cycles);
   std::vector<std::uint64_t> peaks;
   if (extended) peaks = lram_peak_per_program(w, t, s);
   j.key("programs");
@@ -259,7 +343,7 @@ void write_run(JsonWriter& j, const Workload& w, const Timeline& t, const RunSta
       j.field("start_cycle", ct.start);
       j.field("end_cycle", ct.end);
       j.field("cycles", ct.end - ct.start);
-      j.field("bytes", c.dram_read_bytes + c.dram_write_bytes);
+      j.field("bytes", c.dram_read_bytes + c.dram_write_bytes + c.link_bytes);
       j.field("macs", c.macs + c.vector_macs);
       j.field("wait_deps_cycles", stalls[i].deps);
       j.field("wait_dram_cycles", stalls[i].dram);
@@ -419,6 +503,24 @@ void write_iterations(JsonWriter& j, const Iterations& it, const Clock& clock) {
   j.end_object();
 }
 
+namespace {
+
+// summary.txt's lower bounds, the links' only with the multi-device engines.
+void bounds_table(std::ostream& out, const Bounds& bounds, Cycles total, bool multi_device) {
+  out << pad_right("lower bounds:", 24) << pad_left("cycles", 14) << pad_left("% of total", 12)
+      << '\n';
+  auto bound_row = [&](BoundResource r) {
+    out << "  " << pad_right(bound_name(r), 22) << pad_left(std::to_string(bounds.cycles(r)), 14)
+        << pad_left(fixed(100.0 * ratio(bounds.cycles(r), total), 1), 12) << '\n';
+  };
+  for (BoundResource r : kBoundResources) bound_row(r);
+  if (multi_device) {
+    for (BoundResource r : kLinkBoundResources) bound_row(r);
+  }
+}
+
+}  // namespace
+
 void write_summary(std::ostream& out, const Workload& w, const Timeline& estimate,
                    const Timeline* runtime, const ReportOptions& options) {
   const StatsLevel level = options.level;
@@ -494,12 +596,8 @@ void write_summary(std::ostream& out, const Workload& w, const Timeline& estimat
     out << '\n';
   }
   if (options.llm != nullptr) write_llm_summary(out, *options.llm, clock);
-  out << pad_right("lower bounds:", 24) << pad_left("cycles", 14) << pad_left("% of total", 12)
-      << '\n';
-  for (BoundResource r : kBoundResources) {
-    out << "  " << pad_right(bound_name(r), 22) << pad_left(std::to_string(bounds.cycles(r)), 14)
-        << pad_left(fixed(100.0 * ratio(bounds.cycles(r), main.total_cycles), 1), 12) << '\n';
-  }
+  const bool multi_device = has_multi_device_engines(w);
+  bounds_table(out, bounds, main.total_cycles, multi_device);
   out << "binding limit: " << binding_name(bounds) << "\n";
   out << "work:         " << main.macs << " MACs, DRAM read " << main.dram_read_bytes
       << " B, written " << main.dram_write_bytes << " B\n\n";
@@ -507,6 +605,11 @@ void write_summary(std::ostream& out, const Workload& w, const Timeline& estimat
   out << (runtime ? "engines (simulation):\n" : "engines (estimate):\n");
   engine_table(out, w, main);
   out << '\n';
+  if (multi_device) {
+    out << (runtime ? "devices (simulation):\n" : "devices (estimate):\n");
+    device_table(out, w, runtime ? *runtime : estimate, main.total_cycles);
+    out << '\n';
+  }
 
   if (level >= StatsLevel::kOps) {
     const Timeline& t = runtime ? *runtime : estimate;
@@ -602,6 +705,14 @@ void write_stats_json(std::ostream& out, const Workload& w, const Timeline& esti
   j.field("dma_bytes_per_cycle", d.dma_bytes_per_cycle);
   j.field("dma_in_port_gbps", round6(dma_port_gbps(d, d.dma_in_channels)));
   j.field("dma_out_port_gbps", round6(dma_port_gbps(d, d.dma_out_channels)));
+  if (has_multi_device_engines(w)) {
+    j.field("devices", device_count(w));
+    j.field("host_link_gbps", static_cast<double>(d.host_link_mbps) / 1000);
+    j.field("host_link_channels", d.host_link_channels);
+    j.field("host_link_latency_cycles", d.host_link_latency_cycles);
+    j.field("device_link_gbps", static_cast<double>(d.device_link_mbps) / 1000);
+    j.field("device_link_latency_cycles", d.device_link_latency_cycles);
+  }
   j.end_object();
   j.field("commands", static_cast<std::uint64_t>(w.commands.size()));
   j.field("programs", static_cast<std::uint64_t>(w.programs.size()));
@@ -613,6 +724,11 @@ void write_stats_json(std::ostream& out, const Workload& w, const Timeline& esti
   j.begin_object();
   for (BoundResource r : kBoundResources) {
     j.field(std::string(bound_name(r)) + "_cycles", bounds.cycles(r));
+  }
+  if (has_multi_device_engines(w)) {
+    for (BoundResource r : kLinkBoundResources) {
+      j.field(std::string(bound_name(r)) + "_cycles", bounds.cycles(r));
+    }
   }
   j.field("binding", binding_name(bounds));
   j.end_object();

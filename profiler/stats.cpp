@@ -26,13 +26,6 @@ Cycles union_length(std::vector<CommandTiming>& intervals) {
   return total;
 }
 
-// Devices the workload's engines belong to (at least one).
-std::uint32_t device_count(const Workload& workload) {
-  std::uint32_t devices = 1;
-  for (const EngineInfo& e : workload.engines) devices = std::max(devices, e.device + 1);
-  return devices;
-}
-
 // Each device has its own local memory: occupancy is counted per device, and the peak and the
 // first overflow are those of any device.
 LramStats lram_occupancy(const Workload& workload, const Timeline& timeline) {
@@ -60,7 +53,61 @@ LramStats lram_occupancy(const Workload& workload, const Timeline& timeline) {
   return stats;
 }
 
+// ceil(bytes / (lanes x mbps * 1000 / khz bytes per cycle)) + latency; 0 without bytes or a rate.
+Cycles link_bound(U128 bytes, std::uint64_t mbps, std::uint32_t lanes, std::uint64_t khz,
+                  Cycles latency) {
+  if (bytes == 0 || mbps == 0 || lanes == 0) return 0;
+  const U128 cycles = ceil_div(bytes * khz, U128{mbps} * 1000u * lanes) + latency;
+  return static_cast<Cycles>(std::min<U128>(cycles, ~Cycles{0}));
+}
+
 }  // namespace
+
+std::uint32_t device_count(const Workload& workload) {
+  std::uint32_t devices = 1;
+  for (const EngineInfo& e : workload.engines) devices = std::max(devices, e.device + 1);
+  return devices;
+}
+
+bool has_multi_device_engines(const Workload& workload) {
+  return std::any_of(workload.engines.begin(), workload.engines.end(),
+                     [](const EngineInfo& e) { return is_multi_device(e.kind); });
+}
+
+bool is_collective(const Workload& workload, const CommandInfo& command) {
+  const EngineKind kind = workload.engines[command.engine].kind;
+  return kind == EngineKind::kDevHdma || kind == EngineKind::kSync ||
+         command.layer.rfind("collective.", 0) == 0;
+}
+
+std::vector<DeviceStats> compute_device_stats(const Workload& workload, const Timeline& timeline) {
+  const std::uint32_t devices = device_count(workload);
+  std::vector<DeviceStats> stats(devices);
+  std::vector<std::vector<CommandTiming>> all(devices), compute(devices), collective(devices);
+  for (std::uint32_t i = 0; i < workload.commands.size(); ++i) {
+    const CommandInfo& c = workload.commands[i];
+    const EngineInfo& e = workload.engines[c.engine];
+    if (e.kind == EngineKind::kHost) continue;
+    const CommandTiming& t = timeline.commands[i];
+    DeviceStats& d = stats[e.device];
+    d.commands += 1;
+    all[e.device].push_back(t);
+    if (on_slice(e.kind)) compute[e.device].push_back(t);
+    if (is_collective(workload, c)) collective[e.device].push_back(t);
+    if (e.kind == EngineKind::kDevHdma) {
+      d.dev_hdma_sent_bytes += c.link_bytes;
+      if (c.peer < devices) stats[c.peer].dev_hdma_received_bytes += c.link_bytes;
+    } else if (e.kind == EngineKind::kExtHdma) {
+      (c.to_device ? d.ext_hdma_to_device_bytes : d.ext_hdma_to_host_bytes) += c.link_bytes;
+    }
+  }
+  for (std::uint32_t v = 0; v < devices; ++v) {
+    stats[v].busy_cycles = union_length(all[v]);
+    stats[v].compute_busy_cycles = union_length(compute[v]);
+    stats[v].collective_cycles = union_length(collective[v]);
+  }
+  return stats;
+}
 
 std::vector<LramChange> lram_changes(const Workload& workload, const Timeline& timeline) {
   std::vector<LramChange> changes;
@@ -121,6 +168,10 @@ const char* bound_name(BoundResource resource) {
       return "dram";
     case BoundResource::kHost:
       return "host";
+    case BoundResource::kDeviceLink:
+      return "device_link";
+    case BoundResource::kHostLink:
+      return "host_link";
   }
   return "?";
 }
@@ -141,6 +192,10 @@ Cycles Bounds::cycles(BoundResource resource) const {
       return dram_cycles;
     case BoundResource::kHost:
       return host_cycles;
+    case BoundResource::kDeviceLink:
+      return device_link_cycles;
+    case BoundResource::kHostLink:
+      return host_link_cycles;
   }
   return 0;
 }
@@ -153,13 +208,17 @@ void add_bounds(Bounds& sum, const Bounds& part, std::uint64_t n) {
   sum.dma_out_port_cycles += part.dma_out_port_cycles * n;
   sum.dram_cycles += part.dram_cycles * n;
   sum.host_cycles += part.host_cycles * n;
+  sum.device_link_cycles += part.device_link_cycles * n;
+  sum.host_link_cycles += part.host_link_cycles * n;
 }
 
 std::optional<BoundResource> Bounds::binding() const {
   std::optional<BoundResource> best;
-  for (BoundResource r : kBoundResources) {
+  auto consider = [&](BoundResource r) {
     if (cycles(r) > 0 && (!best || cycles(r) > cycles(*best))) best = r;
-  }
+  };
+  for (BoundResource r : kBoundResources) consider(r);
+  for (BoundResource r : kLinkBoundResources) consider(r);
   return best;
 }
 
@@ -178,12 +237,21 @@ Bounds compute_bounds(const Workload& workload) {
   // Isolated cycles queued on each engine: a unit runs one command at a time and none of them can
   // take less than its isolated figure.
   std::vector<U128> engine_cycles(workload.engines.size(), 0);
+  // DEV_HDMA bytes per direction of a device pair (sender x devices + receiver); EXT_HDMA bytes.
+  std::vector<U128> device_link_bytes(std::size_t{devices} * devices, 0);
+  U128 host_link_bytes = 0;
   for (const CommandInfo& c : workload.commands) {
-    const std::uint32_t device = workload.engines[c.engine].device;
+    const EngineInfo& engine = workload.engines[c.engine];
+    const std::uint32_t device = engine.device;
     macs[device] += c.macs;
     read_bytes[device] += c.dram_read_bytes;
     write_bytes[device] += c.dram_write_bytes;
     engine_cycles[c.engine] += c.isolated_cycles;
+    if (engine.kind == EngineKind::kDevHdma && c.peer < devices) {
+      device_link_bytes[std::size_t{device} * devices + c.peer] += c.link_bytes;
+    } else if (engine.kind == EngineKind::kExtHdma) {
+      host_link_bytes += c.link_bytes;
+    }
   }
   Bounds b;
   auto saturate = [](U128 v) { return static_cast<Cycles>(std::min<U128>(v, ~Cycles{0})); };
@@ -202,8 +270,7 @@ Bounds compute_bounds(const Workload& workload) {
       case EngineKind::kHost:
         b.host_cycles = std::max(b.host_cycles, per_unit);
         break;
-      // DMA engines are bounded by their ports and DRAM, below; links are not yet among the
-      // bounds (docs/multi-device.md).
+      // DMA engines are bounded by their ports and DRAM, links by their rates, below.
       case EngineKind::kDmaIn:
       case EngineKind::kDmaOut:
       case EngineKind::kExtHdma:
@@ -237,6 +304,13 @@ Bounds compute_bounds(const Workload& workload) {
                                                     U128{d.dram_bandwidth_mbps} * 1000u)));
     }
   }
+  for (const U128 bytes : device_link_bytes) {
+    b.device_link_cycles = std::max(
+        b.device_link_cycles,
+        link_bound(bytes, d.device_link_mbps, 1, d.clock_khz, d.device_link_latency_cycles));
+  }
+  b.host_link_cycles = link_bound(host_link_bytes, d.host_link_mbps, d.host_link_channels,
+                                  d.clock_khz, d.host_link_latency_cycles);
   return b;
 }
 

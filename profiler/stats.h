@@ -45,13 +45,22 @@ enum class BoundResource : std::uint8_t {
   kDmaOutPort,  // the DMA_OUT channels' ports
   kDram,        // DRAM bandwidth
   kHost,        // the host CPU
+  kDeviceLink,  // the busiest direction of a device-to-device link (DEV_HDMA)
+  kHostLink,    // the host link, all its channels (EXT_HDMA)
 };
+// The resources every run reports.
 constexpr BoundResource kBoundResources[] = {BoundResource::kArray,      BoundResource::kVector,
                                              BoundResource::kMacPeak,    BoundResource::kDmaInPort,
                                              BoundResource::kDmaOutPort, BoundResource::kDram,
                                              BoundResource::kHost};
+// The links' bounds, reported only by runs with the multi-device engines
+// (has_multi_device_engines), so that a one-device run's outputs stay as they were; they are 0
+// in any other run, so they never bind there.
+constexpr BoundResource kLinkBoundResources[] = {BoundResource::kDeviceLink,
+                                                 BoundResource::kHostLink};
 // Stable names, used in summary.txt, stats.json (`bounds.<name>_cycles`, `bounds.binding`) and
-// sweeps: "array", "vector", "mac_peak", "dma_in_port", "dma_out_port", "dram", "host".
+// sweeps: "array", "vector", "mac_peak", "dma_in_port", "dma_out_port", "dram", "host",
+// "device_link", "host_link".
 const char* bound_name(BoundResource resource);
 
 // Lower bounds on the total time of any execution of a workload, one per resource: no schedule
@@ -66,16 +75,49 @@ struct Bounds {
   Cycles dma_out_port_cycles = 0;  // ceil(DMA_OUT bytes / (channels x bytes per cycle))
   Cycles dram_cycles = 0;          // ceil(DRAM bytes / DRAM bytes per cycle)
   Cycles host_cycles = 0;          // the sum of HOST commands' isolated cycles
+  // Per direction of each device pair, ceil(DEV_HDMA bytes / link bytes per cycle) + latency;
+  // the largest. A direction has one lane: its transfers cross one after another.
+  Cycles device_link_cycles = 0;
+  // ceil(EXT_HDMA bytes, both directions / (channels x bytes per cycle)) + latency: the host link
+  // is shared by every device.
+  Cycles host_link_cycles = 0;
 
   Cycles cycles(BoundResource resource) const;
-  // The largest bound, ties to the first in kBoundResources order; nullopt when every bound is 0
-  // (nothing to do).
+  // The largest bound, ties to the first in kBoundResources then kLinkBoundResources order;
+  // nullopt when every bound is 0 (nothing to do).
   std::optional<BoundResource> binding() const;
 };
 // `sum` plus `n` times `part`: the bounds of work that runs one part after another add up.
 void add_bounds(Bounds& sum, const Bounds& part, std::uint64_t n = 1);
 // bound_name of the binding resource, or "none" when every bound is 0.
 const char* binding_name(const Bounds& bounds);
+
+// Whether the workload has the EXT_HDMA, DEV_HDMA and SYNC engines (several devices, or a
+// schedule that uses them): only then do reports carry the links' bounds, the per-device figures
+// and the interconnect figures.
+bool has_multi_device_engines(const Workload& workload);
+// Devices the workload's engines belong to (at least one).
+std::uint32_t device_count(const Workload& workload);
+
+// Whether a command is part of a collective: a DEV_HDMA or SYNC, or any command whose layer
+// begins with "collective." (the compiler's name for the commands of a collective, such as the
+// adds of a reduction: "collective.all_reduce.3").
+bool is_collective(const Workload& workload, const CommandInfo& command);
+
+// One device's share of a run (has_multi_device_engines).
+struct DeviceStats {
+  Cycles busy_cycles = 0;          // union of the intervals of all its commands
+  Cycles compute_busy_cycles = 0;  // union of its array and vector commands' intervals
+  Cycles collective_cycles = 0;    // union of its collective commands' intervals (is_collective)
+  std::uint32_t commands = 0;
+  std::uint64_t dev_hdma_sent_bytes = 0;       // DEV_HDMA from this device
+  std::uint64_t dev_hdma_received_bytes = 0;   // DEV_HDMA to this device
+  std::uint64_t ext_hdma_to_device_bytes = 0;  // EXT_HDMA host -> this device
+  std::uint64_t ext_hdma_to_host_bytes = 0;    // EXT_HDMA this device -> host
+};
+// Indexed by device; a command's device is its engine's (a DEV_HDMA is its sender's). HOST
+// commands belong to no device and are left out.
+std::vector<DeviceStats> compute_device_stats(const Workload& workload, const Timeline& timeline);
 
 struct RunStats {
   Cycles total_cycles = 0;

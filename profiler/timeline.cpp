@@ -69,6 +69,8 @@ std::vector<std::string> command_names(const Workload& workload,
   return names;
 }
 
+std::string device_prefix(std::uint32_t device) { return "DEV" + std::to_string(device) + "."; }
+
 Cycles Timeline::total_cycles() const {
   Cycles last = 0;
   for (const CommandTiming& t : commands) last = std::max(last, t.end);

@@ -20,11 +20,15 @@ struct EngineInfo {
   EngineKind kind = EngineKind::kArray;
   std::uint32_t channels = 1;  // commands it runs at once: a DMA engine's channels, else 1
   std::uint32_t slice = 0;     // the slice of an array or vector unit; 0 for the others
-  std::uint32_t device = 0;    // the NPU it belongs to (one per run today)
+  std::uint32_t device = 0;    // the NPU it belongs to (0 for HOST, which belongs to none)
   // The group of its tracks in traces, in the RBLN profiler's vocabulary: "Neural Engine
-  // Clusters" (array and vector units), "Task DMA", "Host"; empty for no group (convert).
+  // Clusters" (array and vector units), "Task DMA", "Host", "External HDMA", "Device HDMA",
+  // "Device Sync"; empty for no group (convert).
   std::string trace_category;
 };
+
+// What prefixes the engine names of device `device` when a run has several: "DEV1.".
+std::string device_prefix(std::uint32_t device);
 
 // Static facts about one command, known before it runs.
 struct CommandInfo {
@@ -47,6 +51,11 @@ struct CommandInfo {
   std::uint32_t iteration = 0;      // the inference it belongs to (--iterations), from 0
   // Dynamic energy, fixed by the cost model from the same counts (profiler/energy.h).
   DynamicEnergy energy{};
+  // EXT_HDMA and DEV_HDMA: the bytes they move over a link; `to_device` is an EXT_HDMA's
+  // direction (host -> device) and `peer` a DEV_HDMA's destination device.
+  std::uint64_t link_bytes = 0;
+  std::uint32_t peer = 0;
+  bool to_device = true;
 };
 
 struct ProgramInfo {
@@ -70,6 +79,13 @@ struct DeviceInfo {
   // Static power, drawn for the whole run (energy.slice_static_mw, energy.dram_static_mw).
   std::uint64_t slice_static_uw = 0;  // per slice
   std::uint64_t dram_static_uw = 0;
+  // The links (docs/multi-device.md): the host link's rate per channel and the rate of one
+  // direction of a device-to-device link, in MB/s (0: unknown or ideal), and their latencies.
+  std::uint64_t host_link_mbps = 0;
+  std::uint32_t host_link_channels = 0;
+  std::uint64_t host_link_latency_cycles = 0;
+  std::uint64_t device_link_mbps = 0;
+  std::uint64_t device_link_latency_cycles = 0;
 };
 
 // One layer of the model as the compiler saw it (a fused group counts as one), with its untiled

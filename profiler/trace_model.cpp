@@ -116,9 +116,12 @@ std::vector<double> spread_over_windows(const Workload& w, const Timeline& t, Cy
   return sums;
 }
 
-std::vector<double> dram_gbps(const Workload& w, const Timeline& t, Cycles window, Cycles total) {
+// `in(c)`: whether command c is one of the process's (all of them with one process per run).
+template <class In>
+std::vector<double> dram_gbps(const Workload& w, const Timeline& t, Cycles window, Cycles total,
+                              In in) {
   std::vector<double> bytes = spread_over_windows(w, t, window, total, [&](const CommandInfo& c) {
-    return is_dma(w.engines[c.engine].kind)
+    return in(c) && is_dma(w.engines[c.engine].kind)
                ? static_cast<double>(c.dram_read_bytes + c.dram_write_bytes)
                : 0.0;
   });
@@ -133,9 +136,12 @@ std::vector<double> dram_gbps(const Workload& w, const Timeline& t, Cycles windo
 
 // Power in W per window: the commands' dynamic energy spread over their durations, plus the
 // static power (profiler/energy.h).
-std::vector<double> power_watts(const Workload& w, const Timeline& t, Cycles window, Cycles total) {
-  std::vector<double> fj = spread_over_windows(w, t, window, total, [](const CommandInfo& c) {
-    return static_cast<double>(c.energy.total_fj());
+// Each device has the static power of its slices and DRAM.
+template <class In>
+std::vector<double> power_watts(const Workload& w, const Timeline& t, Cycles window, Cycles total,
+                                In in) {
+  std::vector<double> fj = spread_over_windows(w, t, window, total, [&](const CommandInfo& c) {
+    return in(c) ? static_cast<double>(c.energy.total_fj()) : 0.0;
   });
   const DeviceInfo& d = w.device;
   const double static_w =
@@ -174,9 +180,9 @@ std::vector<double> utilisation(std::vector<std::pair<Cycles, Cycles>> intervals
 }
 
 // Local memory in use, exactly: at each cycle where it changes, the value after that cycle's
-// frees and then its allocations (frees first, as in LramStats).
-std::vector<TraceCounterSample> lram_samples(const Workload& w, const Timeline& t) {
-  const std::vector<LramChange> changes = lram_changes(w, t);
+// frees and then its allocations (frees first, as in LramStats); `changes` are the process's.
+std::vector<TraceCounterSample> lram_samples(const Workload& w,
+                                             const std::vector<LramChange>& changes) {
   const std::uint64_t khz = w.device.clock_khz;
   std::vector<TraceCounterSample> samples;
   if (changes.empty() || changes.front().at > 0) samples.push_back({0, 0.0});
@@ -199,12 +205,11 @@ std::vector<TraceCounterSample> lram_samples(const Workload& w, const Timeline& 
 
 // Aggregated traces: local memory as its peak in each counter window (the exact step function has
 // a sample per allocation and free, as many as the commands).
-std::vector<double> lram_window_peaks(const Workload& w, const Timeline& t, Cycles window,
-                                      Cycles total) {
+std::vector<double> lram_window_peaks(const Workload& w, const std::vector<LramChange>& changes,
+                                      Cycles window, Cycles total) {
   const std::size_t windows = static_cast<std::size_t>((total + window - 1) / window);
   std::vector<double> peaks(windows, 0.0);
   if (windows == 0) return peaks;
-  const std::vector<LramChange> changes = lram_changes(w, t);
   std::uint64_t in_use = 0;
   std::size_t k = 0;  // the window of the last change; later ones start at its occupancy
   auto hold_until = [&](std::size_t last) {  // windows k+1 .. last-1 are at `in_use` throughout
@@ -232,6 +237,43 @@ std::vector<double> lram_window_peaks(const Workload& w, const Timeline& t, Cycl
   }
   hold_until(windows);
   return peaks;
+}
+
+// How a run's engines map to its processes: one process per run; or, with several devices, one
+// per device (its engines, EXT_HDMA included: the RBLN profiler shows External HDMA under the
+// device it serves) and then a Host process (the HOST engine).
+struct ProcessLayout {
+  bool per_device = false;
+  std::uint32_t devices = 1;
+  std::uint32_t per_run = 1;             // processes per run
+  std::vector<std::uint32_t> of_engine;  // the engine's process, counted within its run
+};
+
+ProcessLayout process_layout(const Workload& w) {
+  ProcessLayout l;
+  l.devices = device_count(w);
+  l.per_device = l.devices > 1;
+  l.per_run = l.per_device ? l.devices + 1 : 1;
+  l.of_engine.assign(w.engines.size(), 0);
+  if (!l.per_device) return l;
+  for (std::size_t e = 0; e < w.engines.size(); ++e) {
+    l.of_engine[e] = w.engines[e].kind == EngineKind::kHost ? l.devices : w.engines[e].device;
+  }
+  return l;
+}
+
+// "Device 1 (runtime simulation)", "Host (runtime simulation)"; the run's name alone with one
+// process per run.
+std::string process_name(const ProcessLayout& l, std::uint32_t q, const std::string& run) {
+  if (!l.per_device) return run;
+  return (q < l.devices ? "Device " + std::to_string(q) : std::string("Host")) + " (" + run + ")";
+}
+
+// An engine's name inside its device's process, without the redundant "DEV<d>." prefix.
+std::string engine_name_in_process(const EngineInfo& e, const ProcessLayout& l) {
+  const std::string prefix = device_prefix(e.device);
+  if (l.per_device && e.name.rfind(prefix, 0) == 0) return e.name.substr(prefix.size());
+  return e.name;
 }
 
 // Where the next track's tid, uuid and sort index come from.
@@ -275,17 +317,18 @@ std::vector<Lane> assign_lanes(const std::vector<std::uint32_t>& order, Item ite
   return lanes;
 }
 
-// A track for a lane of process p: `{group}: {engine}`, ` ch<unit>` when `per_unit` and the
-// engine has channels, ` lane <k>` for an extra lane. Returns its index.
-std::uint32_t add_track(TraceModel& m, std::uint32_t p, const Lane& lane, bool per_unit,
-                        TrackIds& ids) {
+// A track for a lane in the run whose first process is `first`: `{group}: {engine}`, ` ch<unit>`
+// when `per_unit` and the engine has channels, ` lane <k>` for an extra lane. Returns its index.
+std::uint32_t add_track(TraceModel& m, std::uint32_t first, const ProcessLayout& layout,
+                        const Lane& lane, bool per_unit, TrackIds& ids) {
   TraceTrack track;
-  track.process = p;
+  track.process = first + layout.of_engine[lane.engine];
   track.engine = lane.engine;
   track.unit = lane.unit;
   track.lane = lane.lane;
   const EngineInfo& e = m.workload->engines[lane.engine];
-  track.name = e.trace_category.empty() ? e.name : e.trace_category + ": " + e.name;
+  const std::string name = engine_name_in_process(e, layout);
+  track.name = e.trace_category.empty() ? name : e.trace_category + ": " + name;
   if (per_unit && e.channels > 1) track.name += " ch" + std::to_string(lane.unit);
   if (lane.lane > 0) track.name += " lane " + std::to_string(lane.lane);
   track.tid = ids.next_tid++;
@@ -295,8 +338,10 @@ std::uint32_t add_track(TraceModel& m, std::uint32_t p, const Lane& lane, bool p
   return static_cast<std::uint32_t>(m.tracks.size() - 1);
 }
 
-// One track per (engine, unit, lane) of process p and one slice per command.
-void add_command_tracks(TraceModel& m, std::uint32_t p, const Timeline& t,
+// One track per (engine, unit, lane) of run r, whose first process is `first`, and one slice per
+// command.
+void add_command_tracks(TraceModel& m, std::uint32_t r, std::uint32_t first,
+                        const ProcessLayout& layout, const Timeline& t,
                         const std::vector<std::uint32_t>& rank, TrackIds& ids) {
   const Workload& w = *m.workload;
   const auto n = static_cast<std::uint32_t>(w.commands.size());
@@ -315,10 +360,10 @@ void add_command_tracks(TraceModel& m, std::uint32_t p, const Timeline& t,
                     t.commands[i].end};
   });
   for (const Lane& lane : lanes) {
-    const std::uint32_t track = add_track(m, p, lane, true, ids);
+    const std::uint32_t track = add_track(m, first, layout, lane, true, ids);
     for (std::uint32_t i : lane.items) {
-      TraceSlice& s = m.slices[std::size_t{p} * n + i];
-      s.process = p;
+      TraceSlice& s = m.slices[std::size_t{r} * n + i];
+      s.process = m.tracks[track].process;
       s.command = i;
       s.track = track;
       s.begin_ns = trace_ns(t.commands[i].start, khz);
@@ -327,14 +372,15 @@ void add_command_tracks(TraceModel& m, std::uint32_t p, const Timeline& t,
   }
   const std::vector<CommandStalls> stalls = command_stalls(w, t);
   for (std::uint32_t i = 0; i < n; ++i) {
-    m.slices[std::size_t{p} * n + i].stall_deps = stalls[i].deps;
-    m.slices[std::size_t{p} * n + i].stall_dram = stalls[i].dram;
+    m.slices[std::size_t{r} * n + i].stall_deps = stalls[i].deps;
+    m.slices[std::size_t{r} * n + i].stall_dram = stalls[i].dram;
   }
 }
 
-// Aggregated: one track per (engine, lane) of process p and one slice per OpGroup, appended to
-// m.groups and m.slices in group order.
-void add_group_tracks(TraceModel& m, std::uint32_t p, const Timeline& t, TrackIds& ids) {
+// Aggregated: one track per (engine, lane) of the run whose first process is `first_process` and
+// one slice per OpGroup, appended to m.groups and m.slices in group order.
+void add_group_tracks(TraceModel& m, std::uint32_t first_process, const ProcessLayout& layout,
+                      const Timeline& t, TrackIds& ids) {
   const Workload& w = *m.workload;
   const std::uint64_t khz = w.device.clock_khz;
   const auto first = static_cast<std::uint32_t>(m.groups.size());
@@ -354,16 +400,128 @@ void add_group_tracks(TraceModel& m, std::uint32_t p, const Timeline& t, TrackId
   });
   m.slices.resize(m.groups.size());
   for (const Lane& lane : lanes) {
-    const std::uint32_t track = add_track(m, p, lane, false, ids);
+    const std::uint32_t track = add_track(m, first_process, layout, lane, false, ids);
     for (std::uint32_t i : lane.items) {
       TraceSlice& s = m.slices[i];
-      s.process = p;
+      s.process = m.tracks[track].process;
       s.command = i;
       s.track = track;
       s.begin_ns = trace_ns(m.groups[i].start, khz);
       s.end_ns = trace_ns(m.groups[i].end, khz);
       s.stall_deps = m.groups[i].wait_deps;
       s.stall_dram = m.groups[i].wait_dram;
+    }
+  }
+}
+
+// The counters of process p, the run's process q: DRAM GB/s, LRAM bytes and the engines'
+// utilisation, and its Power W into `power` (added after every other counter). A Host process
+// (several devices) has only its engine's utilisation.
+void add_counters(TraceModel& m, std::uint32_t p, std::uint32_t q, const ProcessLayout& layout,
+                  std::int32_t& sort_index, std::uint64_t& next_uuid,
+                  std::vector<TraceCounter>& power) {
+  const Workload& w = *m.workload;
+  const Timeline& t = *m.processes[p].timeline;
+  const std::uint64_t khz = w.device.clock_khz;
+  const Cycles total = m.processes[p].total_cycles;
+  const Cycles window = m.processes[p].window_cycles;
+  auto in = [&](const CommandInfo& c) { return layout.of_engine[c.engine] == q; };
+  const bool device = q < layout.devices;
+  auto add_counter = [&](const std::string& group, TraceCounter::Unit unit,
+                         std::vector<TraceCounterSample> samples) {
+    TraceCounter c;
+    c.process = p;
+    c.group = group;
+    c.series = unit == TraceCounter::Unit::kGbps    ? "GB/s"
+               : unit == TraceCounter::Unit::kBytes ? "bytes"
+                                                    : "%";
+    c.name = c.group + " " + c.series;
+    c.unit = unit;
+    c.sort_index = sort_index++;
+    c.uuid = next_uuid++;
+    coalesce(samples);
+    c.samples = std::move(samples);
+    m.counters.push_back(std::move(c));
+  };
+  if (device) {
+    add_counter("DRAM", TraceCounter::Unit::kGbps,
+                window_samples(dram_gbps(w, t, window, total, in), window, total, khz));
+    std::vector<LramChange> changes = lram_changes(w, t);
+    if (layout.per_device) {
+      changes.erase(
+          std::remove_if(changes.begin(), changes.end(),
+                         [&](const LramChange& ch) { return !in(w.commands[ch.command]); }),
+          changes.end());
+    }
+    if (m.options.aggregate) {
+      add_counter("LRAM", TraceCounter::Unit::kBytes,
+                  window_samples(lram_window_peaks(w, changes, window, total), window, total, khz));
+    } else {
+      add_counter("LRAM", TraceCounter::Unit::kBytes, lram_samples(w, changes));
+    }
+  }
+  std::vector<std::vector<std::pair<Cycles, Cycles>>> per_engine(w.engines.size());
+  for (std::uint32_t i = 0; i < w.commands.size(); ++i) {
+    if (!in(w.commands[i])) continue;
+    per_engine[w.commands[i].engine].emplace_back(t.commands[i].start, t.commands[i].end);
+  }
+  for (std::size_t e = 0; e < w.engines.size(); ++e) {
+    if (per_engine[e].empty()) continue;  // like tracks: only engines that ran something
+    add_counter(
+        engine_name_in_process(w.engines[e], layout) + " utilisation", TraceCounter::Unit::kPercent,
+        window_samples(utilisation(std::move(per_engine[e]), window, total), window, total, khz));
+  }
+  if (!device) return;
+  // Power comes last and takes its track id after every other track of the file, so that
+  // adding it left the other counters as they were.
+  TraceCounter c;
+  c.process = p;
+  c.group = "Power";
+  c.series = "W";
+  c.name = "Power W";
+  c.unit = TraceCounter::Unit::kWatts;
+  c.sort_index = sort_index++;
+  std::vector<TraceCounterSample> samples =
+      window_samples(power_watts(w, t, window, total, in), window, total, khz);
+  coalesce(samples);
+  c.samples = std::move(samples);
+  power.push_back(std::move(c));
+}
+
+// Flows, per run; ids in (run, dependant, dependency order) order. Every edge with all_flows;
+// otherwise each command's binding dependency: the one that ended last (ties: the first listed),
+// since that is when it could start. A critical path walked back from the last command follows
+// either such an edge or its engine's queue, so its dependency edges are all drawn. With several
+// devices, every edge between two processes is drawn too: a Device HDMA to the commands on its
+// peer that wait for it, a Device Sync to and from its peers' commands.
+void add_flows(TraceModel& m, const std::vector<TraceRun>& runs, const ProcessLayout& layout) {
+  const Workload& w = *m.workload;
+  const auto n = static_cast<std::uint32_t>(w.commands.size());
+  std::uint64_t next_flow = 1;
+  for (std::uint32_t r = 0; r < runs.size(); ++r) {
+    const Timeline& t = *runs[r].timeline;
+    for (std::uint32_t c = 0; c < n; ++c) {
+      const std::vector<std::uint32_t>& deps = w.commands[c].deps;
+      auto repeated = [&](std::size_t k) {  // a repeated edge draws one arrow
+        const auto at = deps.begin() + static_cast<std::ptrdiff_t>(k);
+        return std::find(deps.begin(), at, deps[k]) != at;
+      };
+      std::uint32_t binding = n;
+      for (std::size_t k = 0; k < deps.size(); ++k) {
+        const std::uint32_t d = deps[k];
+        if (d >= n || d == c || repeated(k)) continue;
+        if (binding == n || t.commands[d].end > t.commands[binding].end) binding = d;
+      }
+      const std::uint32_t process = layout.of_engine[w.commands[c].engine];
+      for (std::size_t k = 0; k < deps.size(); ++k) {
+        const std::uint32_t d = deps[k];
+        if (d >= n || d == c || repeated(k)) continue;
+        if (m.options.all_flows || d == binding ||
+            layout.of_engine[w.commands[d].engine] != process) {
+          m.flows.push_back({next_flow++, static_cast<std::uint32_t>(std::size_t{r} * n + d),
+                             static_cast<std::uint32_t>(std::size_t{r} * n + c)});
+        }
+      }
     }
   }
 }
@@ -426,8 +584,8 @@ void TraceModel::slice_args(const TraceSlice& slice, std::vector<TraceArg>& args
   uint_arg("start_cycle", t.start);
   uint_arg("end_cycle", t.end);
   uint_arg("unit", t.unit);
-  const std::uint64_t bytes = c.dram_read_bytes + c.dram_write_bytes;
-  uint_arg("bytes", bytes);
+  const std::uint64_t dram_bytes = c.dram_read_bytes + c.dram_write_bytes;
+  uint_arg("bytes", dram_bytes + c.link_bytes);
   uint_arg("macs", c.macs);
   const EngineKind kind = engine.kind;
   double util = -1;
@@ -440,7 +598,7 @@ void TraceModel::slice_args(const TraceSlice& slice, std::vector<TraceArg>& args
     // DRAM moves mbps * 1000 / khz bytes per cycle.
     const double peak = static_cast<double>(w.device.dram_bandwidth_mbps) * 1000.0 /
                         static_cast<double>(w.device.clock_khz) * static_cast<double>(cycles);
-    util = 100.0 * static_cast<double>(bytes) / peak;
+    util = 100.0 * static_cast<double>(dram_bytes) / peak;
   }
   if (util >= 0) {
     TraceArg a;
@@ -519,7 +677,6 @@ TraceModel build_trace_model(const Workload& workload, const std::vector<TraceRu
                              const TraceOptions& options, std::vector<std::string> names) {
   const Workload& w = workload;
   const auto n = static_cast<std::uint32_t>(w.commands.size());
-  const std::uint64_t khz = w.device.clock_khz;
   TraceModel m;
   m.workload = &workload;
   m.options = options;
@@ -532,91 +689,48 @@ TraceModel build_trace_model(const Workload& workload, const std::vector<TraceRu
   }
   const std::vector<std::uint32_t> rank =
       options.aggregate ? std::vector<std::uint32_t>() : topological_rank(w);
+  const ProcessLayout layout = process_layout(w);
 
   // Tids: unique in the file, above every pid, increasing in track order.
-  std::int32_t next_tid = static_cast<std::int32_t>(runs.size()) + 1;
+  std::int32_t next_tid = static_cast<std::int32_t>(runs.size() * layout.per_run) + 1;
   std::uint64_t next_uuid = 1;
   if (!options.aggregate) m.slices.resize(std::size_t{n} * runs.size());
-  std::vector<TraceCounter> power;  // one per process, appended after every other counter
+  std::vector<TraceCounter> power;  // one per device process, appended after every other counter
 
-  for (std::uint32_t p = 0; p < runs.size(); ++p) {
-    if (runs[p].timeline == nullptr) {
-      throw std::invalid_argument("trace: run '" + runs[p].name + "' has no timeline");
+  for (std::uint32_t r = 0; r < runs.size(); ++r) {
+    if (runs[r].timeline == nullptr) {
+      throw std::invalid_argument("trace: run '" + runs[r].name + "' has no timeline");
     }
-    const Timeline& t = *runs[p].timeline;
+    const Timeline& t = *runs[r].timeline;
     if (t.commands.size() != n) {
-      throw std::invalid_argument("trace: timeline of run '" + runs[p].name + "' has " +
+      throw std::invalid_argument("trace: timeline of run '" + runs[r].name + "' has " +
                                   std::to_string(t.commands.size()) + " commands, the workload " +
                                   std::to_string(n));
     }
-    TraceProcess proc;
-    proc.pid = static_cast<std::int32_t>(p) + 1;
-    proc.name = runs[p].name;
-    proc.uuid = next_uuid++;
-    proc.timeline = &t;
-    proc.total_cycles = t.total_cycles();
-    proc.window_cycles =
-        std::max<Cycles>(1, (proc.total_cycles + kTraceCounterWindows - 1) / kTraceCounterWindows);
-    m.processes.push_back(proc);
+    const auto first = static_cast<std::uint32_t>(m.processes.size());
+    for (std::uint32_t q = 0; q < layout.per_run; ++q) {
+      TraceProcess proc;
+      proc.pid = static_cast<std::int32_t>(first + q) + 1;
+      proc.name = process_name(layout, q, runs[r].name);
+      proc.uuid = next_uuid++;
+      proc.timeline = &t;
+      proc.total_cycles = t.total_cycles();
+      proc.window_cycles = std::max<Cycles>(
+          1, (proc.total_cycles + kTraceCounterWindows - 1) / kTraceCounterWindows);
+      m.processes.push_back(proc);
+    }
 
     std::int32_t sort_index = 0;
     TrackIds ids{next_tid, next_uuid, sort_index};
     if (options.aggregate) {
-      add_group_tracks(m, p, t, ids);
+      add_group_tracks(m, first, layout, t, ids);
     } else {
-      add_command_tracks(m, p, t, rank, ids);
+      add_command_tracks(m, r, first, layout, t, rank, ids);
     }
     if (options.counters) {
-      const Cycles total = proc.total_cycles;
-      const Cycles window = proc.window_cycles;
-      auto add_counter = [&](const std::string& group, TraceCounter::Unit unit,
-                             std::vector<TraceCounterSample> samples) {
-        TraceCounter c;
-        c.process = p;
-        c.group = group;
-        c.series = unit == TraceCounter::Unit::kGbps    ? "GB/s"
-                   : unit == TraceCounter::Unit::kBytes ? "bytes"
-                                                        : "%";
-        c.name = c.group + " " + c.series;
-        c.unit = unit;
-        c.sort_index = sort_index++;
-        c.uuid = next_uuid++;
-        coalesce(samples);
-        c.samples = std::move(samples);
-        m.counters.push_back(std::move(c));
-      };
-      add_counter("DRAM", TraceCounter::Unit::kGbps,
-                  window_samples(dram_gbps(w, t, window, total), window, total, khz));
-      if (options.aggregate) {
-        add_counter("LRAM", TraceCounter::Unit::kBytes,
-                    window_samples(lram_window_peaks(w, t, window, total), window, total, khz));
-      } else {
-        add_counter("LRAM", TraceCounter::Unit::kBytes, lram_samples(w, t));
+      for (std::uint32_t q = 0; q < layout.per_run; ++q) {
+        add_counters(m, first + q, q, layout, sort_index, next_uuid, power);
       }
-      std::vector<std::vector<std::pair<Cycles, Cycles>>> per_engine(w.engines.size());
-      for (std::uint32_t i = 0; i < n; ++i) {
-        per_engine[w.commands[i].engine].emplace_back(t.commands[i].start, t.commands[i].end);
-      }
-      for (std::size_t e = 0; e < w.engines.size(); ++e) {
-        if (per_engine[e].empty()) continue;  // like tracks: only engines that ran something
-        add_counter(w.engines[e].name + " utilisation", TraceCounter::Unit::kPercent,
-                    window_samples(utilisation(std::move(per_engine[e]), window, total), window,
-                                   total, khz));
-      }
-      // Power comes last and takes its track id after every other track of the file, so that
-      // adding it left the other counters as they were.
-      TraceCounter c;
-      c.process = p;
-      c.group = "Power";
-      c.series = "W";
-      c.name = "Power W";
-      c.unit = TraceCounter::Unit::kWatts;
-      c.sort_index = sort_index++;
-      std::vector<TraceCounterSample> samples =
-          window_samples(power_watts(w, t, window, total), window, total, khz);
-      coalesce(samples);
-      c.samples = std::move(samples);
-      power.push_back(std::move(c));
     }
   }
 
@@ -624,39 +738,8 @@ TraceModel build_trace_model(const Workload& workload, const std::vector<TraceRu
     c.uuid = next_uuid++;
     m.counters.push_back(std::move(c));
   }
+  if (options.flows && !options.aggregate) add_flows(m, runs, layout);
 
-  // Flows, per run; ids in (run, dependant, dependency order) order. Every edge with all_flows;
-  // otherwise each command's binding dependency: the one that ended last (ties: the first listed),
-  // since that is when it could start. A critical path walked back from the last command follows
-  // either such an edge or its engine's queue, so its dependency edges are all drawn.
-  if (options.flows && !options.aggregate) {
-    std::uint64_t next_flow = 1;
-    for (std::uint32_t p = 0; p < runs.size(); ++p) {
-      const Timeline& t = *runs[p].timeline;
-      for (std::uint32_t c = 0; c < n; ++c) {
-        const std::vector<std::uint32_t>& deps = w.commands[c].deps;
-        auto add = [&](std::uint32_t d) {
-          m.flows.push_back({next_flow++, static_cast<std::uint32_t>(std::size_t{p} * n + d),
-                             static_cast<std::uint32_t>(std::size_t{p} * n + c)});
-        };
-        std::uint32_t binding = n;
-        for (std::size_t k = 0; k < deps.size(); ++k) {
-          const std::uint32_t d = deps[k];
-          if (d >= n || d == c) continue;
-          if (std::find(deps.begin(), deps.begin() + static_cast<std::ptrdiff_t>(k), d) !=
-              deps.begin() + static_cast<std::ptrdiff_t>(k)) {
-            continue;  // a repeated edge draws one arrow
-          }
-          if (options.all_flows) {
-            add(d);
-          } else if (binding == n || t.commands[d].end > t.commands[binding].end) {
-            binding = d;
-          }
-        }
-        if (binding < n) add(binding);
-      }
-    }
-  }
   const std::size_t slice_count = m.slices.size();
   auto build_csr = [&](bool by_source, std::vector<std::uint32_t>& offsets,
                        std::vector<std::uint32_t>& items) {

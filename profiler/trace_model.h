@@ -2,7 +2,9 @@
 // built once from a Workload and its timelines and serialised by both writers
 // (chrome_trace.h, perfetto_trace.h). Every rule the viewers rely on lives here, so that the two
 // files cannot disagree:
-//   - processes: one per run (pid 1 = the first run, ...);
+//   - processes: one per run (pid 1 = the first run, ...); when the engines belong to several
+//     devices, per run one per device ("Device <d> (<run>)", External HDMA included) and then a
+//     "Host (<run>)" one, the track and counter names without the "DEV<d>." prefix;
 //   - tracks: one per engine, per unit (DMA channel) that ran at least one command, named
 //     `{group}: {engine}` (command_names and EngineInfo::trace_category: the RBLN profiler's
 //     vocabulary); commands that would overlap on one track (only possible with inconsistent
@@ -13,7 +15,9 @@
 //     only be drawn when both slices share one;
 //   - flows: per command, the dependency that finished last (the one it waited for; every
 //     dependency edge of the critical path is one of these), or with all_flows every dependency
-//     edge; ids unique across the file;
+//     edge; with several devices also every edge between two processes (a Device HDMA to the
+//     commands on its peer that wait for it, a Device Sync to and from its peers'); ids unique
+//     across the file;
 //   - counters: DRAM GB/s and per-engine utilisation per window, local-memory occupancy as an
 //     exact step function;
 //   - events: slice begins and ends and counter samples in one total order that both writers
@@ -43,7 +47,7 @@ struct TraceOptions {
   bool aggregate = false;
 };
 
-// One run shown as one process.
+// One run, shown as one process (or one per device and one for the host).
 struct TraceRun {
   std::string name;                    // process name, e.g. "compile-time estimate"
   const Timeline* timeline = nullptr;  // indexed like Workload::commands; outlives the model
@@ -95,7 +99,7 @@ struct TraceTrack {
   std::uint64_t uuid = 0;
 };
 
-// Slices are indexed process * commands + command; aggregated, in the order of TraceModel::groups.
+// Slices are indexed run * commands + command; aggregated, in the order of TraceModel::groups.
 struct TraceSlice {
   std::uint32_t process = 0;
   std::uint32_t command = 0;  // aggregated: the group, an index into TraceModel::groups

@@ -25,6 +25,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using Json = nlohmann::json;
 
 const fs::path kSource = NPUSIM_SOURCE_DIR;
@@ -178,6 +179,119 @@ TEST_F(Cli, RunsTheTwoDeviceAllReduceExample) {
   EXPECT_EQ(one.exit_code, 2);
   EXPECT_THAT(one.err, HasSubstr("/commands/1/device: device 1 out of range"));
   EXPECT_FALSE(fs::exists(dir_ / "one"));
+}
+
+TEST_F(Cli, TheTwoDeviceExampleReportsLinksDevicesCollectivesAndTracesPerDevice) {
+  // The example as above (800 MHz, links at 32 GB/s per direction, the host link's 2 channels at
+  // 32 GB/s each, latencies 400 and 800 cycles), hand-computed:
+  //   device link, each direction: DH of 4096 + 4096 bytes: ceil(8192 * 800e6 / 32e9) = ceil(204.8)
+  //     = 205 + 400 = 605 cycles
+  //   host link: EH0 + EH1 + EH2 = 24576 bytes over 2 channels: ceil(24576 * 800e6 / 64e9) =
+  //     ceil(307.2) = 308 + 800 = 1108 cycles: above the vector bound (128), so it binds
+  //   collective time (DEV_HDMA and SYNC; no layer is named "collective."):
+  //     device 0: DS0 [1013, 1413) + DH0 [1417, 1920) + DH2 [2056, 2559) + DS1 [2563, 2963)
+  //       = 400 + 503 + 503 + 400 = 1806
+  //     device 1: DH1 [1417, 1920) + DH3 [2056, 2559) = 1006
+  //   busy: device 0 adds EH0 [4, 1009), S0 [1924, 2052), EH2 [2967, 3972): 1806 + 1005 + 128 +
+  //     1005 = 3944; device 1: EH1 1005 + DH1 503 + S1 128 + DH3 503 = 2139
+  //   bytes: DEV_HDMA 8192 each way per device (16384 in all); EXT_HDMA to device 0 and 1 8192
+  //     each, to the host 8192 from device 0 (24576 in all)
+  const fs::path out = dir_ / "out";
+  const Result r =
+      npusim({"run", "-m", (kSource / "models/multi_device/allreduce_2dev.json").string(), "--set",
+              "devices.count=2", "-o", out.string(), "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json stats = Json::parse(read_file(out / "stats.json"));
+  EXPECT_EQ(stats.at("bounds").at("device_link_cycles"), 605);
+  EXPECT_EQ(stats.at("bounds").at("host_link_cycles"), 1108);
+  EXPECT_EQ(stats.at("bounds").at("binding"), "host_link");
+  EXPECT_EQ(stats.at("device").at("devices"), 2);
+  for (const char* section : {"estimate", "runtime"}) {
+    const Json& d = stats.at(section).at("devices");
+    ASSERT_EQ(d.size(), 2u) << section;
+    EXPECT_EQ(d[0].at("collective_cycles"), 1806) << section;
+    EXPECT_EQ(d[1].at("collective_cycles"), 1006) << section;
+    EXPECT_EQ(d[0].at("busy_cycles"), 3944) << section;
+    EXPECT_EQ(d[1].at("busy_cycles"), 2139) << section;
+    EXPECT_EQ(d[0].at("compute_busy_cycles"), 128) << section;
+    EXPECT_EQ(d[0].at("dev_hdma_sent_bytes"), 8192) << section;
+    EXPECT_EQ(d[0].at("dev_hdma_received_bytes"), 8192) << section;
+    EXPECT_EQ(d[0].at("ext_hdma_to_device_bytes"), 8192) << section;
+    EXPECT_EQ(d[0].at("ext_hdma_to_host_bytes"), 8192) << section;
+    EXPECT_EQ(d[1].at("ext_hdma_to_host_bytes"), 0) << section;
+    EXPECT_EQ(stats.at(section).at("interconnect").at("device_link_bytes"), 16384) << section;
+    EXPECT_EQ(stats.at(section).at("interconnect").at("host_link_bytes"), 24576) << section;
+  }
+  // The link commands' bytes are in ops[].
+  EXPECT_EQ(stats.at("runtime").at("ops").at(0).at("bytes"), 8192);
+  const std::string summary = read_file(out / "summary.txt");
+  EXPECT_THAT(summary, HasSubstr("binding limit: host_link"));
+  EXPECT_THAT(summary, HasSubstr("devices (simulation):"));
+  EXPECT_THAT(summary, HasSubstr("interconnect: device links 16384 B"));
+  // npusim report prints the same per-device figures.
+  const Result rep = npusim({"report", out.string()});
+  ASSERT_EQ(rep.exit_code, 0) << rep.err;
+  EXPECT_THAT(rep.out, HasSubstr("devices (busy and collective"));
+  EXPECT_THAT(rep.out, HasSubstr("1806"));
+
+  // trace.json: a process per device and a Host process, per run; tracks in the seed's
+  // categories; flows between the devices' processes.
+  const Json trace = Json::parse(read_file(out / "trace.json"));
+  std::map<int, std::string> process;
+  std::set<std::string> threads;
+  std::map<std::uint64_t, int> flow_from, flow_to;
+  for (const Json& e : trace.at("traceEvents")) {
+    if (e.at("ph") == "M" && e.at("name") == "process_name") {
+      process[e.at("pid")] = e.at("args").at("name");
+    } else if (e.at("ph") == "M" && e.at("name") == "thread_name") {
+      threads.insert(std::to_string(e.at("pid").get<int>()) + " " +
+                     e.at("args").at("name").get<std::string>());
+    } else if (e.at("ph") == "s") {
+      flow_from[e.at("id")] = e.at("pid");
+    } else if (e.at("ph") == "f") {
+      flow_to[e.at("id")] = e.at("pid");
+    }
+  }
+  EXPECT_EQ(process, (std::map<int, std::string>{{1, "Device 0 (compile-time estimate)"},
+                                                 {2, "Device 1 (compile-time estimate)"},
+                                                 {3, "Host (compile-time estimate)"},
+                                                 {4, "Device 0 (runtime simulation)"},
+                                                 {5, "Device 1 (runtime simulation)"},
+                                                 {6, "Host (runtime simulation)"}}));
+  EXPECT_EQ(threads.count("1 External HDMA: EXT_HDMA ch0"), 1u);
+  EXPECT_EQ(threads.count("1 Device Sync: SYNC"), 1u);
+  EXPECT_EQ(threads.count("2 Device HDMA: DEV_HDMA ch0"), 1u);
+  EXPECT_EQ(threads.count("2 Neural Engine Clusters: SLICE0.VECTOR"), 1u);
+  // Per run, each command's binding dependency (9 commands have dependencies), plus the edges
+  // between devices that do not bind: EH1 -> DS0 (EH0 ends at the same cycle and is listed first)
+  // and DH3 -> DS1: 11. Between devices: EH1 -> DS0, DS0 -> DH1, DH1 -> S0, DH0 -> S1,
+  // DH3 -> DS1: 5.
+  ASSERT_EQ(flow_from.size(), 22u);
+  int across = 0;
+  for (const auto& [id, pid] : flow_from) across += pid != flow_to.at(id) ? 1 : 0;
+  EXPECT_EQ(across, 10);
+}
+
+TEST_F(Cli, OneDeviceRunsHaveNoMultiDeviceFields) {
+  const fs::path out = dir_ / "out";
+  const Result r = npusim({"run", "-m", model("fc"), "-o", out.string(), "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json stats = Json::parse(read_file(out / "stats.json"));
+  EXPECT_FALSE(stats.at("bounds").contains("device_link_cycles"));
+  EXPECT_FALSE(stats.at("bounds").contains("host_link_cycles"));
+  EXPECT_FALSE(stats.at("device").contains("devices"));
+  EXPECT_FALSE(stats.at("runtime").contains("devices"));
+  EXPECT_FALSE(stats.at("runtime").contains("interconnect"));
+  const std::string summary = read_file(out / "summary.txt");
+  EXPECT_THAT(summary, Not(HasSubstr("device_link")));
+  EXPECT_THAT(summary, Not(HasSubstr("devices (")));
+  const Json trace = Json::parse(read_file(out / "trace.json"));
+  std::vector<std::string> processes;
+  for (const Json& e : trace.at("traceEvents")) {
+    if (e.at("ph") == "M" && e.at("name") == "process_name")
+      processes.push_back(e.at("args").at("name"));
+  }
+  EXPECT_EQ(processes, (std::vector<std::string>{"compile-time estimate", "runtime simulation"}));
 }
 
 TEST_F(Cli, QuietPrintsNothing) {

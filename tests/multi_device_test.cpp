@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "profiler/stats.h"
 #include "sim/estimator/estimator.h"
 #include "sim/ir/engines.h"
 #include "sim/ir/schedule_writer.h"
@@ -88,6 +89,88 @@ TEST(MultiDevice, TwoDeviceAllReduceTakesTheHandComputedCycles) {
     EXPECT_EQ(sim.commands[i].end, expected[i].second) << s.commands[i].id;
   }
   EXPECT_EQ(sim.total_cycles(), 1264u);
+}
+
+TEST(MultiDevice, LinkBoundDeviceFiguresAndCollectiveTimeOfTheAllReduce) {
+  // The all-reduce above, with device 0's Add named as the compiler names a collective's
+  // commands ("collective." ...) and device 1's Add not: DEV_HDMA and SYNC count as collective
+  // whatever their layer, other commands only by that name.
+  const HwConfig config = parse_hw_config("{}", "cfg", kTwoDevices);
+  Json s0 = add("S0", 0, 2048, {"DH1"});
+  s0["layer"] = "collective.all_reduce.0";
+  const Json commands = {
+      dev_hdma("DH0", 0, 1, 4096),
+      dev_hdma("DH1", 1, 0, 4096),
+      s0,
+      add("S1", 1, 2048, {"DH0"}),
+      dev_hdma("DH2", 0, 1, 4096, {"S0"}),
+      dev_hdma("DH3", 1, 0, 4096, {"S1"}),
+      {{"id", "DS0"}, {"engine", "SYNC"}, {"device", 0}, {"peers", {1}}, {"deps", {"DH2", "DH3"}}},
+  };
+  const Schedule s = parse(commands, config);
+  const profiler::Workload w = make_workload(s, config);
+  ASSERT_TRUE(profiler::has_multi_device_engines(w));
+  // Link bound: each direction carries 2 x 4096 = 8192 bytes at 0.1 cycle per byte:
+  // ceil(819.2) = 820 cycles, + 100 latency = 920. No EXT_HDMA: the host link's bound is 0. The
+  // vector bound is one Add per device, 128: the device link binds.
+  const profiler::Bounds b = profiler::compute_bounds(w);
+  EXPECT_EQ(b.device_link_cycles, 920u);
+  EXPECT_EQ(b.host_link_cycles, 0u);
+  EXPECT_EQ(b.vector_cycles, 128u);
+  EXPECT_EQ(b.binding(), profiler::BoundResource::kDeviceLink);
+  EXPECT_STREQ(profiler::binding_name(b), "device_link");
+  // Per device, from the timeline of the first test (estimate = simulation):
+  //   device 0: DH0 [4, 514), S0 [518, 646), DH2 [650, 1160), DS0 [1164, 1264)
+  //     busy = collective = 510 + 128 + 510 + 100 = 1248; compute 128
+  //   device 1: DH1 [4, 514), S1 [518, 646), DH3 [650, 1160)
+  //     busy = 510 + 128 + 510 = 1148; collective (S1 is not named so) = 510 + 510 = 1020
+  //   each sends 8192 bytes and receives 8192; no EXT_HDMA.
+  for (const profiler::Timeline& t : {estimate(s, config), simulate(s, config)}) {
+    const std::vector<profiler::DeviceStats> d = profiler::compute_device_stats(w, t);
+    ASSERT_EQ(d.size(), 2u);
+    EXPECT_EQ(d[0].busy_cycles, 1248u);
+    EXPECT_EQ(d[0].compute_busy_cycles, 128u);
+    EXPECT_EQ(d[0].collective_cycles, 1248u);
+    EXPECT_EQ(d[0].commands, 4u);
+    EXPECT_EQ(d[1].busy_cycles, 1148u);
+    EXPECT_EQ(d[1].compute_busy_cycles, 128u);
+    EXPECT_EQ(d[1].collective_cycles, 1020u);
+    for (const profiler::DeviceStats& v : d) {
+      EXPECT_EQ(v.dev_hdma_sent_bytes, 8192u);
+      EXPECT_EQ(v.dev_hdma_received_bytes, 8192u);
+      EXPECT_EQ(v.ext_hdma_to_device_bytes, 0u);
+      EXPECT_EQ(v.ext_hdma_to_host_bytes, 0u);
+    }
+  }
+}
+
+TEST(MultiDevice, TheHostLinkBoundCountsEveryDevicesTransfers) {
+  // As below: 16 GB/s on one channel at 1 GHz is 0.0625 cycle per byte, latency 1000 cycles.
+  // Two loads of 16000 bytes: ceil(32000 * 0.0625) = 2000 + 1000 = 3000 cycles; the simulation
+  // takes 3004 (4 of dispatch), never less.
+  const HwConfig config = parse_hw_config("{}", "cfg",
+                                          {"devices.count=2", "clock_mhz=1000", "host.link_gbps=16",
+                                           "host.link_channels=1", "host.link_latency_ns=1000"});
+  Json commands = Json::array();
+  for (int d = 0; d < 2; ++d) {
+    commands.push_back({{"id", "EH" + std::to_string(d)},
+                        {"engine", "EXT_HDMA"},
+                        {"device", d},
+                        {"direction", "to_device"},
+                        {"bytes", 16000}});
+  }
+  const Schedule s = parse(commands, config);
+  const profiler::Workload w = make_workload(s, config);
+  const profiler::Bounds b = profiler::compute_bounds(w);
+  EXPECT_EQ(b.host_link_cycles, 3000u);
+  EXPECT_EQ(b.device_link_cycles, 0u);
+  EXPECT_EQ(b.binding(), profiler::BoundResource::kHostLink);
+  EXPECT_GE(simulate(s, config).total_cycles(), b.host_link_cycles);
+  const std::vector<profiler::DeviceStats> d =
+      profiler::compute_device_stats(w, estimate(s, config));
+  EXPECT_EQ(d[0].ext_hdma_to_device_bytes, 16000u);
+  EXPECT_EQ(d[1].ext_hdma_to_device_bytes, 16000u);
+  EXPECT_EQ(d[0].collective_cycles, 0u);  // loads are not collectives
 }
 
 TEST(MultiDevice, TransfersOnOneLinkDirectionQueueInTheSimulation) {

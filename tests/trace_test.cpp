@@ -948,6 +948,165 @@ TEST(TracePerfetto, BytesAreThoseLibprotobufWrites) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Several devices: a process per device and a Host process
+
+// Two devices of one slice each (array, vector, DMA_IN, DMA_OUT, EXT_HDMA, DEV_HDMA, SYNC), then
+// HOST, as EngineLayout lays them out, at 800 MHz. Device 0 loads 1000 B from the host and sends
+// them to device 1, which adds; device 1's SYNC releases device 0's Gemm, which also waits for a
+// local DMA_IN; the host takes the result.
+Workload two_device_workload() {
+  Workload w = workload();
+  w.programs = {{"p0", "loc(p0)"}};
+  w.engines.clear();
+  for (std::uint32_t d = 0; d < 2; ++d) {
+    const std::string dev = device_prefix(d);
+    w.engines.push_back(
+        {dev + "SLICE0.ARRAY", EngineKind::kArray, 1, 0, d, "Neural Engine Clusters"});
+    w.engines.push_back(
+        {dev + "SLICE0.VECTOR", EngineKind::kVector, 1, 0, d, "Neural Engine Clusters"});
+    w.engines.push_back({dev + "DMA_IN", EngineKind::kDmaIn, 1, 0, d, "Task DMA"});
+    w.engines.push_back({dev + "DMA_OUT", EngineKind::kDmaOut, 1, 0, d, "Task DMA"});
+    w.engines.push_back({dev + "EXT_HDMA", EngineKind::kExtHdma, 1, 0, d, "External HDMA"});
+    w.engines.push_back({dev + "DEV_HDMA", EngineKind::kDevHdma, 1, 0, d, "Device HDMA"});
+    w.engines.push_back({dev + "SYNC", EngineKind::kSync, 1, 0, d, "Device Sync"});
+  }
+  w.engines.push_back({"HOST", EngineKind::kHost, 1, 0, 0, "Host"});
+  // Engine indices: device d's engine k is 7 * d + k; HOST is 14.
+  const std::vector<Cmd> cmds = {
+      // id   engine op          layer        prog read write macs alloc free iso deps
+      {"EH0", 4, "EXT_HDMA", "load", 0, 0, 0, 0, 0, 0, 50, {}},
+      {"DH0", 5, "DEV_HDMA", "collective.x", 0, 0, 0, 0, 0, 0, 40, {0}},
+      {"S0", 8, "Add", "collective.x", 0, 0, 0, 0, 64, 64, 10, {1}},
+      {"DS0", 13, "SYNC", "collective.x", 0, 0, 0, 0, 0, 0, 5, {2}},
+      {"DI0", 2, "DMA_IN", "mm", 0, 320, 0, 0, 100, 0, 20, {}},
+      {"S1", 0, "Gemm", "mm", 0, 0, 0, 4096, 0, 100, 16, {3, 4}},
+      {"H0", 14, "Host", "out", 0, 0, 0, 0, 0, 0, 8, {5}},
+  };
+  w.commands.clear();
+  for (const Cmd& c : cmds) w.commands.push_back(command(c));
+  w.commands[0].link_bytes = 1000;
+  w.commands[1].link_bytes = 1000;
+  w.commands[1].peer = 1;
+  return w;
+}
+
+Timeline two_device_timeline() {
+  Timeline t;
+  t.commands = {
+      {4, 54, 0},     // EH0
+      {58, 98, 0},    // DH0
+      {102, 112, 0},  // S0 on device 1
+      {116, 121, 0},  // DS0 on device 1
+      {4, 24, 0},     // DI0 on device 0: ends long before DS0
+      {125, 141, 0},  // S1 waits for DS0 (binding) and DI0
+      {145, 153, 0},  // H0
+  };
+  return t;
+}
+
+TEST(TraceDevices, OneProcessPerDevicePlusHostWithTheSeedsCategories) {
+  const Workload w = two_device_workload();
+  const Timeline t = two_device_timeline();
+  const TraceModel m = build_trace_model(w, {{"estimate", &t}, {"simulation", &t}});
+  std::vector<std::string> names;
+  for (const TraceProcess& p : m.processes) names.push_back(std::to_string(p.pid) + " " + p.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"1 Device 0 (estimate)", "2 Device 1 (estimate)",
+                                             "3 Host (estimate)", "4 Device 0 (simulation)",
+                                             "5 Device 1 (simulation)", "6 Host (simulation)"}));
+  // Tracks of the first run: the engines that ran something, in their device's process, named
+  // without the device prefix.
+  std::vector<std::string> tracks;
+  for (const TraceTrack& k : m.tracks) {
+    if (k.process < 3) tracks.push_back(std::to_string(k.process) + " " + k.name);
+  }
+  EXPECT_EQ(tracks,
+            (std::vector<std::string>{
+                "0 Neural Engine Clusters: SLICE0.ARRAY", "0 Task DMA: DMA_IN",
+                "0 External HDMA: EXT_HDMA", "0 Device HDMA: DEV_HDMA",
+                "1 Neural Engine Clusters: SLICE0.VECTOR", "1 Device Sync: SYNC", "2 Host: HOST"}));
+  // Tids stay above every pid.
+  EXPECT_EQ(m.tracks.front().tid, 7);
+  // Flows per run: the binding dependency of each command (EH0->DH0, DH0->S0, S0->DS0, DS0->S1,
+  // S1->H0), and every other edge between two processes. DI0->S1 stays within device 0 and does
+  // not bind (DI0 ended at 24, DS0 at 121): not drawn. So 5 flows per run; DH0->S0 goes from
+  // device 0 to 1, DS0->S1 from 1 to 0, S1->H0 to the host.
+  ASSERT_EQ(m.flows.size(), 10u);
+  auto edge = [&](const TraceFlow& f) {
+    return std::string(w.commands[m.slices[f.from].command].id) + "->" +
+           w.commands[m.slices[f.to].command].id + " " + std::to_string(m.slices[f.from].process) +
+           "->" + std::to_string(m.slices[f.to].process);
+  };
+  std::vector<std::string> edges;
+  for (std::size_t i = 0; i < 5; ++i) edges.push_back(edge(m.flows[i]));
+  EXPECT_EQ(edges, (std::vector<std::string>{"EH0->DH0 0->0", "DH0->S0 0->1", "S0->DS0 1->1",
+                                             "DS0->S1 1->0", "S1->H0 0->2"}));
+  EXPECT_EQ(edge(m.flows[5]), "EH0->DH0 3->3");
+  // A cross-device edge that is not binding is drawn too: make DI0 end last, so that it binds
+  // S1, and DS0 -> S1 is still drawn (ids in deps order: DS0 first).
+  Timeline late = t;
+  late.commands[4] = {4, 123, 0};
+  const TraceModel m2 = build_trace_model(w, {{"estimate", &late}});
+  ASSERT_EQ(m2.flows.size(), 6u);
+  EXPECT_EQ(w.commands[m2.slices[m2.flows[3].from].command].id, "DS0");
+  EXPECT_EQ(w.commands[m2.slices[m2.flows[4].from].command].id, "DI0");
+  EXPECT_EQ(w.commands[m2.slices[m2.flows[4].to].command].id, "S1");
+  // Counters per device process: LRAM of device 1 is S0's 64 bytes only; the host process has
+  // only its engine's utilisation.
+  std::vector<std::string> counters;
+  for (const TraceCounter& c : m.counters) {
+    if (c.process < 3) counters.push_back(std::to_string(c.process) + " " + c.name);
+  }
+  EXPECT_EQ(counters,
+            (std::vector<std::string>{"0 DRAM GB/s", "0 LRAM bytes", "0 SLICE0.ARRAY utilisation %",
+                                      "0 DMA_IN utilisation %", "0 EXT_HDMA utilisation %",
+                                      "0 DEV_HDMA utilisation %", "1 DRAM GB/s", "1 LRAM bytes",
+                                      "1 SLICE0.VECTOR utilisation %", "1 SYNC utilisation %",
+                                      "2 HOST utilisation %", "0 Power W", "1 Power W"}));
+  const TraceCounter& lram1 = m.counters[7];
+  ASSERT_EQ(lram1.samples.size(), 3u);  // 0, 64 at S0's start, 0 at its end
+  EXPECT_EQ(lram1.samples[1].value, 64.0);
+  EXPECT_EQ(lram1.samples[1].ts_ns, trace_ns(102, 800000));
+}
+
+TEST(TraceDevices, BothFilesShowTheProcessesAndLibprotobufAgrees) {
+  const Workload w = two_device_workload();
+  const Timeline t = two_device_timeline();
+  for (StatsLevel level :
+       {StatsLevel::kTotals, StatsLevel::kWaits, StatsLevel::kOps, StatsLevel::kExtended}) {
+    for (bool aggregate : {false, true}) {
+      TraceOptions options = trace_options_for(level);
+      options.aggregate = aggregate;
+      const TraceModel m = build_trace_model(w, {{"estimate", &t}, {"simulation", &t}}, options);
+      EXPECT_EQ(pftrace(m), pftrace_by_libprotobuf(m))
+          << "level " << static_cast<int>(level) << (aggregate ? ", aggregated" : "");
+      check_perfetto_rules(decode(pftrace(m)));
+    }
+  }
+  // trace.json: the process names, and flows whose two ends are in different processes.
+  const TraceModel m = build_trace_model(w, {{"estimate", &t}});
+  const Json j = Json::parse(chrome(m));
+  std::map<int, std::string> process;
+  std::map<std::uint64_t, int> flow_from, flow_to;
+  for (const Json& e : j.at("traceEvents")) {
+    if (e.at("ph") == "M" && e.at("name") == "process_name") {
+      process[e.at("pid")] = e.at("args").at("name");
+    } else if (e.at("ph") == "s") {
+      flow_from[e.at("id")] = e.at("pid");
+    } else if (e.at("ph") == "f") {
+      flow_to[e.at("id")] = e.at("pid");
+    }
+  }
+  EXPECT_EQ(process,
+            (std::map<int, std::string>{
+                {1, "Device 0 (estimate)"}, {2, "Device 1 (estimate)"}, {3, "Host (estimate)"}}));
+  ASSERT_EQ(flow_from.size(), 5u);
+  EXPECT_EQ(flow_from.at(2), 1);  // DH0 on device 0 ...
+  EXPECT_EQ(flow_to.at(2), 2);    // ... to the Add on device 1
+  EXPECT_EQ(flow_from.at(4), 2);  // DS0 on device 1 to the Gemm on device 0
+  EXPECT_EQ(flow_to.at(4), 1);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Aggregated traces (--trace-detail)
 
 TEST(TraceAggregate, GroupsSumTheirCommandsPerLayerAndEngine) {

@@ -16,6 +16,7 @@
 
 #include "profiler/input_file.h"
 #include "profiler/output_dir.h"
+#include "profiler/report.h"
 #include "profiler/report_writers.h"
 #include "profiler/stats.h"
 #include "sim/api/models.h"
@@ -271,7 +272,10 @@ PointResult read_point(const fs::path& dir, const std::string& rel) {
       if (!cycles.is_number_unsigned())
         throw std::runtime_error("/runtime/engines/" + name + "/busy_cycles is not a cycle count");
       const std::uint64_t busy = cycles.get<std::uint64_t>();
-      std::uint64_t& slot = name.rfind("DMA", 0) == 0 ? dma : compute;
+      // Several devices: DEV<d>.DMA_IN is a DMA engine too; the links and SYNC are neither.
+      const std::optional<profiler::EngineKind> kind = profiler::engine_kind_of_name(name);
+      if (kind && profiler::is_multi_device(*kind)) continue;
+      std::uint64_t& slot = kind && profiler::is_dma(*kind) ? dma : compute;
       slot = std::max(slot, busy);
     }
     r.compute_busy = compute;

@@ -1,6 +1,7 @@
 #include "sim/ir/engines.h"
 
 #include "sim/cost/compute.h"
+#include "sim/cost/link.h"
 #include "sim/util/math.h"
 
 #include <algorithm>
@@ -22,7 +23,7 @@ EngineLayout::EngineLayout(const HwConfig& config, const Schedule& schedule)
   // Track groups as the RBLN profiler names them (its neural engine clusters are our slices).
   const std::string nec = "Neural Engine Clusters";
   for (std::uint32_t d = 0; d < devices_; ++d) {
-    const std::string dev = devices_ > 1 ? "DEV" + std::to_string(d) + "." : "";
+    const std::string dev = devices_ > 1 ? profiler::device_prefix(d) : "";
     for (std::uint32_t s = 0; s < slices_; ++s) {
       const std::string slice = dev + "SLICE" + std::to_string(s);
       engines_.push_back({slice + ".ARRAY", EngineKind::kArray, 1, s, d, nec});
@@ -121,6 +122,14 @@ profiler::Workload make_workload(const Schedule& schedule, const HwConfig& confi
   w.device.dma_bytes_per_cycle = config.dma.bytes_per_cycle;
   w.device.slice_static_uw = config.energy.slice_static_uw;
   w.device.dram_static_uw = config.energy.dram_static_uw;
+  // With ideal memory links take no cycles: rates of 0 give link bounds of 0.
+  const cost::LinkTiming host = cost::LinkTiming::host(config);
+  const cost::LinkTiming link = cost::LinkTiming::device(config);
+  w.device.host_link_mbps = config.ideal_memory ? 0 : config.host.link_mbps;
+  w.device.host_link_channels = config.host.link_channels;
+  w.device.host_link_latency_cycles = host.ideal ? 0 : host.latency_cycles;
+  w.device.device_link_mbps = config.ideal_memory ? 0 : config.devices.link_mbps;
+  w.device.device_link_latency_cycles = link.ideal ? 0 : link.latency_cycles;
   w.engines = layout.all();
   for (const Program& p : schedule.programs) w.programs.push_back({p.name, p.loc});
   w.commands.reserve(schedule.commands.size());
@@ -136,6 +145,11 @@ profiler::Workload make_workload(const Schedule& schedule, const HwConfig& confi
     info.program = c.program;
     info.dram_read_bytes = c.engine == EngineKind::kDmaIn ? c.bytes : 0;
     info.dram_write_bytes = c.engine == EngineKind::kDmaOut ? c.bytes : 0;
+    if (is_link(c.engine)) {
+      info.link_bytes = c.bytes;
+      info.peer = c.peer;
+      info.to_device = c.to_device;
+    }
     info.macs = c.macs;
     info.vector_macs = c.vector_macs;
     info.lram_alloc_bytes = c.lram_alloc_bytes;
