@@ -157,8 +157,7 @@ Graph two_convs(std::uint64_t c) {
   const std::uint32_t c1 =
       b.layer("conv1", "Conv", {x, b.weight("w1", {c, c, 3, 3})}, {1, c, 8, 8}, conv);
   const std::uint32_t r = b.layer("relu", "Relu", {c1}, {1, c, 8, 8});
-  b.g.outputs = {
-      b.layer("conv2", "Conv", {r, b.weight("w2", {c, c, 3, 3})}, {1, c, 8, 8}, conv)};
+  b.g.outputs = {b.layer("conv2", "Conv", {r, b.weight("w2", {c, c, 3, 3})}, {1, c, 8, 8}, conv)};
   b.g.name = "convs";
   return b.g;
 }
@@ -220,11 +219,11 @@ TEST(Sharding, ABatchThatDividesRunsDataParallelWithoutTransfers) {
   conv.ints["kernel_shape"] = {3, 3};
   conv.ints["pads"] = {1, 1, 1, 1};
   const std::uint32_t x = b.input("x", {4, 8, 8, 8});
-  const std::uint32_t c1 = b.layer("conv1", "Conv", {x, b.weight("w1", {16, 8, 3, 3})},
-                                   {4, 16, 8, 8}, conv);
+  const std::uint32_t c1 =
+      b.layer("conv1", "Conv", {x, b.weight("w1", {16, 8, 3, 3})}, {4, 16, 8, 8}, conv);
   const std::uint32_t r = b.layer("relu", "Relu", {c1}, {4, 16, 8, 8});
-  b.g.outputs = {b.layer("conv2", "Conv", {r, b.weight("w2", {16, 16, 3, 3})}, {4, 16, 8, 8},
-                         conv)};
+  b.g.outputs = {
+      b.layer("conv2", "Conv", {r, b.weight("w2", {16, 16, 3, 3})}, {4, 16, 8, 8}, conv)};
   b.g.name = "batch";
   b.g.batch = 4;
   const Schedule s = compile_schedule(b.g, system_of(4, "ring"));
@@ -312,9 +311,8 @@ TEST(Sharding, FourDeviceLlmMacsSumToTheSingleDeviceCount) {
   ASSERT_EQ(per_device.size(), 4u);
   for (const auto& [device, macs] : per_device) EXPECT_EQ(macs, 21489664u / 4) << device;
   // A decoder layer: Megatron's two all-reduces, after o_proj and after down_proj.
-  const shard::ShardedGraph layer =
-      shard::shard_tensor_parallel(build_llm_graph(spec, prefill_phase(spec), LlmPart::kLayer),
-                                   system_of(4, "ring"));
+  const shard::ShardedGraph layer = shard::shard_tensor_parallel(
+      build_llm_graph(spec, prefill_phase(spec), LlmPart::kLayer), system_of(4, "ring"));
   std::vector<std::string> reduced;
   for (const auto& step : layer.steps) {
     for (const auto& c : step.collectives) {

@@ -316,15 +316,15 @@ class Sharder {
   // alone on their links (the shared link cost model): devices - 1 ring steps of a part, or a
   // part to the root and the rest back.
   bool split_pays(const Layer& l) const {
-    const std::uint64_t peak = std::uint64_t{config_.slices.count} * config_.slices.rows *
-                               config_.slices.cols;
+    const std::uint64_t peak =
+        std::uint64_t{config_.slices.count} * config_.slices.rows * config_.slices.cols;
     const std::uint64_t saved = layer_macs(g_, l) / peak * (devices_ - 1) / devices_;
     const std::uint64_t whole = tensor(l.outputs[0]).bytes(), part = whole / devices_;
     const cost::LinkTiming link = cost::LinkTiming::device(config_);
-    const std::uint64_t gather =
-        config_.devices.topology == Topology::kRing
-            ? (devices_ - 1) * cost::link_transfer_cycles(part, link)
-            : cost::link_transfer_cycles(part, link) + cost::link_transfer_cycles(whole - part, link);
+    const std::uint64_t gather = config_.devices.topology == Topology::kRing
+                                     ? (devices_ - 1) * cost::link_transfer_cycles(part, link)
+                                     : cost::link_transfer_cycles(part, link) +
+                                           cost::link_transfer_cycles(whole - part, link);
     return gather < saved;
   }
 
