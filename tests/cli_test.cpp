@@ -151,13 +151,14 @@ TEST_F(Cli, RunWritesEveryOutput) {
 }
 
 TEST_F(Cli, RunsTheTwoDeviceAllReduceExample) {
-  // models/multi_device/allreduce_2dev.json on `default` with two devices, 800 MHz:
-  //   EXT_HDMA of 8192 B at host.link_gbps 32: 8192 * 800e6 / 32e9 = 204.8 -> 205 cycles, + 1000
-  //   ns latency = 800 cycles: 1005. Both devices load at once on the link's 2 channels: [4, 1009)
-  //   SYNC: devices.link_latency_ns 500 = 400 cycles: [1013, 1413)
-  //   DEV_HDMA of 4096 B at devices.link_gbps 32: 102.4 -> 103 + 400 = 503: [1417, 1920)
-  //   Add of 2048 elements on 16 lanes: 128: [1924, 2052)
-  //   DEV_HDMA [2056, 2559), SYNC [2563, 2963), EXT_HDMA to the host [2967, 3972)
+  // models/multi_device/allreduce_2dev.json on `default` with two devices, 800 MHz. The links
+  // (32 GB/s) are faster than `default`'s DRAM (12.8 GB/s), so they move 12.8 GB/s: 16 B/cycle.
+  //   EXT_HDMA of 8192 B: 8192 / 16 = 512 cycles, + 1000 ns latency = 800 cycles: 1312. Both
+  //   devices load at once on the host link's 2 channels: [4, 1316)
+  //   SYNC: devices.link_latency_ns 500 = 400 cycles: [1320, 1720)
+  //   DEV_HDMA of 4096 B: 4096 / 16 = 256 + 400 = 656: [1724, 2380)
+  //   Add of 2048 elements on 16 lanes: 128: [2384, 2512)
+  //   DEV_HDMA [2516, 3172), SYNC [3176, 3576), EXT_HDMA to the host [3580, 4892)
   const fs::path out = dir_ / "out";
   const Result r =
       npusim({"run", "-m", (kSource / "models/multi_device/allreduce_2dev.json").string(), "--set",
@@ -165,11 +166,11 @@ TEST_F(Cli, RunsTheTwoDeviceAllReduceExample) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto est = timeline_rows(out / "timeline.csv");
   const auto sim = timeline_rows(out / "runtime_timeline.csv");
-  EXPECT_EQ(sim.at("EH1"), std::make_pair(std::uint64_t{4}, std::uint64_t{1009}));
-  EXPECT_EQ(sim.at("DS0"), std::make_pair(std::uint64_t{1013}, std::uint64_t{1413}));
-  EXPECT_EQ(sim.at("DH1"), std::make_pair(std::uint64_t{1417}, std::uint64_t{1920}));
-  EXPECT_EQ(sim.at("S1"), std::make_pair(std::uint64_t{1924}, std::uint64_t{2052}));
-  EXPECT_EQ(sim.at("EH2"), std::make_pair(std::uint64_t{2967}, std::uint64_t{3972}));
+  EXPECT_EQ(sim.at("EH1"), std::make_pair(std::uint64_t{4}, std::uint64_t{1316}));
+  EXPECT_EQ(sim.at("DS0"), std::make_pair(std::uint64_t{1320}, std::uint64_t{1720}));
+  EXPECT_EQ(sim.at("DH1"), std::make_pair(std::uint64_t{1724}, std::uint64_t{2380}));
+  EXPECT_EQ(sim.at("S1"), std::make_pair(std::uint64_t{2384}, std::uint64_t{2512}));
+  EXPECT_EQ(sim.at("EH2"), std::make_pair(std::uint64_t{3580}, std::uint64_t{4892}));
   EXPECT_EQ(est, sim);  // nothing contends
   EXPECT_THAT(r.out, HasSubstr("DEV1.DEV_HDMA"));
   // On one device the example is refused: its commands name device 1.
@@ -182,18 +183,17 @@ TEST_F(Cli, RunsTheTwoDeviceAllReduceExample) {
 }
 
 TEST_F(Cli, TheTwoDeviceExampleReportsLinksDevicesCollectivesAndTracesPerDevice) {
-  // The example as above (800 MHz, links at 32 GB/s per direction, the host link's 2 channels at
-  // 32 GB/s each, latencies 400 and 800 cycles), hand-computed:
-  //   device link, each direction: DH of 4096 + 4096 bytes: ceil(8192 * 800e6 / 32e9) = ceil(204.8)
-  //     = 205 + 400 = 605 cycles
-  //   host link: EH0 + EH1 + EH2 = 24576 bytes over 2 channels: ceil(24576 * 800e6 / 64e9) =
-  //     ceil(307.2) = 308 + 800 = 1108 cycles: above the vector bound (128), so it binds
+  // The example as above (800 MHz; every link lane moves DRAM's 12.8 GB/s, 16 B/cycle, not its
+  // 32; the host link has 2 channels; latencies 400 and 800 cycles), hand-computed:
+  //   device link, each direction: DH of 4096 + 4096 bytes: 8192 / 16 = 512 + 400 = 912 cycles
+  //   host link: EH0 + EH1 + EH2 = 24576 bytes over 2 channels: 24576 / 32 = 768 + 800 = 1568
+  //     cycles: above the device link's and the vector bound (128), so it binds
   //   collective time (DEV_HDMA and SYNC; no layer is named "collective."):
-  //     device 0: DS0 [1013, 1413) + DH0 [1417, 1920) + DH2 [2056, 2559) + DS1 [2563, 2963)
-  //       = 400 + 503 + 503 + 400 = 1806
-  //     device 1: DH1 [1417, 1920) + DH3 [2056, 2559) = 1006
-  //   busy: device 0 adds EH0 [4, 1009), S0 [1924, 2052), EH2 [2967, 3972): 1806 + 1005 + 128 +
-  //     1005 = 3944; device 1: EH1 1005 + DH1 503 + S1 128 + DH3 503 = 2139
+  //     device 0: DS0 [1320, 1720) + DH0 [1724, 2380) + DH2 [2516, 3172) + DS1 [3176, 3576)
+  //       = 400 + 656 + 656 + 400 = 2112
+  //     device 1: DH1 [1724, 2380) + DH3 [2516, 3172) = 1312
+  //   busy: device 0 adds EH0 [4, 1316), S0 [2384, 2512), EH2 [3580, 4892): 2112 + 1312 + 128 +
+  //     1312 = 4864; device 1: EH1 1312 + DH1 656 + S1 128 + DH3 656 = 2752
   //   bytes: DEV_HDMA 8192 each way per device (16384 in all); EXT_HDMA to device 0 and 1 8192
   //     each, to the host 8192 from device 0 (24576 in all)
   const fs::path out = dir_ / "out";
@@ -202,17 +202,17 @@ TEST_F(Cli, TheTwoDeviceExampleReportsLinksDevicesCollectivesAndTracesPerDevice)
               "devices.count=2", "-o", out.string(), "-q"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const Json stats = Json::parse(read_file(out / "stats.json"));
-  EXPECT_EQ(stats.at("bounds").at("device_link_cycles"), 605);
-  EXPECT_EQ(stats.at("bounds").at("host_link_cycles"), 1108);
+  EXPECT_EQ(stats.at("bounds").at("device_link_cycles"), 912);
+  EXPECT_EQ(stats.at("bounds").at("host_link_cycles"), 1568);
   EXPECT_EQ(stats.at("bounds").at("binding"), "host_link");
   EXPECT_EQ(stats.at("device").at("devices"), 2);
   for (const char* section : {"estimate", "runtime"}) {
     const Json& d = stats.at(section).at("devices");
     ASSERT_EQ(d.size(), 2u) << section;
-    EXPECT_EQ(d[0].at("collective_cycles"), 1806) << section;
-    EXPECT_EQ(d[1].at("collective_cycles"), 1006) << section;
-    EXPECT_EQ(d[0].at("busy_cycles"), 3944) << section;
-    EXPECT_EQ(d[1].at("busy_cycles"), 2139) << section;
+    EXPECT_EQ(d[0].at("collective_cycles"), 2112) << section;
+    EXPECT_EQ(d[1].at("collective_cycles"), 1312) << section;
+    EXPECT_EQ(d[0].at("busy_cycles"), 4864) << section;
+    EXPECT_EQ(d[1].at("busy_cycles"), 2752) << section;
     EXPECT_EQ(d[0].at("compute_busy_cycles"), 128) << section;
     EXPECT_EQ(d[0].at("dev_hdma_sent_bytes"), 8192) << section;
     EXPECT_EQ(d[0].at("dev_hdma_received_bytes"), 8192) << section;
@@ -232,7 +232,7 @@ TEST_F(Cli, TheTwoDeviceExampleReportsLinksDevicesCollectivesAndTracesPerDevice)
   const Result rep = npusim({"report", out.string()});
   ASSERT_EQ(rep.exit_code, 0) << rep.err;
   EXPECT_THAT(rep.out, HasSubstr("devices (busy and collective"));
-  EXPECT_THAT(rep.out, HasSubstr("1806"));
+  EXPECT_THAT(rep.out, HasSubstr("2112"));
 
   // trace.json: a process per device and a Host process, per run; tracks in the seed's
   // categories; flows between the devices' processes.

@@ -52,13 +52,14 @@ class G {
 };
 
 // 1 GHz; device links 10 GB/s per direction with 100 ns latency (0.1 cycle per byte, 100
-// cycles); the host link 2 lanes of 16 GB/s with 1000 ns latency.
+// cycles); the host link 2 lanes of 16 GB/s with 1000 ns latency; DRAM 100 GB/s, faster than
+// both links, so the links' own rates hold (a link is no faster than DRAM).
 HwConfig system_of(std::uint32_t devices, const std::string& topology) {
   return parse_hw_config(
       "{}", "cfg",
       {"devices.count=" + std::to_string(devices), "devices.topology=" + topology, "clock_mhz=1000",
        "devices.link_gbps=10", "devices.link_latency_ns=100", "host.link_gbps=16",
-       "host.link_latency_ns=1000"});
+       "host.link_latency_ns=1000", "dram.bandwidth_gbps=100"});
 }
 
 std::map<std::uint32_t, std::uint64_t> macs_per_device(const Schedule& s) {

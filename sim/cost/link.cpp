@@ -5,9 +5,12 @@
 
 namespace npusim::cost {
 
-LinkTiming::LinkTiming(const HwConfig& config, std::uint64_t mbps, std::uint64_t latency_ps,
+LinkTiming::LinkTiming(const HwConfig& config, std::uint64_t mbps_, std::uint64_t latency_ps,
                        std::uint32_t lanes_)
-    : latency_cycles(config.ps_to_cycles(latency_ps)), lanes(lanes_), ideal(config.ideal_memory) {
+    : mbps(mbps_),
+      latency_cycles(config.ps_to_cycles(latency_ps)),
+      lanes(lanes_),
+      ideal(config.ideal_memory) {
   // As DramTiming: a cycle is 1 / (khz * 1e3) s and a byte 1 / (mbps * 1e6) s, so in ticks of
   // 1 / (khz * mbps * 1e6) s a cycle is mbps * 1000 ticks and a byte khz ticks.
   const Ticks per_cycle = Ticks{mbps} * 1000u;
@@ -19,11 +22,13 @@ LinkTiming::LinkTiming(const HwConfig& config, std::uint64_t mbps, std::uint64_t
 }
 
 LinkTiming LinkTiming::host(const HwConfig& config) {
-  return {config, config.host.link_mbps, config.host.link_latency_ps, config.host.link_channels};
+  return {config, std::min(config.host.link_mbps, config.dram.bandwidth_mbps),
+          config.host.link_latency_ps, config.host.link_channels};
 }
 
 LinkTiming LinkTiming::device(const HwConfig& config) {
-  return {config, config.devices.link_mbps, config.devices.link_latency_ps, 1};
+  return {config, std::min(config.devices.link_mbps, config.dram.bandwidth_mbps),
+          config.devices.link_latency_ps, 1};
 }
 
 Cycles link_transfer_cycles(std::uint64_t bytes, const LinkTiming& link) {

@@ -19,8 +19,12 @@ struct LinkTiming {
   // `mbps` per lane (10^6 bytes/s) and `latency_ps` on `config`'s clock, with `lanes` lanes.
   LinkTiming(const HwConfig& config, std::uint64_t mbps, std::uint64_t latency_ps,
              std::uint32_t lanes);
+  // A lane moves bytes no faster than a device's DRAM reads or writes them: its rate is the
+  // link's or dram.bandwidth_gbps, the lower (the link does not yet take DRAM bandwidth from the
+  // device's other traffic).
   static LinkTiming host(const HwConfig& config);    // the host link
   static LinkTiming device(const HwConfig& config);  // one direction of a device-to-device link
+  std::uint64_t mbps = 0;  // per lane, 10^6 bytes/s
   Ticks ticks_per_cycle = 1;
   Ticks ticks_per_byte = 1;
   Cycles latency_cycles = 0;

@@ -125,10 +125,10 @@ profiler::Workload make_workload(const Schedule& schedule, const HwConfig& confi
   // With ideal memory links take no cycles: rates of 0 give link bounds of 0.
   const cost::LinkTiming host = cost::LinkTiming::host(config);
   const cost::LinkTiming link = cost::LinkTiming::device(config);
-  w.device.host_link_mbps = config.ideal_memory ? 0 : config.host.link_mbps;
+  w.device.host_link_mbps = config.ideal_memory ? 0 : host.mbps;
   w.device.host_link_channels = config.host.link_channels;
   w.device.host_link_latency_cycles = host.ideal ? 0 : host.latency_cycles;
-  w.device.device_link_mbps = config.ideal_memory ? 0 : config.devices.link_mbps;
+  w.device.device_link_mbps = config.ideal_memory ? 0 : link.mbps;
   w.device.device_link_latency_cycles = link.ideal ? 0 : link.latency_cycles;
   w.engines = layout.all();
   for (const Program& p : schedule.programs) w.programs.push_back({p.name, p.loc});
