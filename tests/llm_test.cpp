@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "profiler/llm_report.h"
 #include "sim/api/llm_run.h"
@@ -125,6 +126,27 @@ TEST(Llm, ReplayEqualsTheFullSimulation) {
   bool layer1 = false;
   for (const Command& c : session.schedule().commands) layer1 |= c.layer.rfind("layers.1.", 0) == 0;
   EXPECT_TRUE(layer1);
+}
+
+// The same on two devices: each part of the sharded phase starts and ends with a barrier
+// across the devices, so replaying the layer's timeline is still exact.
+TEST(Llm, ReplayOnTwoDevicesEqualsTheFullSimulation) {
+  TempModel model(kTiny);
+  api::RunRequest req;
+  req.model = model.path();
+  req.overrides = {"devices.count=2"};
+  const api::Session session = api::Session::open(req);
+  const api::Measured m = session.measure(true);
+  ASSERT_TRUE(m.runtime);
+  const profiler::Timeline full = api::simulate_in_child(session.schedule(), session.config());
+  ASSERT_EQ(full.commands.size(), m.runtime->commands.size());
+  for (std::size_t i = 0; i < full.commands.size(); ++i) {
+    ASSERT_EQ(full.commands[i].start, m.runtime->commands[i].start) << i;
+    ASSERT_EQ(full.commands[i].end, m.runtime->commands[i].end) << i;
+  }
+  std::set<std::uint32_t> devices;
+  for (const Command& c : session.schedule().commands) devices.insert(c.device);
+  EXPECT_EQ(devices, (std::set<std::uint32_t>{0, 1}));
 }
 
 TEST(Llm, FiguresFromSteps) {
