@@ -10,12 +10,15 @@
 
 namespace npusim::profiler {
 
-std::vector<LayerStats> compute_layer_stats(const Workload& w, const Timeline& t) {
+std::vector<LayerStats> compute_layer_stats(const Workload& w, const Timeline& t,
+                                            const std::vector<CommandStalls>* given_stalls) {
   std::vector<LayerStats> rows;
   std::unordered_map<std::string, std::size_t> row_of;
   std::unordered_map<std::string, const LayerInfo*> info_of;
   for (const LayerInfo& l : w.layers) info_of.emplace(l.name, &l);
-  const std::vector<CommandStalls> stalls = command_stalls(w, t);
+  std::vector<CommandStalls> computed;
+  if (given_stalls == nullptr) computed = command_stalls(w, t);
+  const std::vector<CommandStalls>& stalls = given_stalls != nullptr ? *given_stalls : computed;
   // Per layer and engine, whether an array command of it ran there already.
   std::vector<std::vector<bool>> seen_on_engine;
   for (std::size_t i = 0; i < w.commands.size(); ++i) {

@@ -82,10 +82,11 @@ std::vector<std::uint64_t> lram_peak_per_program(const Workload& w, const Timeli
 
 // layers[]: one row per layer, SCALE-Sim's compute report and the tiling against it
 // (docs/outputs.md).
-void write_layers(JsonWriter& j, const Workload& w, const Timeline& t) {
+void write_layers(JsonWriter& j, const TimelineFigures& f) {
+  const Workload& w = f.workload();
   j.key("layers");
   j.begin_array();
-  const std::vector<LayerStats> rows = compute_layer_stats(w, t);
+  const std::vector<LayerStats> rows = compute_layer_stats(w, f.timeline(), &f.stalls());
   std::map<std::string, std::uint64_t> layer_fj;
   for (const CommandInfo& c : w.commands) layer_fj[c.layer] += c.energy.total_fj();
   for (std::size_t id = 0; id < rows.size(); ++id) {
@@ -152,13 +153,15 @@ void write_op_groups(JsonWriter& j, const Workload& w, const Timeline& t,
   j.end_array();
 }
 
-void write_run(JsonWriter& j, const Workload& w, const Timeline& t, const RunStats& s,
-               StatsLevel level, bool aggregated) {
+void write_run(JsonWriter& j, const TimelineFigures& f, StatsLevel level, bool aggregated) {
+  const Workload& w = f.workload();
+  const Timeline& t = f.timeline();
+  const RunStats& s = f.stats();
   const Clock clock{w.device.clock_khz};
   const bool waits = level >= StatsLevel::kWaits;
   const bool extended = level >= StatsLevel::kExtended;
-  std::vector<CommandStalls> stalls;
-  if (waits) stalls = command_stalls(w, t);
+  static const std::vector<CommandStalls> kNoStalls;
+  const std::vector<CommandStalls>& stalls = waits ? f.stalls() : kNoStalls;
   std::vector<Cycles> deps_wait(w.engines.size(), 0), dram_wait(w.engines.size(), 0);
   std::vector<std::uint64_t> read_bytes(w.engines.size(), 0), write_bytes(w.engines.size(), 0);
   for (std::size_t i = 0; i < w.commands.size(); ++i) {
@@ -178,7 +181,7 @@ void write_run(JsonWriter& j, const Workload& w, const Timeline& t, const RunSta
                                                      s.total_cycles, w.device.clock_khz)));
   j.field("lram_peak_bytes", s.lram.peak_bytes);
   j.field("lram_peak_cycle", s.lram.peak_at);
-  const EnergyStats energy = compute_energy(w, s.total_cycles);
+  const EnergyStats& energy = f.energy();
   j.field("energy_uj", uj(energy.total_fj()));
   j.field("static_energy_uj", uj(energy.static_fj()));
   j.key("engines");
@@ -238,7 +241,7 @@ void write_run(JsonWriter& j, const Workload& w, const Timeline& t, const RunSta
   }
   if (level >= StatsLevel::kOps && aggregated) {
     write_op_groups(j, w, t, stalls);
-    write_layers(j, w, t);
+    write_layers(j, f);
   } else if (level >= StatsLevel::kOps) {
     const double peak_macs_per_cycle =
         static_cast<double>(w.device.array_rows) * w.device.array_cols;
@@ -272,7 +275,7 @@ void write_run(JsonWriter& j, const Workload& w, const Timeline& t, const RunSta
       j.end_object();
     }
     j.end_array();
-    write_layers(j, w, t);
+    write_layers(j, f);
   }
   j.end_object();
 }
@@ -425,9 +428,13 @@ void write_summary(std::ostream& out, const Workload& w, const Timeline& estimat
   const Iterations* iterations = options.iterations;
   const DeviceInfo& d = w.device;
   const Clock clock{d.clock_khz};
-  const RunStats est = compute_stats(w, estimate);
+  std::optional<TimelineFigures> est_local, run_local;
+  const TimelineFigures& est_figures = figures_of(options.estimate_figures, w, estimate, est_local);
+  const TimelineFigures& main_figures =
+      runtime ? figures_of(options.runtime_figures, w, *runtime, run_local) : est_figures;
+  const RunStats& est = est_figures.stats();
   const Bounds bounds = compute_bounds(w);
-  const RunStats& main = runtime ? compute_stats(w, *runtime) : est;
+  const RunStats& main = main_figures.stats();
 
   out << "npusim " << (runtime ? "run" : "estimate") << " summary\n";
   if (!options.incomplete.empty()) {
@@ -471,8 +478,8 @@ void write_summary(std::ostream& out, const Workload& w, const Timeline& estimat
       fixed(achieved_gbps(dram_bytes, main.total_cycles, d.clock_khz), 3), "");
   row("LRAM peak bytes", std::to_string(est.lram.peak_bytes), std::to_string(main.lram.peak_bytes),
       "");
-  const EnergyStats est_energy = compute_energy(w, est.total_cycles);
-  const EnergyStats energy = compute_energy(w, main.total_cycles);
+  const EnergyStats& est_energy = est_figures.energy();
+  const EnergyStats& energy = main_figures.energy();
   row("energy (uJ)", fixed(fj_to_uj(est_energy.total_fj()), 6),
       fixed(fj_to_uj(energy.total_fj()), 6), "");
   out << '\n';
@@ -574,7 +581,11 @@ void write_stats_json(std::ostream& out, const Workload& w, const Timeline& esti
   const StatsLevel level = options.level;
   const Iterations* iterations = options.iterations;
   const DeviceInfo& d = w.device;
-  const RunStats est = compute_stats(w, estimate);
+  std::optional<TimelineFigures> est_local, run_local;
+  const TimelineFigures& est_figures = figures_of(options.estimate_figures, w, estimate, est_local);
+  const TimelineFigures& main_figures =
+      runtime ? figures_of(options.runtime_figures, w, *runtime, run_local) : est_figures;
+  const RunStats& est = est_figures.stats();
   const Bounds bounds = compute_bounds(w);
   JsonWriter j(out);
   j.begin_object();
@@ -619,10 +630,10 @@ void write_stats_json(std::ostream& out, const Workload& w, const Timeline& esti
   j.field("stats_level", static_cast<int>(level));
   if (options.aggregated) j.field("aggregated", true);
   j.key("estimate");
-  write_run(j, w, estimate, est, level, options.aggregated);
+  write_run(j, est_figures, level, options.aggregated);
   if (runtime) {
     j.key("runtime");
-    write_run(j, w, *runtime, compute_stats(w, *runtime), level, options.aggregated);
+    write_run(j, main_figures, level, options.aggregated);
   }
   if (iterations != nullptr) {
     j.key("iterations");
@@ -633,8 +644,7 @@ void write_stats_json(std::ostream& out, const Workload& w, const Timeline& esti
     write_llm_json(j, *options.llm, Clock{d.clock_khz});
   }
   j.key("energy");
-  write_energy_json(j, w, compute_energy(w, (runtime ? *runtime : estimate).total_cycles()),
-                    runtime ? "runtime" : "estimate");
+  write_energy_json(j, w, main_figures.energy(), runtime ? "runtime" : "estimate");
   j.end_object();
 }
 

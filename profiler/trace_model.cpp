@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <functional>
+#include <optional>
 #include <limits>
 #include <queue>
 #include <stdexcept>
@@ -297,6 +298,7 @@ std::uint32_t add_track(TraceModel& m, std::uint32_t p, const Lane& lane, bool p
 
 // One track per (engine, unit, lane) of process p and one slice per command.
 void add_command_tracks(TraceModel& m, std::uint32_t p, const Timeline& t,
+                        const std::vector<CommandStalls>& stalls,
                         const std::vector<std::uint32_t>& rank, TrackIds& ids) {
   const Workload& w = *m.workload;
   const auto n = static_cast<std::uint32_t>(w.commands.size());
@@ -325,7 +327,6 @@ void add_command_tracks(TraceModel& m, std::uint32_t p, const Timeline& t,
       s.end_ns = trace_ns(t.commands[i].end, khz);
     }
   }
-  const std::vector<CommandStalls> stalls = command_stalls(w, t);
   for (std::uint32_t i = 0; i < n; ++i) {
     m.slices[std::size_t{p} * n + i].stall_deps = stalls[i].deps;
     m.slices[std::size_t{p} * n + i].stall_dram = stalls[i].dram;
@@ -334,11 +335,12 @@ void add_command_tracks(TraceModel& m, std::uint32_t p, const Timeline& t,
 
 // Aggregated: one track per (engine, lane) of process p and one slice per OpGroup, appended to
 // m.groups and m.slices in group order.
-void add_group_tracks(TraceModel& m, std::uint32_t p, const Timeline& t, TrackIds& ids) {
+void add_group_tracks(TraceModel& m, std::uint32_t p, const Timeline& t,
+                      const std::vector<CommandStalls>& stalls, TrackIds& ids) {
   const Workload& w = *m.workload;
   const std::uint64_t khz = w.device.clock_khz;
   const auto first = static_cast<std::uint32_t>(m.groups.size());
-  std::vector<OpGroup> groups = group_ops(w, t, command_stalls(w, t));
+  std::vector<OpGroup> groups = group_ops(w, t, stalls);
   for (OpGroup& g : groups) m.groups.push_back(std::move(g));
   const auto count = static_cast<std::uint32_t>(m.groups.size()) - first;
   std::vector<std::uint32_t> order(count);
@@ -561,10 +563,13 @@ TraceModel build_trace_model(const Workload& workload, const std::vector<TraceRu
 
     std::int32_t sort_index = 0;
     TrackIds ids{next_tid, next_uuid, sort_index};
+    std::optional<TimelineFigures> local;
+    const std::vector<CommandStalls>& stalls =
+        figures_of(runs[p].figures, workload, t, local).stalls();
     if (options.aggregate) {
-      add_group_tracks(m, p, t, ids);
+      add_group_tracks(m, p, t, stalls, ids);
     } else {
-      add_command_tracks(m, p, t, rank, ids);
+      add_command_tracks(m, p, t, stalls, rank, ids);
     }
     if (options.counters) {
       const Cycles total = proc.total_cycles;
