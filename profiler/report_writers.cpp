@@ -88,7 +88,15 @@ void write_layers(JsonWriter& j, const TimelineFigures& f) {
   j.begin_array();
   const std::vector<LayerStats> rows = compute_layer_stats(w, f.timeline(), &f.stalls());
   std::map<std::string, std::uint64_t> layer_fj;
-  for (const CommandInfo& c : w.commands) layer_fj[c.layer] += c.energy.total_fj();
+  const std::string* last_layer = nullptr;  // commands come in runs of one layer
+  std::uint64_t* fj = nullptr;
+  for (const CommandInfo& c : w.commands) {
+    if (last_layer == nullptr || *last_layer != c.layer) {
+      fj = &layer_fj[c.layer];
+      last_layer = &c.layer;
+    }
+    *fj += c.energy.total_fj();
+  }
   for (std::size_t id = 0; id < rows.size(); ++id) {
     const LayerStats& r = rows[id];
     j.begin_object(true);
