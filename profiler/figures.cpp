@@ -18,8 +18,7 @@ const EnergyStats& TimelineFigures::energy() const {
 }
 
 const TimelineFigures& figures_of(const TimelineFigures* given, const Workload& workload,
-                                  const Timeline& timeline,
-                                  std::optional<TimelineFigures>& local) {
+                                  const Timeline& timeline, std::optional<TimelineFigures>& local) {
   if (given != nullptr && given->of(workload, timeline)) return *given;
   return local.emplace(workload, timeline);
 }

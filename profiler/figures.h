@@ -43,7 +43,6 @@ class TimelineFigures {
 
 // `given` if it holds the figures of (workload, timeline); otherwise fresh ones, made in `local`.
 const TimelineFigures& figures_of(const TimelineFigures* given, const Workload& workload,
-                                  const Timeline& timeline,
-                                  std::optional<TimelineFigures>& local);
+                                  const Timeline& timeline, std::optional<TimelineFigures>& local);
 
 }  // namespace npusim::profiler

@@ -430,6 +430,28 @@ void write_iterations(JsonWriter& j, const Iterations& it, const Clock& clock) {
   j.end_object();
 }
 
+namespace {
+
+// summary.txt's table of back-to-back inferences (--iterations).
+void iterations_table(std::ostream& out, const Iterations& it, bool simulated, const Clock& clock) {
+  out << "inferences:   " << it.count << " back to back, profiled " << it.profiled << " from #"
+      << it.first_profiled
+      << " (this table counts from the run's start, the rest from the window's)\n";
+  const auto& spans = simulated ? it.runtime : it.estimate;
+  out << "  " << pad_right("inference", 12) << pad_left("start", 14) << pad_left("end", 14)
+      << pad_left("latency", 12) << pad_left("us", 12) << '\n';
+  for (std::size_t i = 0; i < spans.size(); ++i) {
+    out << "  " << pad_right("#" + std::to_string(i), 12)
+        << pad_left(std::to_string(spans[i].start), 14)
+        << pad_left(std::to_string(spans[i].end), 14)
+        << pad_left(std::to_string(spans[i].end - spans[i].start), 12)
+        << pad_left(fixed(clock.to_us(spans[i].end - spans[i].start), 3), 12) << '\n';
+  }
+  out << '\n';
+}
+
+}  // namespace
+
 void write_summary(std::ostream& out, const Workload& w, const Timeline& estimate,
                    const Timeline* runtime, const ReportOptions& options) {
   const StatsLevel level = options.level;
@@ -492,22 +514,7 @@ void write_summary(std::ostream& out, const Workload& w, const Timeline& estimat
       fixed(fj_to_uj(energy.total_fj()), 6), "");
   out << '\n';
 
-  if (iterations != nullptr) {
-    out << "inferences:   " << iterations->count << " back to back, profiled "
-        << iterations->profiled << " from #" << iterations->first_profiled
-        << " (this table counts from the run's start, the rest from the window's)\n";
-    const auto& spans = runtime ? iterations->runtime : iterations->estimate;
-    out << "  " << pad_right("inference", 12) << pad_left("start", 14) << pad_left("end", 14)
-        << pad_left("latency", 12) << pad_left("us", 12) << '\n';
-    for (std::size_t i = 0; i < spans.size(); ++i) {
-      out << "  " << pad_right("#" + std::to_string(i), 12)
-          << pad_left(std::to_string(spans[i].start), 14)
-          << pad_left(std::to_string(spans[i].end), 14)
-          << pad_left(std::to_string(spans[i].end - spans[i].start), 12)
-          << pad_left(fixed(clock.to_us(spans[i].end - spans[i].start), 3), 12) << '\n';
-    }
-    out << '\n';
-  }
+  if (iterations != nullptr) iterations_table(out, *iterations, runtime != nullptr, clock);
   if (options.llm != nullptr) write_llm_summary(out, *options.llm, clock);
   out << pad_right("lower bounds:", 24) << pad_left("cycles", 14) << pad_left("% of total", 12)
       << '\n';

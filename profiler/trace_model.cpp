@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <functional>
-#include <optional>
 #include <limits>
+#include <optional>
 #include <queue>
 #include <stdexcept>
 #include <tuple>

@@ -344,9 +344,8 @@ PartRuns run_llm_parts(const LlmPhasePlan& plan, const HwConfig& config, bool si
       } catch (const SimulationError& e) {
         throw SimulationError(name + ": " + e.what(), nullptr, e.stage());
       }
-      const std::string over =
-          lram_failure(runs.workloads.back(), profiler::compute_stats(runs.workloads.back(), t),
-                       which);
+      const std::string over = lram_failure(
+          runs.workloads.back(), profiler::compute_stats(runs.workloads.back(), t), which);
       if (!over.empty()) throw SimulationError(std::string(name).append(": ").append(over));
       return t;
     };
@@ -434,8 +433,9 @@ Measured Session::measure(bool simulate_too) const {
     return m;
   }
   if (n == 1) {
-    Measured m{full_workload, std::move(est), std::move(sim), std::nullopt, std::nullopt, "",
-               false,        std::move(est_stats), std::move(sim_stats)};
+    Measured m{full_workload, std::move(est),       std::move(sim),
+               std::nullopt,  std::nullopt,         "",
+               false,         std::move(est_stats), std::move(sim_stats)};
     if (llm_) measure_decode(m, simulate_too);
     return m;
   }
@@ -478,7 +478,8 @@ void Session::measure_decode(Measured& m, bool simulate_too) const {
   run.batch = spec.batch;
   run.prefill_tokens = spec.prefill_tokens;
   run.decode_tokens = spec.decode_tokens;
-  const std::optional<profiler::RunStats>& last_stats = m.runtime ? m.runtime_stats : m.estimate_stats;
+  const std::optional<profiler::RunStats>& last_stats =
+      m.runtime ? m.runtime_stats : m.estimate_stats;
   profiler::LlmStep prefill = phase_step(*m.workload, m.estimate, m.runtime ? &*m.runtime : nullptr,
                                          last_stats ? &*last_stats : nullptr);
   prefill.prefill = true;
