@@ -33,6 +33,10 @@ class TimelineFigures {
   const std::vector<CommandStalls>& stalls() const;  // command_stalls
   const EnergyStats& energy() const;                 // compute_energy over the total cycles
 
+  // Frees the stalls (16 bytes a command) once their last user is done; they are computed again
+  // if asked for.
+  void release_stalls() { stalls_.reset(); }
+
  private:
   const Workload* workload_;
   const Timeline* timeline_;

@@ -617,7 +617,7 @@ DetailNotes Session::write(const Measured& m, const std::filesystem::path& out,
   const bool aggregate =
       profiler::aggregated(options.detail, commands, options.auto_detail_commands);
   // Figures several writers need, computed once (profiler/figures.h).
-  const profiler::TimelineFigures est_figures(w, est, m.estimate_stats);
+  profiler::TimelineFigures est_figures(w, est, m.estimate_stats);
   std::optional<profiler::TimelineFigures> sim_figures;
   if (sim) sim_figures.emplace(w, *sim, m.runtime_stats);
   const profiler::TimelineFigures* simf = sim_figures ? &*sim_figures : nullptr;
@@ -669,6 +669,12 @@ DetailNotes Session::write(const Measured& m, const std::filesystem::path& out,
   }
   for (std::size_t i = aggregate ? 1 : 0; i < notes.size(); ++i) spdlog::warn("{}", notes[i]);
   PhaseTimer t("write summary.txt and stats.json");
+  dir.write("stats.json",
+            [&](std::ostream& s) { profiler::write_stats_json(s, w, est, sim, report); });
+  // The last writer of the stalls is done: summary.txt's op-type table takes more memory, and
+  // both timelines' stalls (16 bytes a command each) would raise the run's peak.
+  est_figures.release_stalls();
+  if (sim_figures) sim_figures->release_stalls();
   dir.write("summary.txt",
             [&](std::ostream& s) { profiler::write_summary(s, w, est, sim, report); });
   if (m.llm) {
@@ -676,8 +682,6 @@ DetailNotes Session::write(const Measured& m, const std::filesystem::path& out,
       profiler::write_llm_csv(s, *m.llm, profiler::Clock{w.device.clock_khz});
     });
   }
-  dir.write("stats.json",
-            [&](std::ostream& s) { profiler::write_stats_json(s, w, est, sim, report); });
   dir.commit();
   return notes;
 }
