@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 
 #include "profiler/stats.h"
 #include "profiler/text_out.h"
@@ -69,8 +70,11 @@ bool write_timeline_csv(std::ostream& out, const Workload& workload, const Timel
   return !text.over_limit();
 }
 
-void write_runtime_csv(std::ostream& out, const Workload& workload, const Timeline& timeline) {
-  const RunStats stats = compute_stats(workload, timeline);
+void write_runtime_csv(std::ostream& out, const Workload& workload, const Timeline& timeline,
+                       const RunStats* given_stats) {
+  std::optional<RunStats> computed;
+  if (given_stats == nullptr) computed = compute_stats(workload, timeline);
+  const RunStats& stats = given_stats != nullptr ? *given_stats : *computed;
   const Clock clock{workload.device.clock_khz};
   out << "id;time_since_open;time_since_start;location\n";
   for (std::size_t i = 0; i < stats.programs.size(); ++i) {

@@ -5,6 +5,7 @@
 #include <ostream>
 #include <string>
 
+#include "profiler/stats.h"
 #include "profiler/timeline.h"
 
 namespace npusim::profiler {
@@ -22,7 +23,9 @@ bool write_timeline_csv(std::ostream& out, const Workload& workload, const Timel
 // `id;time_since_open;time_since_start;location`, one row per program: its index, its end in
 // integer microseconds since the run began (cycle 0), its duration in integer microseconds
 // (both rounded to nearest, halves up), and its location.
-void write_runtime_csv(std::ostream& out, const Workload& workload, const Timeline& timeline);
+// `stats`, when given, must be compute_stats(workload, timeline).
+void write_runtime_csv(std::ostream& out, const Workload& workload, const Timeline& timeline,
+                       const RunStats* stats = nullptr);
 
 // annotated.csv: per program, per hardware op, `;`-separated:
 // program;operation;slice;invocation;start_us;end_us;total_us;slice0_used;...;dma_in_used;dma_out_used;host_used

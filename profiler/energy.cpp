@@ -40,15 +40,28 @@ EnergyStats compute_energy(const Workload& w, Cycles total_cycles) {
   e.engine_fj.assign(w.engines.size(), 0);
   std::map<std::string, std::uint64_t> by_op;
   std::map<std::string, std::size_t> layer_index;
+  // Commands come in runs of one op type and one layer: the last lookups are kept.
+  const std::string* last_op = nullptr;
+  std::uint64_t* op_fj = nullptr;
+  const std::string* last_layer = nullptr;
+  std::size_t layer = 0;
   for (const CommandInfo& c : w.commands) {
     const std::uint64_t fj = c.energy.total_fj();
     e.dynamic += c.energy;
     e.engine_fj[c.engine] += fj;
-    by_op[c.op_type] += fj;
-    const std::string& layer = c.layer.empty() ? c.op_type : c.layer;
-    const auto [it, added] = layer_index.try_emplace(layer, e.layer_fj.size());
-    if (added) e.layer_fj.emplace_back(layer, 0);
-    e.layer_fj[it->second].second += fj;
+    if (last_op == nullptr || *last_op != c.op_type) {
+      op_fj = &by_op[c.op_type];
+      last_op = &c.op_type;
+    }
+    *op_fj += fj;
+    const std::string& name = c.layer.empty() ? c.op_type : c.layer;
+    if (last_layer == nullptr || *last_layer != name) {
+      const auto [it, added] = layer_index.try_emplace(name, e.layer_fj.size());
+      if (added) e.layer_fj.emplace_back(name, 0);
+      layer = it->second;
+      last_layer = &name;
+    }
+    e.layer_fj[layer].second += fj;
   }
   e.op_type_fj.assign(by_op.begin(), by_op.end());
   const DeviceInfo& d = w.device;

@@ -9,43 +9,63 @@
 #include <cstdio>
 
 namespace npusim::profiler {
+namespace {
 
-std::vector<LayerStats> compute_layer_stats(const Workload& w, const Timeline& t) {
+// Adds command `c` to its layer's row; `seen_on_engine`: whether an array command of the layer
+// ran on each engine already.
+void add_command(LayerStats& r, std::vector<bool>& seen_on_engine, const Workload& w,
+                 const CommandInfo& c, const CommandTiming& ct, const CommandStalls& stalls) {
+  const EngineKind kind = w.engines[c.engine].kind;
+  ++r.commands;
+  r.dma_bytes += c.dram_read_bytes + c.dram_write_bytes;
+  if (kind == EngineKind::kArray || kind == EngineKind::kVector) {
+    r.span_start = std::min(r.span_start, ct.start);
+    r.span_end = std::max(r.span_end, ct.end);
+  }
+  if (kind == EngineKind::kArray) {
+    r.array_cycles += c.isolated_cycles;
+    if (seen_on_engine[c.engine]) r.stall_cycles += stalls.deps;
+    seen_on_engine[c.engine] = true;
+  } else if (kind == EngineKind::kVector) {
+    r.vector_cycles += c.isolated_cycles;
+  }
+}
+
+}  // namespace
+
+std::vector<LayerStats> compute_layer_stats(const Workload& w, const Timeline& t,
+                                            const std::vector<CommandStalls>* given_stalls) {
   std::vector<LayerStats> rows;
   std::unordered_map<std::string, std::size_t> row_of;
   std::unordered_map<std::string, const LayerInfo*> info_of;
   for (const LayerInfo& l : w.layers) info_of.emplace(l.name, &l);
-  const std::vector<CommandStalls> stalls = command_stalls(w, t);
+  std::vector<CommandStalls> computed;
+  if (given_stalls == nullptr) computed = command_stalls(w, t);
+  const std::vector<CommandStalls>& stalls = given_stalls != nullptr ? *given_stalls : computed;
   // Per layer and engine, whether an array command of it ran there already.
   std::vector<std::vector<bool>> seen_on_engine;
+  // Commands come in runs of one layer: the last lookup is kept.
+  const std::string* last_layer = nullptr;
+  std::size_t row = 0;
   for (std::size_t i = 0; i < w.commands.size(); ++i) {
     const CommandInfo& c = w.commands[i];
+    if (last_layer != nullptr && *last_layer == c.layer) {
+      add_command(rows[row], seen_on_engine[row], w, c, t.commands[i], stalls[i]);
+      continue;
+    }
+    last_layer = &c.layer;
     auto [it, added] = row_of.try_emplace(c.layer, rows.size());
+    row = it->second;
     if (added) {
-      LayerStats row;
+      LayerStats fresh;
       const auto info = info_of.find(c.layer);
-      if (info != info_of.end()) row.info = *info->second;
-      row.info.name = c.layer;
-      row.span_start = ~Cycles{0};
-      rows.push_back(row);
+      if (info != info_of.end()) fresh.info = *info->second;
+      fresh.info.name = c.layer;
+      fresh.span_start = ~Cycles{0};
+      rows.push_back(fresh);
       seen_on_engine.emplace_back(w.engines.size(), false);
     }
-    LayerStats& r = rows[it->second];
-    const CommandTiming& ct = t.commands[i];
-    const EngineKind kind = w.engines[c.engine].kind;
-    ++r.commands;
-    r.dma_bytes += c.dram_read_bytes + c.dram_write_bytes;
-    if (kind == EngineKind::kArray || kind == EngineKind::kVector) {
-      r.span_start = std::min(r.span_start, ct.start);
-      r.span_end = std::max(r.span_end, ct.end);
-    }
-    if (kind == EngineKind::kArray) {
-      r.array_cycles += c.isolated_cycles;
-      if (seen_on_engine[it->second][c.engine]) r.stall_cycles += stalls[i].deps;
-      seen_on_engine[it->second][c.engine] = true;
-    } else if (kind == EngineKind::kVector) {
-      r.vector_cycles += c.isolated_cycles;
-    }
+    add_command(rows[row], seen_on_engine[row], w, c, t.commands[i], stalls[i]);
   }
   const double pes = static_cast<double>(w.device.array_rows) * w.device.array_cols;
   for (LayerStats& r : rows) {

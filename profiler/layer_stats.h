@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "profiler/stats.h"
 #include "profiler/timeline.h"
 
 namespace npusim::profiler {
@@ -32,7 +33,9 @@ struct LayerStats {
 
 // One row per layer name of the commands, in order of first appearance; the compiler's LayerInfo
 // attached by name where the workload has one.
-std::vector<LayerStats> compute_layer_stats(const Workload& workload, const Timeline& timeline);
+// `stalls`, when given, must be command_stalls(workload, timeline).
+std::vector<LayerStats> compute_layer_stats(const Workload& workload, const Timeline& timeline,
+                                            const std::vector<CommandStalls>* stalls = nullptr);
 
 // `npusim report --layers`: the layers[] of one run of a stats.json (`run` is its "runtime" or
 // "estimate" object), as a table or as CSV whose first columns are SCALE-Sim's

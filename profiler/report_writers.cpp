@@ -82,12 +82,21 @@ std::vector<std::uint64_t> lram_peak_per_program(const Workload& w, const Timeli
 
 // layers[]: one row per layer, SCALE-Sim's compute report and the tiling against it
 // (docs/outputs.md).
-void write_layers(JsonWriter& j, const Workload& w, const Timeline& t) {
+void write_layers(JsonWriter& j, const TimelineFigures& f) {
+  const Workload& w = f.workload();
   j.key("layers");
   j.begin_array();
-  const std::vector<LayerStats> rows = compute_layer_stats(w, t);
+  const std::vector<LayerStats> rows = compute_layer_stats(w, f.timeline(), &f.stalls());
   std::map<std::string, std::uint64_t> layer_fj;
-  for (const CommandInfo& c : w.commands) layer_fj[c.layer] += c.energy.total_fj();
+  const std::string* last_layer = nullptr;  // commands come in runs of one layer
+  std::uint64_t* fj = nullptr;
+  for (const CommandInfo& c : w.commands) {
+    if (last_layer == nullptr || *last_layer != c.layer) {
+      fj = &layer_fj[c.layer];
+      last_layer = &c.layer;
+    }
+    *fj += c.energy.total_fj();
+  }
   for (std::size_t id = 0; id < rows.size(); ++id) {
     const LayerStats& r = rows[id];
     j.begin_object(true);
@@ -235,13 +244,15 @@ void device_table(std::ostream& out, const Workload& w, const Timeline& t, Cycle
       << " GB/s\n";
 }
 
-void write_run(JsonWriter& j, const Workload& w, const Timeline& t, const RunStats& s,
-               StatsLevel level, bool aggregated) {
+void write_run(JsonWriter& j, const TimelineFigures& f, StatsLevel level, bool aggregated) {
+  const Workload& w = f.workload();
+  const Timeline& t = f.timeline();
+  const RunStats& s = f.stats();
   const Clock clock{w.device.clock_khz};
   const bool waits = level >= StatsLevel::kWaits;
   const bool extended = level >= StatsLevel::kExtended;
-  std::vector<CommandStalls> stalls;
-  if (waits) stalls = command_stalls(w, t);
+  static const std::vector<CommandStalls> kNoStalls;
+  const std::vector<CommandStalls>& stalls = waits ? f.stalls() : kNoStalls;
   std::vector<Cycles> deps_wait(w.engines.size(), 0), dram_wait(w.engines.size(), 0);
   std::vector<std::uint64_t> read_bytes(w.engines.size(), 0), write_bytes(w.engines.size(), 0);
   for (std::size_t i = 0; i < w.commands.size(); ++i) {
@@ -261,7 +272,7 @@ void write_run(JsonWriter& j, const Workload& w, const Timeline& t, const RunSta
                                                      s.total_cycles, w.device.clock_khz)));
   j.field("lram_peak_bytes", s.lram.peak_bytes);
   j.field("lram_peak_cycle", s.lram.peak_at);
-  const EnergyStats energy = compute_energy(w, s.total_cycles);
+  const EnergyStats& energy = f.energy();
   j.field("energy_uj", uj(energy.total_fj()));
   j.field("static_energy_uj", uj(energy.static_fj()));
   j.key("engines");
@@ -322,7 +333,7 @@ void write_run(JsonWriter& j, const Workload& w, const Timeline& t, const RunSta
   }
   if (level >= StatsLevel::kOps && aggregated) {
     write_op_groups(j, w, t, stalls);
-    write_layers(j, w, t);
+    write_layers(j, f);
   } else if (level >= StatsLevel::kOps) {
     const double peak_macs_per_cycle =
         static_cast<double>(w.device.array_rows) * w.device.array_cols;
@@ -356,7 +367,7 @@ void write_run(JsonWriter& j, const Workload& w, const Timeline& t, const RunSta
       j.end_object();
     }
     j.end_array();
-    write_layers(j, w, t);
+    write_layers(j, f);
   }
   j.end_object();
 }
@@ -519,6 +530,24 @@ void bounds_table(std::ostream& out, const Bounds& bounds, Cycles total, bool mu
   }
 }
 
+// summary.txt's table of back-to-back inferences (--iterations).
+void iterations_table(std::ostream& out, const Iterations& it, bool simulated, const Clock& clock) {
+  out << "inferences:   " << it.count << " back to back, profiled " << it.profiled << " from #"
+      << it.first_profiled
+      << " (this table counts from the run's start, the rest from the window's)\n";
+  const auto& spans = simulated ? it.runtime : it.estimate;
+  out << "  " << pad_right("inference", 12) << pad_left("start", 14) << pad_left("end", 14)
+      << pad_left("latency", 12) << pad_left("us", 12) << '\n';
+  for (std::size_t i = 0; i < spans.size(); ++i) {
+    out << "  " << pad_right("#" + std::to_string(i), 12)
+        << pad_left(std::to_string(spans[i].start), 14)
+        << pad_left(std::to_string(spans[i].end), 14)
+        << pad_left(std::to_string(spans[i].end - spans[i].start), 12)
+        << pad_left(fixed(clock.to_us(spans[i].end - spans[i].start), 3), 12) << '\n';
+  }
+  out << '\n';
+}
+
 }  // namespace
 
 void write_summary(std::ostream& out, const Workload& w, const Timeline& estimate,
@@ -527,9 +556,13 @@ void write_summary(std::ostream& out, const Workload& w, const Timeline& estimat
   const Iterations* iterations = options.iterations;
   const DeviceInfo& d = w.device;
   const Clock clock{d.clock_khz};
-  const RunStats est = compute_stats(w, estimate);
+  std::optional<TimelineFigures> est_local, run_local;
+  const TimelineFigures& est_figures = figures_of(options.estimate_figures, w, estimate, est_local);
+  const TimelineFigures& main_figures =
+      runtime ? figures_of(options.runtime_figures, w, *runtime, run_local) : est_figures;
+  const RunStats& est = est_figures.stats();
   const Bounds bounds = compute_bounds(w);
-  const RunStats& main = runtime ? compute_stats(w, *runtime) : est;
+  const RunStats& main = main_figures.stats();
 
   out << "npusim " << (runtime ? "run" : "estimate") << " summary\n";
   if (!options.incomplete.empty()) {
@@ -573,28 +606,13 @@ void write_summary(std::ostream& out, const Workload& w, const Timeline& estimat
       fixed(achieved_gbps(dram_bytes, main.total_cycles, d.clock_khz), 3), "");
   row("LRAM peak bytes", std::to_string(est.lram.peak_bytes), std::to_string(main.lram.peak_bytes),
       "");
-  const EnergyStats est_energy = compute_energy(w, est.total_cycles);
-  const EnergyStats energy = compute_energy(w, main.total_cycles);
+  const EnergyStats& est_energy = est_figures.energy();
+  const EnergyStats& energy = main_figures.energy();
   row("energy (uJ)", fixed(fj_to_uj(est_energy.total_fj()), 6),
       fixed(fj_to_uj(energy.total_fj()), 6), "");
   out << '\n';
 
-  if (iterations != nullptr) {
-    out << "inferences:   " << iterations->count << " back to back, profiled "
-        << iterations->profiled << " from #" << iterations->first_profiled
-        << " (this table counts from the run's start, the rest from the window's)\n";
-    const auto& spans = runtime ? iterations->runtime : iterations->estimate;
-    out << "  " << pad_right("inference", 12) << pad_left("start", 14) << pad_left("end", 14)
-        << pad_left("latency", 12) << pad_left("us", 12) << '\n';
-    for (std::size_t i = 0; i < spans.size(); ++i) {
-      out << "  " << pad_right("#" + std::to_string(i), 12)
-          << pad_left(std::to_string(spans[i].start), 14)
-          << pad_left(std::to_string(spans[i].end), 14)
-          << pad_left(std::to_string(spans[i].end - spans[i].start), 12)
-          << pad_left(fixed(clock.to_us(spans[i].end - spans[i].start), 3), 12) << '\n';
-    }
-    out << '\n';
-  }
+  if (iterations != nullptr) iterations_table(out, *iterations, runtime != nullptr, clock);
   if (options.llm != nullptr) write_llm_summary(out, *options.llm, clock);
   const bool multi_device = has_multi_device_engines(w);
   bounds_table(out, bounds, main.total_cycles, multi_device);
@@ -677,7 +695,11 @@ void write_stats_json(std::ostream& out, const Workload& w, const Timeline& esti
   const StatsLevel level = options.level;
   const Iterations* iterations = options.iterations;
   const DeviceInfo& d = w.device;
-  const RunStats est = compute_stats(w, estimate);
+  std::optional<TimelineFigures> est_local, run_local;
+  const TimelineFigures& est_figures = figures_of(options.estimate_figures, w, estimate, est_local);
+  const TimelineFigures& main_figures =
+      runtime ? figures_of(options.runtime_figures, w, *runtime, run_local) : est_figures;
+  const RunStats& est = est_figures.stats();
   const Bounds bounds = compute_bounds(w);
   JsonWriter j(out);
   j.begin_object();
@@ -735,10 +757,10 @@ void write_stats_json(std::ostream& out, const Workload& w, const Timeline& esti
   j.field("stats_level", static_cast<int>(level));
   if (options.aggregated) j.field("aggregated", true);
   j.key("estimate");
-  write_run(j, w, estimate, est, level, options.aggregated);
+  write_run(j, est_figures, level, options.aggregated);
   if (runtime) {
     j.key("runtime");
-    write_run(j, w, *runtime, compute_stats(w, *runtime), level, options.aggregated);
+    write_run(j, main_figures, level, options.aggregated);
   }
   if (iterations != nullptr) {
     j.key("iterations");
@@ -749,8 +771,7 @@ void write_stats_json(std::ostream& out, const Workload& w, const Timeline& esti
     write_llm_json(j, *options.llm, Clock{d.clock_khz});
   }
   j.key("energy");
-  write_energy_json(j, w, compute_energy(w, (runtime ? *runtime : estimate).total_cycles()),
-                    runtime ? "runtime" : "estimate");
+  write_energy_json(j, w, main_figures.energy(), runtime ? "runtime" : "estimate");
   j.end_object();
 }
 

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "profiler/figures.h"
 #include "profiler/llm_report.h"
 #include "profiler/timeline.h"
 
@@ -70,6 +71,10 @@ struct ReportOptions {
   bool aggregated = false;
   // Lines for summary.txt on what the outputs aggregate or leave out, after the config line.
   std::vector<std::string> detail_notes;
+  // The figures of the estimate's and the runtime's timelines, when the caller has them (shared
+  // by the writers of one run); used only if they are of the timelines written, else computed.
+  const TimelineFigures* estimate_figures = nullptr;
+  const TimelineFigures* runtime_figures = nullptr;
 };
 
 // `runtime` is null when only the compile-time estimate was made (`npusim estimate`).

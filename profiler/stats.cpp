@@ -11,9 +11,14 @@ __extension__ using U128 = unsigned __int128;
 U128 ceil_div(U128 num, U128 den) { return (num + den - 1) / den; }
 
 // Length of the union of [start, end) intervals.
+// (Any order by start gives the same length; an engine's commands mostly come in order already.)
 Cycles union_length(std::vector<CommandTiming>& intervals) {
-  std::sort(intervals.begin(), intervals.end(),
-            [](const CommandTiming& a, const CommandTiming& b) { return a.start < b.start; });
+  const auto before = [](const CommandTiming& a, const CommandTiming& b) {
+    return a.start < b.start;
+  };
+  if (!std::is_sorted(intervals.begin(), intervals.end(), before)) {
+    std::sort(intervals.begin(), intervals.end(), before);
+  }
   Cycles total = 0;
   Cycles covered_until = 0;
   for (const CommandTiming& t : intervals) {
@@ -324,27 +329,37 @@ double achieved_gbps(std::uint64_t bytes, Cycles cycles, std::uint64_t clock_khz
 std::vector<CommandStalls> command_stalls(const Workload& workload, const Timeline& timeline) {
   const std::size_t n = workload.commands.size();
   std::vector<CommandStalls> stalls(n);
-  std::vector<std::uint32_t> order(n);
-  for (std::uint32_t i = 0; i < n; ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
-    return timeline.commands[a].start < timeline.commands[b].start;
-  });
-  // End of the last command seen so far on each (engine, unit), walking in start order.
-  std::vector<std::vector<Cycles>> unit_ready(workload.engines.size());
-  for (std::uint32_t i : order) {
-    const CommandInfo& c = workload.commands[i];
+  // Each (engine, unit)'s commands in order of start, ties in schedule order: only the command
+  // before on the same unit matters. They mostly come in that order already.
+  std::vector<std::vector<std::vector<std::uint32_t>>> on_unit(workload.engines.size());
+  for (std::uint32_t i = 0; i < n; ++i) {
     const CommandTiming& t = timeline.commands[i];
-    Cycles deps_done = 0;
-    for (std::uint32_t d : c.deps) deps_done = std::max(deps_done, timeline.commands[d].end);
-    std::vector<Cycles>& units = unit_ready[c.engine];
-    if (units.size() <= t.unit) units.resize(std::size_t{t.unit} + 1, 0);
-    const Cycles ready = units[t.unit];
-    stalls[i].deps = deps_done > ready ? deps_done - ready : 0;
-    units[t.unit] = t.end;
-    const EngineKind kind = workload.engines[c.engine].kind;
-    if (kind == EngineKind::kDmaIn || kind == EngineKind::kDmaOut) {
-      const Cycles took = t.end - t.start;
-      stalls[i].dram = took > c.isolated_cycles ? took - c.isolated_cycles : 0;
+    auto& units = on_unit[workload.commands[i].engine];
+    if (units.size() <= t.unit) units.resize(std::size_t{t.unit} + 1);
+    units[t.unit].push_back(i);
+  }
+  const auto earlier = [&](std::uint32_t a, std::uint32_t b) {
+    return timeline.commands[a].start < timeline.commands[b].start;
+  };
+  for (auto& units : on_unit) {
+    for (std::vector<std::uint32_t>& order : units) {
+      if (!std::is_sorted(order.begin(), order.end(), earlier)) {
+        std::stable_sort(order.begin(), order.end(), earlier);
+      }
+      Cycles ready = 0;  // the end of the unit's command before
+      for (std::uint32_t i : order) {
+        const CommandInfo& c = workload.commands[i];
+        const CommandTiming& t = timeline.commands[i];
+        Cycles deps_done = 0;
+        for (std::uint32_t d : c.deps) deps_done = std::max(deps_done, timeline.commands[d].end);
+        stalls[i].deps = deps_done > ready ? deps_done - ready : 0;
+        ready = t.end;
+        const EngineKind kind = workload.engines[c.engine].kind;
+        if (kind == EngineKind::kDmaIn || kind == EngineKind::kDmaOut) {
+          const Cycles took = t.end - t.start;
+          stalls[i].dram = took > c.isolated_cycles ? took - c.isolated_cycles : 0;
+        }
+      }
     }
   }
   return stalls;

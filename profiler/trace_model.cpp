@@ -4,6 +4,7 @@
 #include <array>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <queue>
 #include <stdexcept>
 #include <tuple>
@@ -342,6 +343,7 @@ std::uint32_t add_track(TraceModel& m, std::uint32_t first, const ProcessLayout&
 // command.
 void add_command_tracks(TraceModel& m, std::uint32_t r, std::uint32_t first,
                         const ProcessLayout& layout, const Timeline& t,
+                        const std::vector<CommandStalls>& stalls,
                         const std::vector<std::uint32_t>& rank, TrackIds& ids) {
   const Workload& w = *m.workload;
   const auto n = static_cast<std::uint32_t>(w.commands.size());
@@ -370,7 +372,6 @@ void add_command_tracks(TraceModel& m, std::uint32_t r, std::uint32_t first,
       s.end_ns = trace_ns(t.commands[i].end, khz);
     }
   }
-  const std::vector<CommandStalls> stalls = command_stalls(w, t);
   for (std::uint32_t i = 0; i < n; ++i) {
     m.slices[std::size_t{r} * n + i].stall_deps = stalls[i].deps;
     m.slices[std::size_t{r} * n + i].stall_dram = stalls[i].dram;
@@ -380,11 +381,11 @@ void add_command_tracks(TraceModel& m, std::uint32_t r, std::uint32_t first,
 // Aggregated: one track per (engine, lane) of the run whose first process is `first_process` and
 // one slice per OpGroup, appended to m.groups and m.slices in group order.
 void add_group_tracks(TraceModel& m, std::uint32_t first_process, const ProcessLayout& layout,
-                      const Timeline& t, TrackIds& ids) {
+                      const Timeline& t, const std::vector<CommandStalls>& stalls, TrackIds& ids) {
   const Workload& w = *m.workload;
   const std::uint64_t khz = w.device.clock_khz;
   const auto first = static_cast<std::uint32_t>(m.groups.size());
-  std::vector<OpGroup> groups = group_ops(w, t, command_stalls(w, t));
+  std::vector<OpGroup> groups = group_ops(w, t, stalls);
   for (OpGroup& g : groups) m.groups.push_back(std::move(g));
   const auto count = static_cast<std::uint32_t>(m.groups.size()) - first;
   std::vector<std::uint32_t> order(count);
@@ -722,10 +723,13 @@ TraceModel build_trace_model(const Workload& workload, const std::vector<TraceRu
 
     std::int32_t sort_index = 0;
     TrackIds ids{next_tid, next_uuid, sort_index};
+    std::optional<TimelineFigures> local;
+    const std::vector<CommandStalls>& stalls =
+        figures_of(runs[r].figures, workload, t, local).stalls();
     if (options.aggregate) {
-      add_group_tracks(m, first, layout, t, ids);
+      add_group_tracks(m, first, layout, t, stalls, ids);
     } else {
-      add_command_tracks(m, r, first, layout, t, rank, ids);
+      add_command_tracks(m, r, first, layout, t, stalls, rank, ids);
     }
     if (options.counters) {
       for (std::uint32_t q = 0; q < layout.per_run; ++q) {

@@ -30,6 +30,7 @@
 #include <string_view>
 #include <vector>
 
+#include "profiler/figures.h"
 #include "profiler/op_groups.h"
 #include "profiler/timeline.h"
 
@@ -51,6 +52,8 @@ struct TraceOptions {
 struct TraceRun {
   std::string name;                    // process name, e.g. "compile-time estimate"
   const Timeline* timeline = nullptr;  // indexed like Workload::commands; outlives the model
+  // Its figures, if the caller has them (shared with the other writers); else computed.
+  const TimelineFigures* figures = nullptr;
 };
 
 // Counter windows: DRAM GB/s and utilisation are averaged over windows of

@@ -59,6 +59,17 @@ printf '%-44s %10s %12.1f %10.1f\n' "  default" "$s" "$(echo "$kib / 1024" | bc 
 json="$json, \"llm7b_default_wall_s\": $s, \"llm7b_default_peak_rss_kib\": $kib, \"llm7b_default_output_bytes\": $llm_bytes"
 rm -rf "$tmp/llm7b"
 
+# The whole Llama-2-7B model on server: 512-token prefill and 128 decode steps, every output at
+# the default level. Once: it takes tens of seconds, and the simulation runs on one core (each
+# step's child process runs while its parent waits).
+# Targets (issue 13): <= 60 s on one core, <= 2 GB peak RSS.
+printf '\n%-44s %10s %12s %10s\n' "Llama-2-7B, 512 prefill + 128 decode (once)" "wall s" "peak RSS MiB" "output MB"
+read -r s kib < <(runs=1 measure "$bin" run models/llm/llama2_7b.json -c server -o "$tmp/llama2_7b" -q)
+l7_bytes=$(du -sb "$tmp/llama2_7b" | cut -f1)
+printf '%-44s %10s %12.1f %10.1f\n' "  server" "$s" "$(echo "$kib / 1024" | bc -l)" "$(echo "$l7_bytes / 1000000" | bc -l)"
+json="$json, \"llama2_7b_server_wall_s\": $s, \"llama2_7b_server_peak_rss_kib\": $kib, \"llama2_7b_server_output_bytes\": $l7_bytes"
+rm -rf "$tmp/llama2_7b"
+
 printf '\n%-44s %14s\n' "Simulator core (simulate only)" "commands/s"
 core=$(build/npusim_bench core models/zoo/resnet50.json default)
 cps=$(python3 -c "import json,sys; print(round(json.loads(sys.argv[1])['simulate_commands_per_s']))" "$core")

@@ -22,6 +22,7 @@
 #include "sim/ir/engines.h"
 #include "sim/platform/platform.h"
 #include "sim/util/error.h"
+#include "sim/util/json_stream.h"
 
 namespace npusim::api {
 namespace {
@@ -56,10 +57,10 @@ void warn_on_target_mismatch(const Schedule& schedule, const HwConfig& config) {
   }
 }
 
-// A schedule that overfills local memory cannot run as compiled: why, if it does.
-std::string lram_failure(const profiler::Workload& w, const profiler::Timeline& t,
+// A schedule that overfills local memory cannot run as compiled: why, if it does. `stats` are
+// the timeline's.
+std::string lram_failure(const profiler::Workload& w, const profiler::RunStats& stats,
                          const char* which) {
-  const profiler::RunStats stats = profiler::compute_stats(w, t);
   const auto& over = stats.lram.overflow;
   if (!over) return "";
   return std::string("local memory capacity exceeded in the ") + which + ": " +
@@ -81,7 +82,9 @@ std::string schedule_target_config(const std::string& path) {
   }
   std::ifstream in(path);
   const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-  if (!j.is_object() || j.value("format", "") != "npusim-schedule") return "";
+  if (!j.is_object()) return "";
+  const auto format = j.find("format");
+  if (format == j.end() || !format->is_string() || *format != "npusim-schedule") return "";
   const auto target = j.find("target");
   if (target == j.end() || !target->is_object()) return "";
   const auto config = target->find("config");
@@ -221,27 +224,87 @@ std::filesystem::path default_out_for(const std::string& model) {
 
 std::filesystem::path Session::default_out() const { return default_out_for(request_.model); }
 
+namespace {
+
+// A stats.json's "format" and "model": {"name", "file"}, read with the SAX interface, which stops
+// as soon as it has them: they come first, and the file can be tens of MB.
+class StatsHeader final : public JsonSaxHandler {
+ public:
+  std::string format, name, file;
+  bool has_model = false;
+  bool done() const { return !format.empty() && has_model; }
+
+  bool null() override { return scalar(); }
+  bool boolean(bool /*value*/) override { return scalar(); }
+  bool number_integer(number_integer_t /*value*/) override { return scalar(); }
+  bool number_unsigned(number_unsigned_t /*value*/) override { return scalar(); }
+  bool number_float(number_float_t /*value*/, const string_t& /*text*/) override {
+    return scalar();
+  }
+  bool string(string_t& value) override {
+    if (depth() == 1 && key_ == "format") format = value;
+    if (depth() == 2 && in_model_ && key_ == "name") name = value;
+    if (depth() == 2 && in_model_ && key_ == "file") file = value;
+    return scalar();
+  }
+  bool start_object(std::size_t /*elements*/) override {
+    if (depth() == 0) is_object_ = true;
+    if (depth() == 1 && key_ == "model") in_model_ = true;
+    return enter();
+  }
+  bool key(string_t& value) override {
+    key_ = value;
+    return true;
+  }
+  bool end_object() override {
+    leave();
+    if (depth() == 1 && in_model_) in_model_ = false, has_model = true;
+    return !done();  // false stops the parse: everything needed is read
+  }
+  bool start_array(std::size_t /*elements*/) override { return is_object_ && enter(); }
+  bool end_array() override {
+    leave();
+    return true;
+  }
+
+ private:
+  bool scalar() const { return is_object_; }  // a top level that is not an object is no stats.json
+  bool is_object_ = false, in_model_ = false;
+  std::string key_;
+};
+
+}  // namespace
+
 std::string other_model_in(const std::filesystem::path& out, const std::string& model) {
   std::ifstream in(out / "stats.json");
   if (!in) return "";
-  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-  if (!j.is_object() || j.value("format", "") != "npusim-stats") return "";
-  const auto m = j.find("model");
-  if (m == j.end() || !m->is_object()) return "";
-  const std::string file = m->value("file", "");
-  if (file.empty() || file == std::filesystem::path(model).filename().string()) return "";
-  return m->value("name", "") + " (" + file + ")";
+  in.close();
+  StatsHeader header;
+  try {
+    sax_parse_json_file((out / "stats.json").string(), header);
+  } catch (const InputError&) {
+    return "";  // not JSON: not a stats.json
+  }
+  if (!header.done() || header.format != "npusim-stats") return "";
+  if (header.file.empty() || header.file == std::filesystem::path(model).filename().string()) {
+    return "";
+  }
+  return header.name + " (" + header.file + ")";
 }
 
 namespace {
 
-// A phase's figures from its workload and timelines.
+// A phase's figures from its workload and timelines; `known`, when given, is the statistics of
+// the last of them.
 profiler::LlmStep phase_step(const profiler::Workload& w, const profiler::Timeline& est,
-                             const profiler::Timeline* sim) {
+                             const profiler::Timeline* sim,
+                             const profiler::RunStats* known = nullptr) {
   profiler::LlmStep step;
   step.commands = w.commands.size();
   step.estimate_cycles = est.total_cycles();
-  const profiler::RunStats stats = profiler::compute_stats(w, sim != nullptr ? *sim : est);
+  std::optional<profiler::RunStats> computed;
+  if (known == nullptr) computed = profiler::compute_stats(w, sim != nullptr ? *sim : est);
+  const profiler::RunStats& stats = known != nullptr ? *known : *computed;
   if (sim != nullptr) step.runtime_cycles = stats.total_cycles;
   step.macs = stats.macs;
   step.dram_read_bytes = stats.dram_read_bytes;
@@ -281,7 +344,8 @@ PartRuns run_llm_parts(const LlmPhasePlan& plan, const HwConfig& config, bool si
       } catch (const SimulationError& e) {
         throw SimulationError(name + ": " + e.what(), nullptr, e.stage());
       }
-      const std::string over = lram_failure(runs.workloads.back(), t, which);
+      const std::string over = lram_failure(
+          runs.workloads.back(), profiler::compute_stats(runs.workloads.back(), t), which);
       if (!over.empty()) throw SimulationError(std::string(name).append(": ").append(over));
       return t;
     };
@@ -327,7 +391,11 @@ Measured Session::measure(bool simulate_too) const {
         return estimate(schedule, config_);
       },
       failure, finished);
-  if (failure.empty()) failure = lram_failure(full, est, "estimate");
+  std::optional<profiler::RunStats> est_stats, sim_stats;
+  if (failure.empty()) {
+    est_stats = profiler::compute_stats(full, est);
+    failure = lram_failure(full, *est_stats, "estimate");
+  }
   const bool failed_in_estimate = !failure.empty();
   std::optional<profiler::Timeline> sim;
   // A run the estimate cannot complete, the simulation cannot either: it is not started.
@@ -342,7 +410,10 @@ Measured Session::measure(bool simulate_too) const {
                                                    : simulate_in_child(schedule, config_);
         },
         failure, finished);
-    if (failure.empty()) failure = lram_failure(full, *sim, "simulation");
+    if (failure.empty()) {
+      sim_stats = profiler::compute_stats(full, *sim);
+      failure = lram_failure(full, *sim_stats, "simulation");
+    }
   }
   if (!failure.empty()) {
     // The outputs hold the commands that finished, with the run's own times.
@@ -355,13 +426,16 @@ Measured Session::measure(bool simulate_too) const {
                std::nullopt,
                std::nullopt,
                failure,
-               failed_in_estimate};
+               failed_in_estimate,
+               std::nullopt,
+               std::nullopt};
     if (sim) m.runtime = std::move(part.timelines[1]);
     return m;
   }
   if (n == 1) {
-    Measured m{full_workload, std::move(est), std::move(sim), std::nullopt, std::nullopt, "",
-               false};
+    Measured m{full_workload, std::move(est),       std::move(sim),
+               std::nullopt,  std::nullopt,         "",
+               false,         std::move(est_stats), std::move(sim_stats)};
     if (llm_) measure_decode(m, simulate_too);
     return m;
   }
@@ -388,7 +462,9 @@ Measured Session::measure(bool simulate_too) const {
              it,
              std::nullopt,
              "",
-             false};
+             false,
+             std::nullopt,
+             std::nullopt};
   if (sim) {
     m.runtime =
         std::move(profiler::select_commands(full, {&*sim}, keep, origin(it.runtime)).timelines[0]);
@@ -402,8 +478,10 @@ void Session::measure_decode(Measured& m, bool simulate_too) const {
   run.batch = spec.batch;
   run.prefill_tokens = spec.prefill_tokens;
   run.decode_tokens = spec.decode_tokens;
-  profiler::LlmStep prefill =
-      phase_step(*m.workload, m.estimate, m.runtime ? &*m.runtime : nullptr);
+  const std::optional<profiler::RunStats>& last_stats =
+      m.runtime ? m.runtime_stats : m.estimate_stats;
+  profiler::LlmStep prefill = phase_step(*m.workload, m.estimate, m.runtime ? &*m.runtime : nullptr,
+                                         last_stats ? &*last_stats : nullptr);
   prefill.prefill = true;
   prefill.tokens = spec.prefill_tokens;
   prefill.context = spec.prefill_tokens;
@@ -474,7 +552,7 @@ std::string thousands(std::uint64_t n) {
 // timeline.csv, and for a run runtime_timeline.csv, runtime.csv and annotated.csv. The
 // per-command ones are complete or not written: past `budget` bytes together they are dropped.
 bool write_csvs(profiler::OutputDir& dir, const profiler::Workload& w,
-                const profiler::Timeline& est, const profiler::Timeline* sim,
+                const profiler::Timeline& est, const profiler::TimelineFigures* sim,
                 std::uint64_t budget) {
   bool fits = true;
   std::uint64_t used = 0;
@@ -488,13 +566,15 @@ bool write_csvs(profiler::OutputDir& dir, const profiler::Workload& w,
     return profiler::write_timeline_csv(s, w, est, left);
   });
   if (sim) {
+    const profiler::Timeline& t = sim->timeline();
     per_command("runtime_timeline.csv", [&](std::ostream& s, std::uint64_t left) {
-      return profiler::write_timeline_csv(s, w, *sim, left);
+      return profiler::write_timeline_csv(s, w, t, left);
     });
     per_command("annotated.csv", [&](std::ostream& s, std::uint64_t left) {
-      return profiler::write_annotated_csv(s, w, *sim, left);
+      return profiler::write_annotated_csv(s, w, t, left);
     });
-    dir.write("runtime.csv", [&](std::ostream& s) { profiler::write_runtime_csv(s, w, *sim); });
+    dir.write("runtime.csv",
+              [&](std::ostream& s) { profiler::write_runtime_csv(s, w, t, &sim->stats()); });
   }
   if (!fits) {
     for (const char* name : {"timeline.csv", "runtime_timeline.csv", "annotated.csv"}) {
@@ -510,6 +590,11 @@ void write_summary(std::ostream& out, const Measured& m, profiler::StatsLevel le
                    const DetailNotes& notes) {
   profiler::ReportOptions report = report_options(m, level);
   report.detail_notes = notes;
+  const profiler::TimelineFigures est(*m.workload, m.estimate, m.estimate_stats);
+  std::optional<profiler::TimelineFigures> sim;
+  if (m.runtime) sim.emplace(*m.workload, *m.runtime, m.runtime_stats);
+  report.estimate_figures = &est;
+  report.runtime_figures = sim ? &*sim : nullptr;
   profiler::write_summary(out, *m.workload, m.estimate, m.runtime ? &*m.runtime : nullptr, report);
 }
 
@@ -531,8 +616,15 @@ DetailNotes Session::write(const Measured& m, const std::filesystem::path& out,
   const bool full = options.detail == profiler::TraceDetail::kFull;
   const bool aggregate =
       profiler::aggregated(options.detail, commands, options.auto_detail_commands);
+  // Figures several writers need, computed once (profiler/figures.h).
+  profiler::TimelineFigures est_figures(w, est, m.estimate_stats);
+  std::optional<profiler::TimelineFigures> sim_figures;
+  if (sim) sim_figures.emplace(w, *sim, m.runtime_stats);
+  const profiler::TimelineFigures* simf = sim_figures ? &*sim_figures : nullptr;
   profiler::ReportOptions report = report_options(m, options.level);
   report.aggregated = aggregate;
+  report.estimate_figures = &est_figures;
+  report.runtime_figures = simf;
   DetailNotes& notes = report.detail_notes;
   if (aggregate) {
     notes.push_back("traces and stats.json aggregated per layer and engine (" +
@@ -544,15 +636,15 @@ DetailNotes Session::write(const Measured& m, const std::filesystem::path& out,
   }
   {
     PhaseTimer t("write CSVs");
-    if (!write_csvs(dir, w, est, sim, full ? ~std::uint64_t{0} : kCsvBudgetBytes)) {
+    if (!write_csvs(dir, w, est, simf, full ? ~std::uint64_t{0} : kCsvBudgetBytes)) {
       notes.push_back(
           std::string(sim ? "timeline.csv, runtime_timeline.csv, annotated.csv" : "timeline.csv") +
           " not written: over " + thousands(kCsvBudgetBytes / 1000000) +
           " MB; --trace-detail full writes them");
     }
   }
-  std::vector<profiler::TraceRun> runs = {{"compile-time estimate", &est}};
-  if (sim) runs.push_back({"runtime simulation", sim});
+  std::vector<profiler::TraceRun> runs = {{"compile-time estimate", &est, &est_figures}};
+  if (sim) runs.push_back({"runtime simulation", sim, simf});
   profiler::TraceOptions trace_options = profiler::trace_options_for(options.level);
   trace_options.aggregate = aggregate;
   const profiler::TraceModel trace = [&] {
@@ -577,6 +669,12 @@ DetailNotes Session::write(const Measured& m, const std::filesystem::path& out,
   }
   for (std::size_t i = aggregate ? 1 : 0; i < notes.size(); ++i) spdlog::warn("{}", notes[i]);
   PhaseTimer t("write summary.txt and stats.json");
+  dir.write("stats.json",
+            [&](std::ostream& s) { profiler::write_stats_json(s, w, est, sim, report); });
+  // The last writer of the stalls is done: summary.txt's op-type table takes more memory, and
+  // both timelines' stalls (16 bytes a command each) would raise the run's peak.
+  est_figures.release_stalls();
+  if (sim_figures) sim_figures->release_stalls();
   dir.write("summary.txt",
             [&](std::ostream& s) { profiler::write_summary(s, w, est, sim, report); });
   if (m.llm) {
@@ -584,8 +682,6 @@ DetailNotes Session::write(const Measured& m, const std::filesystem::path& out,
       profiler::write_llm_csv(s, *m.llm, profiler::Clock{w.device.clock_khz});
     });
   }
-  dir.write("stats.json",
-            [&](std::ostream& s) { profiler::write_stats_json(s, w, est, sim, report); });
   dir.commit();
   return notes;
 }

@@ -61,6 +61,9 @@ struct Measured {
   std::optional<profiler::LlmRun> llm;
   std::string failure;  // why the run could not complete; the outputs then hold what finished
   bool failed_in_estimate = false;  // the estimate found the failure (the simulation never ran)
+  // profiler::compute_stats of `workload` with `estimate` and with `runtime`, when measure() has
+  // them (it checks local memory with them): the writers reuse them instead of recomputing.
+  std::optional<profiler::RunStats> estimate_stats, runtime_stats;
 };
 
 // How much the output files hold (--stats-level, --trace-detail; docs/outputs.md).
