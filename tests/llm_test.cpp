@@ -92,13 +92,15 @@ TEST(Llm, DecodeStepReadsTheWeightsAndTheKvCache) {
   ASSERT_EQ(m.llm->steps.size(), 3u);
   for (std::size_t i = 1; i < 3; ++i) {
     const profiler::LlmStep& step = m.llm->steps[i];
-    // KV cache before step t: 2 layers x (K and V) x 2 KV heads x 64 x (16 + t) bytes.
-    const std::uint64_t kv = 2 * 2 * 2 * 64 * (16 + (i - 1));
-    // RoPE tables for one position (2 x 64), the scale (1): constants too.
-    const std::uint64_t floor = 1436928 + kv + 2 * 64 + 1;
+    // KV cache before step t: 2 layers x (K and V) x 2 KV heads x 64 x (16 + t) bytes
+    // = 512 x (16 + t).
+    const std::uint64_t kv = std::uint64_t{512} * (16 + (i - 1));
+    // RoPE tables for one position (2 x 64 = 128), the scale (1): constants too.
+    const std::uint64_t floor = 1436928 + kv + std::uint64_t{128} + 1;
     EXPECT_GE(step.dram_read_bytes, floor) << i;
-    // Activations of one token: at most a few dozen vectors of hidden or intermediate width.
-    EXPECT_LE(step.dram_read_bytes, floor + 64 * 512) << i;
+    // Activations of one token: at most a few dozen vectors of hidden or intermediate width
+    // (64 x 512 = 32768 bytes).
+    EXPECT_LE(step.dram_read_bytes, floor + std::uint64_t{32768}) << i;
     // The new K and V rows: 2 layers x 2 x 2 KV heads x 64 bytes, at least.
     EXPECT_GE(step.dram_write_bytes, 2u * 2 * 2 * 64) << i;
     EXPECT_EQ(step.macs, llm_phase_macs(s, 1, 17 + (i - 1))) << i;

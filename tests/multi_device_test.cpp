@@ -148,9 +148,10 @@ TEST(MultiDevice, TheHostLinkBoundCountsEveryDevicesTransfers) {
   // As below: 16 GB/s on one channel at 1 GHz is 0.0625 cycle per byte, latency 1000 cycles.
   // Two loads of 16000 bytes: ceil(32000 * 0.0625) = 2000 + 1000 = 3000 cycles; the simulation
   // takes 3004 (4 of dispatch), never less.
-  const HwConfig config = parse_hw_config("{}", "cfg",
-                                          {"devices.count=2", "clock_mhz=1000", "host.link_gbps=16", "dram.bandwidth_gbps=100",
-                                           "host.link_channels=1", "host.link_latency_ns=1000"});
+  const HwConfig config = parse_hw_config(
+      "{}", "cfg",
+      {"devices.count=2", "clock_mhz=1000", "host.link_gbps=16", "dram.bandwidth_gbps=100",
+       "host.link_channels=1", "host.link_latency_ns=1000"});
   Json commands = Json::array();
   for (int d = 0; d < 2; ++d) {
     commands.push_back({{"id", "EH" + std::to_string(d)},
@@ -195,10 +196,10 @@ TEST(MultiDevice, ALinkMovesNoFasterThanDram) {
   // Links of 32 GB/s between devices whose DRAM gives 12.8 GB/s, at 1 GHz: the transfer moves
   // 12.8 bytes per cycle, 4096 / 12.8 = 320 cycles, + 100 latency: [4, 424) in the estimate and
   // the simulation alike.
-  const HwConfig config = parse_hw_config(
-      "{}", "cfg",
-      {"devices.count=2", "clock_mhz=1000", "devices.link_gbps=32", "devices.link_latency_ns=100",
-       "dram.bandwidth_gbps=12.8"});
+  const HwConfig config =
+      parse_hw_config("{}", "cfg",
+                      {"devices.count=2", "clock_mhz=1000", "devices.link_gbps=32",
+                       "devices.link_latency_ns=100", "dram.bandwidth_gbps=12.8"});
   const Schedule s = parse(Json::array({dev_hdma("DH0", 0, 1, 4096)}), config);
   EXPECT_EQ(estimate(s, config).commands[0].end, 424u);
   EXPECT_EQ(simulate(s, config).commands[0].end, 424u);
@@ -209,9 +210,10 @@ TEST(MultiDevice, TheHostLinkIsSharedByEveryDevice) {
   // cycles. Each device loads 16000 bytes (1000 cycles on the link) at cycle 4. Alone: 4 + 1000 +
   // 1000 = 2004. Sharing the one lane, the second waits: [1004, 2004) on the lane, + 1000 = 3004.
   // The EXT_HDMA engines have host.link_channels channels.
-  const HwConfig config = parse_hw_config("{}", "cfg",
-                                          {"devices.count=2", "clock_mhz=1000", "host.link_gbps=16", "dram.bandwidth_gbps=100",
-                                           "host.link_channels=1", "host.link_latency_ns=1000"});
+  const HwConfig config = parse_hw_config(
+      "{}", "cfg",
+      {"devices.count=2", "clock_mhz=1000", "host.link_gbps=16", "dram.bandwidth_gbps=100",
+       "host.link_channels=1", "host.link_latency_ns=1000"});
   const Json commands = {
       {{"id", "EH0"},
        {"engine", "EXT_HDMA"},

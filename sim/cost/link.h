@@ -24,7 +24,7 @@ struct LinkTiming {
   // device's other traffic).
   static LinkTiming host(const HwConfig& config);    // the host link
   static LinkTiming device(const HwConfig& config);  // one direction of a device-to-device link
-  std::uint64_t mbps = 0;  // per lane, 10^6 bytes/s
+  std::uint64_t mbps = 0;                            // per lane, 10^6 bytes/s
   Ticks ticks_per_cycle = 1;
   Ticks ticks_per_byte = 1;
   Cycles latency_cycles = 0;
