@@ -3,11 +3,13 @@
 # DevTools shows every slice on its track and draws every dependency flow, with no console
 # errors (scripts/browser/check_trace.mjs); writes a screenshot beside the trace.
 # Installs what it needs once (Debian's chromium, puppeteer-core from npm), like setup.sh.
-# Usage: scripts/check_trace_in_browser.sh [MODEL] [OUT_DIR]   (default: models/convnet.json)
+# Usage: scripts/check_trace_in_browser.sh [MODEL] [OUT_DIR] [RUN OPTION...]
+#   (default: models/convnet.json; options are passed to npusim run, e.g. --devices 2)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 model=${1:-models/convnet.json}
 out=${2:-build/browser-check}
+shift $(( $# < 2 ? $# : 2 ))
 bin=${NPUSIM_BIN:-build/npusim}
 
 if ! command -v chromium >/dev/null 2>&1; then
@@ -24,5 +26,5 @@ if [ ! -d scripts/browser/node_modules/puppeteer-core ]; then
   (cd scripts/browser && npm ci --no-audit --no-fund --silent)
 fi
 
-"$bin" run --model "$model" --out "$out" --quiet --force
+"$bin" run --model "$model" --out "$out" --quiet --force "$@"
 node scripts/browser/check_trace.mjs "$out/trace.json" "$out/devtools.png" "$(command -v chromium)"
