@@ -70,6 +70,17 @@ printf '%-44s %10s %12.1f %10.1f\n' "  server" "$s" "$(echo "$kib / 1024" | bc -
 json="$json, \"llama2_7b_server_wall_s\": $s, \"llama2_7b_server_peak_rss_kib\": $kib, \"llama2_7b_server_output_bytes\": $l7_bytes"
 rm -rf "$tmp/llama2_7b"
 
+# The 7B decoder layer sharded over devices (docs/multi-device.md): the compile of every step,
+# the collectives and a simulation of every device's commands; the layer's cycles beside it.
+printf '\n%-44s %10s %12s %12s\n' "LLM 7B layer on server, sharded (--devices)" "wall s" "peak RSS MiB" "cycles"
+for n in 1 2 4; do
+  read -r s kib < <(measure "$bin" run models/zoo/llm7b_decoder_layer.json -c server --devices "$n" -o "$tmp/md$n" -q)
+  cycles=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['runtime']['total_cycles'])" "$tmp/md$n/stats.json")
+  printf '%-44s %10s %12.1f %12s\n' "  $n device(s)" "$s" "$(echo "$kib / 1024" | bc -l)" "$cycles"
+  json="$json, \"llm7b_server_devices${n}_wall_s\": $s, \"llm7b_server_devices${n}_cycles\": $cycles"
+  rm -rf "$tmp/md$n"
+done
+
 printf '\n%-44s %14s\n' "Simulator core (simulate only)" "commands/s"
 core=$(build/npusim_bench core models/zoo/resnet50.json default)
 cps=$(python3 -c "import json,sys; print(round(json.loads(sys.argv[1])['simulate_commands_per_s']))" "$core")
