@@ -264,6 +264,24 @@ TEST(Sharding, UploadedWeightsCrossTheHostLinkBeforeTheFirstCommand) {
   }
 }
 
+TEST(Sharding, AnAllReduceOfFewerElementsThanDevicesSkipsEmptyChunks) {
+  // x [1, 64] -> MatMul [64, 64] (column-parallel) -> MatMul [64, 2] (row-parallel): the partial
+  // output has 2 elements for 8 devices, so 6 of the ring's 8 chunks are empty. Only chunks with
+  // elements move: the reduce-scatter passes 2 one-element chunks on in each of its 7 steps (they
+  // start at devices 0 and 1) and the all-gather the same, 2 x 7 x 2 = 28 transfers of 2 bytes.
+  G b;
+  const std::uint32_t x = b.input("x", {1, 64});
+  const std::uint32_t h = b.layer("fc1", "MatMul", {x, b.weight("w1", {64, 64})}, {1, 64});
+  b.g.outputs = {b.layer("fc2", "MatMul", {h, b.weight("w2", {64, 2})}, {1, 2})};
+  b.g.name = "narrow";
+  const HwConfig config = system_of(8, "ring");
+  const Schedule s = compile_schedule(b.g, config);
+  const auto transfers = of_engine(s, EngineKind::kDevHdma);
+  EXPECT_EQ(transfers.size(), 28u);
+  for (const Command* c : transfers) EXPECT_EQ(c->bytes, 2u);
+  EXPECT_GT(simulate(s, config).total_cycles(), 0u);
+}
+
 TEST(Sharding, RingAllGatherPassesPartsOnInDevicesMinusOneSteps) {
   // x [16, 64] -> MatMul W [64, 128] -> output, 4 devices on a ring: the output is split by
   // columns and goes to the host from every device; Softmax over the last dimension needs it
