@@ -83,7 +83,8 @@ class Emitter {
     // s - 1 (its own partial at step 0), and d + 1 adds it to its partial of that chunk.
     for (std::uint32_t s = 0; s + 1 < n; ++s) {
       const std::string step = "reduce_scatter " + std::to_string(s + 1);
-      const auto received = ring_step(ring, [&](std::uint32_t d) { return (d + n - s) % n; }, step);
+      const auto received = ring_step(
+          ring, [&](std::uint32_t d) { return (d + n - s) % n; }, step);
       for (std::uint32_t d = 0; d < n; ++d) {
         if (!received[d]) continue;
         std::vector<std::uint32_t> deps = ring[d].ready;
@@ -95,8 +96,8 @@ class Emitter {
     // after receiving it.
     for (std::uint32_t s = 0; s + 1 < n; ++s) {
       const std::string step = "all_gather " + std::to_string(s + 1);
-      const auto received =
-          ring_step(ring, [&](std::uint32_t d) { return (d + 1 + n - s) % n; }, step);
+      const auto received = ring_step(
+          ring, [&](std::uint32_t d) { return (d + 1 + n - s) % n; }, step);
       for (std::uint32_t d = 0; d < n; ++d) {
         if (received[d]) ring[d].ready = {*received[d]};
       }
@@ -111,7 +112,8 @@ class Emitter {
     // Step s: device d passes on part (d - s) mod n, its own at step 0.
     for (std::uint32_t s = 0; s + 1 < n; ++s) {
       const std::string step = "all_gather " + std::to_string(s + 1);
-      const auto received = ring_step(ring, [&](std::uint32_t d) { return (d + n - s) % n; }, step);
+      const auto received = ring_step(
+          ring, [&](std::uint32_t d) { return (d + n - s) % n; }, step);
       for (std::uint32_t d = 0; d < n; ++d) {
         if (received[d]) ring[d].ready = {*received[d]};
       }
