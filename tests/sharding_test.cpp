@@ -14,6 +14,7 @@
 #include "sim/estimator/estimator.h"
 #include "sim/frontend/llm.h"
 #include "sim/platform/platform.h"
+#include "sim/util/error.h"
 #include "sim/util/json_reader.h"
 
 namespace npusim {
@@ -280,6 +281,26 @@ TEST(Sharding, AnAllReduceOfFewerElementsThanDevicesSkipsEmptyChunks) {
   EXPECT_EQ(transfers.size(), 28u);
   for (const Command* c : transfers) EXPECT_EQ(c->bytes, 2u);
   EXPECT_GT(simulate(s, config).total_cycles(), 0u);
+}
+
+TEST(Sharding, CopiesPastTheCommandLimitAreAnInputErrorNamingTheLayer) {
+  // A ReLU over 64 x 2048 x 2048 float16 elements runs whole on every device (nothing splits an
+  // element-wise op of a replicated input). With 8 KiB of local memory one device's copy takes
+  // more than 2^24 / 64 = 262144 commands, so 64 copies would pass the schedule's limit: the
+  // compiler says so before making them.
+  G b;
+  const std::uint32_t x = b.input("x", {1, 64, 2048, 2048});
+  b.g.outputs = {b.layer("relu", "Relu", {x}, {1, 64, 2048, 2048})};
+  b.g.name = "wide";
+  HwConfig config = system_of(64, "ring");
+  config.lram_bytes = 8 * 1024;
+  try {
+    compile_schedule(b.g, config);
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("layer 'relu'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("64 devices"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Sharding, RingAllGatherPassesPartsOnInDevicesMinusOneSteps) {

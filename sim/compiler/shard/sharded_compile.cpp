@@ -6,6 +6,7 @@
 #include "sim/compiler/shard/collectives.h"
 #include "sim/compiler/shard/tensor_parallel.h"
 #include "sim/ir/schedule_append.h"
+#include "sim/util/error.h"
 
 namespace npusim::shard {
 namespace {
@@ -65,6 +66,7 @@ class Assembler {
       for (const Collective& c : sg_.steps[s].collectives) collective(c);
       if (sg_.steps[s].layers.empty()) continue;
       const Schedule part = compile_step_(step_graph(sg_, s));
+      check_size(graph, part, s);
       weights_bytes += part.model.weights_bytes;
       if (s == 0 || out_.file.empty()) copy_header(part);
       std::optional<std::uint32_t> programs;
@@ -101,6 +103,22 @@ class Assembler {
   }
 
  private:
+  // The copies of every step stay within the schedule's command limit, checked before they are
+  // made: the step's commands on every device.
+  void check_size(const Graph& graph, const Schedule& part, std::size_t step) const {
+    const std::uint64_t total =
+        out_.commands.size() + std::uint64_t{part.commands.size()} * sg_.devices;
+    if (total <= kMaxCommands) return;
+    const std::uint32_t first = sg_.steps[step].layers.front();
+    throw InputError(
+        graph.source_file,
+        "layer '" + sg_.device.layers[first].name + "' " + sg_.device.layers[first].loc,
+        "compiling for " + std::to_string(sg_.devices) + " devices takes more than " +
+            std::to_string(kMaxCommands) +
+            " commands up to this layer (each device runs its own copy); fewer "
+            "devices or a larger lram_kib would fit");
+  }
+
   void copy_header(const Schedule& part) {
     out_.file = part.file;
     out_.target_config = part.target_config;
