@@ -293,7 +293,7 @@ TEST(Sharding, CopiesPastTheCommandLimitAreAnInputErrorNamingTheLayer) {
   b.g.outputs = {b.layer("relu", "Relu", {x}, {1, 64, 2048, 2048})};
   b.g.name = "wide";
   HwConfig config = system_of(64, "ring");
-  config.lram_bytes = 8 * 1024;
+  config.lram_bytes = std::uint64_t{8} * 1024;
   try {
     compile_schedule(b.g, config);
     FAIL() << "expected an InputError";
