@@ -17,6 +17,11 @@ const EnergyStats& TimelineFigures::energy() const {
   return *energy_;
 }
 
+const std::vector<DeviceStats>& TimelineFigures::devices() const {
+  if (!devices_) devices_ = compute_device_stats(*workload_, *timeline_);
+  return *devices_;
+}
+
 const TimelineFigures& figures_of(const TimelineFigures* given, const Workload& workload,
                                   const Timeline& timeline, std::optional<TimelineFigures>& local) {
   if (given != nullptr && given->of(workload, timeline)) return *given;

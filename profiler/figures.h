@@ -1,8 +1,8 @@
 // The figures of one timeline of a workload that several writers of a run's outputs need: its
-// statistics, every command's stalls and its energy. Each is computed on first use and then
-// kept. On a schedule of 10^5 commands each costs tens of milliseconds, and summary.txt,
-// stats.json, runtime.csv and the traces each used to compute its own (a run computed the
-// statistics seven times and the stalls six).
+// statistics, every command's stalls, its energy and its per-device figures. Each is computed on
+// first use and then kept. On a schedule of 10^5 commands each costs tens of milliseconds, and
+// summary.txt, stats.json, runtime.csv and the traces each used to compute its own (a run computed
+// the statistics seven times and the stalls six).
 #pragma once
 
 #include <optional>
@@ -32,6 +32,7 @@ class TimelineFigures {
   const RunStats& stats() const;                     // compute_stats
   const std::vector<CommandStalls>& stalls() const;  // command_stalls
   const EnergyStats& energy() const;                 // compute_energy over the total cycles
+  const std::vector<DeviceStats>& devices() const;   // compute_device_stats
 
   // Frees the stalls (16 bytes a command) once their last user is done; they are computed again
   // if asked for.
@@ -43,6 +44,7 @@ class TimelineFigures {
   mutable std::optional<RunStats> stats_;
   mutable std::optional<std::vector<CommandStalls>> stalls_;
   mutable std::optional<EnergyStats> energy_;
+  mutable std::optional<std::vector<DeviceStats>> devices_;
 };
 
 // `given` if it holds the figures of (workload, timeline); otherwise fresh ones, made in `local`.

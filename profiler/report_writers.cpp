@@ -183,8 +183,9 @@ std::uint64_t device_link_traffic(const DeviceStats& d) {
 }
 
 // stats.json's `devices[]` and `interconnect` of a run (multi-device runs only).
-void write_devices_json(JsonWriter& j, const Workload& w, const Timeline& t, Cycles total) {
-  const std::vector<DeviceStats> devices = compute_device_stats(w, t);
+void write_devices_json(JsonWriter& j, const TimelineFigures& f, Cycles total) {
+  const Workload& w = f.workload();
+  const std::vector<DeviceStats>& devices = f.devices();
   const std::uint64_t khz = w.device.clock_khz;
   j.key("devices");
   j.begin_array();
@@ -216,8 +217,9 @@ void write_devices_json(JsonWriter& j, const Workload& w, const Timeline& t, Cyc
 }
 
 // summary.txt's per-device table and interconnect line (multi-device runs only).
-void device_table(std::ostream& out, const Workload& w, const Timeline& t, Cycles total) {
-  const std::vector<DeviceStats> devices = compute_device_stats(w, t);
+void device_table(std::ostream& out, const TimelineFigures& f, Cycles total) {
+  const Workload& w = f.workload();
+  const std::vector<DeviceStats>& devices = f.devices();
   const std::uint64_t khz = w.device.clock_khz;
   out << "  " << pad_right("device", 8) << pad_left("busy cycles", 14) << pad_left("busy %", 9)
       << pad_left("compute", 12) << pad_left("collective", 12) << pad_left("coll. %", 9)
@@ -295,7 +297,7 @@ void write_run(JsonWriter& j, const TimelineFigures& f, StatsLevel level, bool a
     j.end_object();
   }
   j.end_object();
-  if (has_multi_device_engines(w)) write_devices_json(j, w, t, s.total_cycles);
+  if (has_multi_device_engines(w)) write_devices_json(j, f, s.total_cycles);
   std::vector<std::uint64_t> peaks;
   if (extended) peaks = lram_peak_per_program(w, t, s);
   j.key("programs");
@@ -625,7 +627,7 @@ void write_summary(std::ostream& out, const Workload& w, const Timeline& estimat
   out << '\n';
   if (multi_device) {
     out << (runtime ? "devices (simulation):\n" : "devices (estimate):\n");
-    device_table(out, w, runtime ? *runtime : estimate, main.total_cycles);
+    device_table(out, main_figures, main.total_cycles);
     out << '\n';
   }
 

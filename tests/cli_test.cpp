@@ -150,6 +150,22 @@ TEST_F(Cli, RunWritesEveryOutput) {
   EXPECT_EQ(r.err, "");
 }
 
+TEST_F(Cli, BadDeviceRequestsAreBadInputWithNothingWritten) {
+  // --devices stands for devices.count, checked against its range [1, 64].
+  const Result zero = npusim({"run", "-m", (kSource / "models/fc.json").string(), "--devices", "0",
+                              "-o", (dir_ / "zero").string()});
+  EXPECT_EQ(zero.exit_code, 2);
+  EXPECT_THAT(zero.err, HasSubstr("/devices/count: value 0 out of range [1, 64]"));
+  EXPECT_FALSE(fs::exists(dir_ / "zero"));
+  // An npusim-llm model keeps its weights in DRAM across phases: uploading them is refused.
+  const Result llm = npusim({"run", "-m", (kSource / "models/llm/gpt2_small.json").string(),
+                             "--set", "host.upload_weights=true", "-o", (dir_ / "llm").string()});
+  EXPECT_EQ(llm.exit_code, 2);
+  EXPECT_THAT(llm.err, HasSubstr("gpt2_small.json"));
+  EXPECT_THAT(llm.err, HasSubstr("host.upload_weights is not supported for npusim-llm models"));
+  EXPECT_FALSE(fs::exists(dir_ / "llm"));
+}
+
 TEST_F(Cli, RunsTheTwoDeviceAllReduceExample) {
   // models/multi_device/allreduce_2dev.json on `default` with two devices, 800 MHz. The links
   // (32 GB/s) are faster than `default`'s DRAM (12.8 GB/s), so they move 12.8 GB/s: 16 B/cycle.

@@ -248,7 +248,7 @@ TEST(Sharding, UploadedWeightsCrossTheHostLinkBeforeTheFirstCommand) {
     const Schedule s = compile_schedule(mlp(), config);
     std::vector<const Command*> weights;
     for (const Command* c : of_engine(s, EngineKind::kExtHdma)) {
-      if (c->layer == "host.input.weights") weights.push_back(c);
+      if (c->layer == "host.weights") weights.push_back(c);
     }
     ASSERT_EQ(weights.size(), devices);
     for (const Command* c : weights) {

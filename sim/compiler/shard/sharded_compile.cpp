@@ -51,13 +51,13 @@ class Assembler {
     for (const HostTensor& in : sg_.inputs) {
       if (!crosses(io.inputs, in.name)) continue;
       for (std::uint32_t d = 0; d < sg_.devices; ++d) {
-        frontier_[d].push_back(host_transfer(d, true, in, {}));
+        frontier_[d].push_back(host_transfer(d, true, "host.input." + in.name, bytes_of(in), {}));
       }
     }
-    if (io.weights) {
-      const HostTensor weights{0, "weights", true};
+    if (io.weights) {  // each device's: its parts of split weights, all of the others
       for (std::uint32_t d = 0; d < sg_.devices; ++d) {
-        frontier_[d].push_back(host_transfer(d, true, weights, {}));
+        frontier_[d].push_back(
+            host_transfer(d, true, "host.weights", sg_.device.weights_bytes(), {}));
       }
     }
     barrier("barrier.start");
@@ -68,7 +68,6 @@ class Assembler {
       const Schedule part = compile_step_(step_graph(sg_, s));
       check_size(graph, part, s);
       weights_bytes += part.model.weights_bytes;
-      if (s == 0 || out_.file.empty()) copy_header(part);
       std::optional<std::uint32_t> programs;
       for (std::uint32_t d = 0; d < sg_.devices; ++d) {
         AppendOptions options;
@@ -84,7 +83,8 @@ class Assembler {
     for (const HostTensor& o : sg_.outputs) {
       if (!crosses(io.outputs, o.name)) continue;
       for (std::uint32_t d = 0; d < (o.split ? sg_.devices : 1); ++d) {
-        frontier_[d] = {host_transfer(d, false, o, frontier_[d])};
+        frontier_[d] = {
+            host_transfer(d, false, "host.output." + o.name, bytes_of(o), frontier_[d])};
       }
     }
     barrier("barrier.end");
@@ -98,7 +98,10 @@ class Assembler {
     for (std::uint32_t t : graph.outputs) {
       out_.model.outputs.push_back(describe_tensor(graph.tensors[t]));
     }
-    if (out_.file.empty()) out_.file = graph.source_file;
+    // As the one-device compiler's emitter fills them.
+    out_.file = graph.source_file;
+    out_.target_config = config_.name;
+    out_.target_slices = config_.slices.count;
     return std::move(out_);
   }
 
@@ -119,23 +122,18 @@ class Assembler {
             "devices or a larger lram_kib would fit");
   }
 
-  void copy_header(const Schedule& part) {
-    out_.file = part.file;
-    out_.target_config = part.target_config;
-    out_.target_slices = part.target_slices;
-  }
+  std::uint64_t bytes_of(const HostTensor& t) const { return sg_.device.tensors[t.tensor].bytes(); }
 
-  std::uint32_t host_transfer(std::uint32_t device, bool to_device, const HostTensor& t,
-                              std::vector<std::uint32_t> deps) {
+  std::uint32_t host_transfer(std::uint32_t device, bool to_device, const std::string& layer,
+                              std::uint64_t bytes, std::vector<std::uint32_t> deps) {
     Command c;
     c.id = "EH";
     c.engine = EngineKind::kExtHdma;
     c.device = device;
     c.to_device = to_device;
-    c.bytes = t.name == "weights" && to_device ? sg_.device.weights_bytes()
-                                               : sg_.device.tensors[t.tensor].bytes();
+    c.bytes = bytes;
     c.deps = std::move(deps);
-    c.layer = (to_device ? "host.input." : "host.output.") + t.name;
+    c.layer = layer;
     c.program = program_;
     return appender_.add(std::move(c));
   }
