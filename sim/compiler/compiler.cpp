@@ -4,6 +4,7 @@
 //   passes/assign_layouts      which tensors are NHWC images in DRAM
 //   mapping/                   per group, its map space: tiled dims and local-memory budgets
 //   search/                    per group, the mapping chosen in it (cost search)
+//   passes/plan_residency      which outputs stay in local memory until their last reader
 //   emit/                      per group, commands, dependencies and buffers
 //   passes/layer_views         per group, its untiled GEMM, for the per-layer report
 //
@@ -31,8 +32,10 @@
 #include "sim/compiler/passes/assign_layouts.h"
 #include "sim/compiler/passes/fuse_layer_groups.h"
 #include "sim/compiler/passes/layer_views.h"
+#include "sim/compiler/passes/plan_residency.h"
 #include "sim/compiler/search/cost_search.h"
 #include "sim/compiler/search/search.h"
+#include "sim/estimator/estimator.h"
 #include "sim/util/error.h"
 
 namespace npusim {
@@ -145,25 +148,42 @@ bool read_only_by(const Graph& graph, const LayerGroup& group, const LayerGroup&
   return true;
 }
 
+// The estimator's total for `schedule`, finalized on a copy.
+std::uint64_t estimated_cycles(Schedule schedule, const HwConfig& config) {
+  Diagnostics diag(schedule.file);
+  finalize_schedule(schedule, config, diag);
+  diag.throw_if_any();
+  return estimate(schedule, config).total_cycles();
+}
+
 // One device's schedule, not yet finalized.
 Schedule compile_one_device(const Graph& graph, const HwConfig& config,
-                            std::vector<std::string>* explain, const std::string& search_name) {
+                            const CompileOptions& options) {
+  std::vector<std::string>* explain = options.explain;
   check_graph(graph);
   const std::vector<LayerGroup> groups = fuse_layer_groups(graph);
   const TensorLayouts layouts = assign_layouts(graph, groups);
-  const std::unique_ptr<Search> search = make_search(search_name);
+  const std::unique_ptr<Search> search = make_search(options.search);
   const auto* cost_search = dynamic_cast<const CostSearch*>(search.get());
   const Budgets budgets = budgets_of(config);
   // The mapping of a group, with the search's reasons for `explain`.
+  // What each mapped group's tiles need of local memory (ring_need), for plan_residency.
+  std::vector<std::uint64_t> ring_needs;
   auto choose = [&](const LayerGroup& group, std::optional<std::uint32_t> on_chip_input) {
     MapSpace space = make_map_space(graph, group, layouts, config);
     space.on_chip_input = on_chip_input;
-    if (cost_search == nullptr) return search->choose(space, config);
-    const SearchChoice choice = cost_search->choose_explained(space, config);
-    if (explain != nullptr && space.kind != MappingKind::kNone) {
-      explain->push_back(group.name + "\t" + describe_choice(choice));
+    Mapping mapping;
+    if (cost_search == nullptr) {
+      mapping = search->choose(space, config);
+    } else {
+      const SearchChoice choice = cost_search->choose_explained(space, config);
+      if (explain != nullptr && space.kind != MappingKind::kNone) {
+        explain->push_back(group.name + "\t" + describe_choice(choice));
+      }
+      mapping = choice.mapping;
     }
-    return choice.mapping;
+    ring_needs.push_back(space.work ? ring_need(space.work(mapping)) : 0);
+    return mapping;
   };
   // First map every group and total the estimates, so that a schedule past the limits, or a
   // group that cannot be tiled, stops before anything is emitted. Emission can only fail on an
@@ -186,27 +206,53 @@ Schedule compile_one_device(const Graph& graph, const HwConfig& config,
     }
     mappings.push_back(mapping);
   }
-  Emitter emitter(graph, config, layouts);
-  emitter.reserve(total.commands);  // within kMaxCommands: the estimate is exact
-  for (std::size_t i = 0; i < groups.size(); ++i) {
-    if (i < mappings.size()) {
-      const bool keep =
-          i + 1 < mappings.size() && output_stays_on_chip(graph, config, groups[i], mappings[i],
-                                                          groups[i + 1], mappings[i + 1]);
-      emitter.emit_group(groups[i], mappings[i], keep,
-                         keep && read_only_by(graph, groups[i], groups[i + 1]));
-      continue;
-    }
-    const Mapping mapping = choose(groups[i], std::nullopt);
-    total = total + estimate_group(graph, groups[i], mapping, layouts, budgets);
-    if (!within_limits(total)) {
-      throw_too_large(graph, groups, layouts, config, *search, groups[i], total);
-    }
-    emitter.emit_group(groups[i], mapping);
+  std::vector<bool> keep(mappings.size(), false);
+  for (std::size_t i = 0; i + 1 < mappings.size(); ++i) {
+    keep[i] = output_stays_on_chip(graph, config, groups[i], mappings[i], groups[i + 1],
+                                   mappings[i + 1]);
   }
-  Schedule schedule = emitter.finish();
-  schedule.layers = layer_views(graph, groups);
-  return schedule;
+  // Every group emitted, its outputs resident as `residency` says.
+  auto emit_all = [&](const std::vector<Residency>& residency) {
+    Emitter emitter(graph, config, layouts);
+    emitter.reserve(total.commands);  // an upper bound: residency only drops loads and stores
+    for (std::size_t i = 0; i < groups.size(); ++i) {
+      if (i < mappings.size()) {
+        emitter.emit_group(groups[i], mappings[i], keep[i],
+                           keep[i] && read_only_by(graph, groups[i], groups[i + 1]),
+                           residency[i]);
+        continue;
+      }
+      // An op the NPU cannot run: emit_group throws its error, in layer order.
+      const Mapping mapping = choose(groups[i], std::nullopt);
+      total = total + estimate_group(graph, groups[i], mapping, layouts, budgets);
+      if (!within_limits(total)) {
+        throw_too_large(graph, groups, layouts, config, *search, groups[i], total);
+      }
+      emitter.emit_group(groups[i], mapping);
+    }
+    Schedule schedule = emitter.finish();
+    schedule.layers = layer_views(graph, groups);
+    return schedule;
+  };
+  const std::vector<Residency> none(mappings.size());
+  std::vector<Residency> residency =
+      options.residency ? plan_residency(graph, config, groups, mappings, keep, ring_needs) : none;
+  const auto resident = static_cast<std::size_t>(std::count_if(
+      residency.begin(), residency.end(), [](const Residency& r) { return r.output; }));
+  Schedule schedule = emit_all(residency);
+  if (resident == 0) return schedule;
+  // Keeping tensors takes local memory from the tiles' lookahead, which a DMA-bound model may
+  // need more: the schedule with them must beat the one without under the estimate.
+  Schedule without = emit_all(none);
+  const std::uint64_t with_cycles = estimated_cycles(schedule, config);
+  const std::uint64_t without_cycles = estimated_cycles(without, config);
+  if (options.explain != nullptr) {
+    options.explain->push_back(
+        "residency\t" + std::to_string(resident) + " tensor(s) kept on chip: " +
+        std::to_string(with_cycles) + " cycles estimated, " + std::to_string(without_cycles) +
+        " without; " + (with_cycles <= without_cycles ? "kept" : "not kept"));
+  }
+  return with_cycles <= without_cycles ? std::move(schedule) : std::move(without);
 }
 
 }  // namespace
@@ -218,10 +264,10 @@ Schedule compile_schedule(const Graph& graph, const HwConfig& config,
     shard::HostIo io = options.host_io;
     io.weights = config.host.upload_weights;
     schedule = shard::compile_sharded(graph, config, io, [&](const Graph& step) {
-      return compile_one_device(step, config, options.explain, options.search);
+      return compile_one_device(step, config, options);
     });
   } else {
-    schedule = compile_one_device(graph, config, options.explain, options.search);
+    schedule = compile_one_device(graph, config, options);
   }
   // The same checks and costing as a schedule read from a file.
   Diagnostics diag(graph.source_file + " (compiled for " + config.name + ")");

@@ -42,6 +42,9 @@ struct CompileOptions {
   std::vector<std::string>* explain = nullptr;
   std::string search = "cost";
   shard::HostIo host_io;  // several devices only: what crosses the host link
+  // Outputs may stay in local memory until their last reader (docs/compiler.md, "Tensors
+  // resident on chip") when the estimate says it pays; false: every tensor makes its DRAM trip.
+  bool residency = true;
 };
 Schedule compile_schedule(const Graph& graph, const HwConfig& config,
                           const CompileOptions& options);

@@ -60,10 +60,9 @@ void Emitter::emit_matmul(const LayerGroup& group, const Mapping& mapping) {
       const std::uint64_t b_hi = ranges.b_exact ? (b_base + 1) * b_batch_bytes : b.bytes();
       for (std::uint64_t r0 = 0; r0 < mm.rows_total; r0 += rows) {
         const std::uint64_t r1 = std::min(mm.rows_total, r0 + rows);
-        std::vector<CommandIndex> after;
-        reader_deps(mm.a, ranges.a_rows ? (a_base + r0) * a_row_bytes : 0,
-                    ranges.a_rows ? (a_base + r1) * a_row_bytes : a.bytes(), after);
-        const CommandIndex shared = load_weights((r1 - r0) * a_row_bytes, group, std::move(after));
+        const CommandIndex shared = load_shared_input(
+            group, mm.a, ranges.a_rows ? (a_base + r0) * a_row_bytes : 0,
+            ranges.a_rows ? (a_base + r1) * a_row_bytes : a.bytes(), (r1 - r0) * a_row_bytes);
         std::vector<CommandIndex> computes;
         for (std::uint64_t ch = 0; ch < chunks; ++ch) {
           const std::uint64_t c0 = ch * cols, nc = std::min(mm.n, c0 + cols) - c0;

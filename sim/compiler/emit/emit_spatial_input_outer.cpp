@@ -86,12 +86,10 @@ void Emitter::emit_spatial_input_outer(const LayerGroup& group, const SpatialLay
           weights_pieces_ = last_per_queue(kept_->writers);
           weights_buffers_.clear();  // release_kept frees them
         } else if (first == 0) {
-          std::vector<CommandIndex> after;
-          reader_deps(s.input, x_image ? (img * s.h + v.lo) * x_row_bytes : 0,
-                      x_image ? (img * s.h + v.hi) * x_row_bytes : g_.tensors[s.input].bytes(),
-                      after);
-          load_weights((v.hi - v.lo) * (v.wh - v.wl) * s.c * s.in_elem_bytes, group,
-                       std::move(after));
+          load_shared_input(
+              group, s.input, x_image ? (img * s.h + v.lo) * x_row_bytes : 0,
+              x_image ? (img * s.h + v.hi) * x_row_bytes : g_.tensors[s.input].bytes(),
+              (v.hi - v.lo) * (v.wh - v.wl) * s.c * s.in_elem_bytes);
         }
         // 3. The wave's computes and stores.
         for (std::uint64_t ch = first; ch < last; ++ch) {
@@ -112,7 +110,7 @@ void Emitter::emit_spatial_input_outer(const LayerGroup& group, const SpatialLay
           std::vector<std::string> frees = {p.weights_buffer};
           for (const Piece& piece : with_residual(g_, group, layouts_, s, {}, img, v.r0, v.r1, v.c0,
                                                   v.c1, cu * s.out_per_unit)) {
-            deps.push_back(load_piece(group, piece, p.waits, frees));
+            load_piece(group, piece, p.waits, frees, deps);
           }
           deps.insert(deps.end(), weights_pieces_.begin(), weights_pieces_.end());
           Command conv = compute(s.op, p.slice, s.tile_shape(tr, tc, cu));
@@ -172,7 +170,7 @@ void Emitter::emit_split_tile(const LayerGroup& group, const SpatialLayer& s,
     std::vector<std::string> frees = partial_buffers[i];
     for (const Piece& piece :
          with_residual(g_, group, layouts_, s, {}, img, r0, r1, v.c0, v.c1, out_c)) {
-      deps.push_back(load_piece(group, piece, reducer.waits, frees));
+      load_piece(group, piece, reducer.waits, frees, deps);
     }
     Command add = compute("PartialSum", reducer.slice,
                           ElementsShape{s.reduce_elements(r1 - r0, tc, cu, mapping.k_parts)});

@@ -52,7 +52,7 @@ Emitter::Emitter(const Graph& graph, const HwConfig& config, const TensorLayouts
       writers_(graph.tensors.size(), sched_.commands) {}
 
 void Emitter::emit_group(const LayerGroup& group, const Mapping& mapping, bool keep_output,
-                         bool on_chip_only) {
+                         bool on_chip_only, const Residency& residency) {
   const Layer& l = g_.layers[group.layers[0]];
   const GroupKind kind = group_kind(g_, group);
   if (kind == GroupKind::kView) return emit_view(l);
@@ -64,8 +64,9 @@ void Emitter::emit_group(const LayerGroup& group, const Mapping& mapping, bool k
   sched_.programs.push_back({group.name, group.loc});
   const std::size_t first_command = sched_.commands.size();
   begin_slices(mapping);
-  if (keep_output) {
-    keeping_ = OnChip{group.output, g_.tensors[group.output].bytes(), on_chip_only, {}, {}};
+  if (keep_output || residency.output) {
+    keeping_ = OnChip{group.output, g_.tensors[group.output].bytes(),
+                      on_chip_only || residency.output, {}, {}, {}};
   }
   if (kind == GroupKind::kHost) {
     emit_host(group);
@@ -84,8 +85,18 @@ void Emitter::emit_group(const LayerGroup& group, const Mapping& mapping, bool k
   // The next group reads what was kept; what this group was given must have been read.
   if (kept_)
     throw std::logic_error("emit_group: '" + group.name + "' did not read its input on chip");
-  kept_ = std::move(keeping_);
+  if (residency.output && keeping_) {
+    resident_bytes_ += keeping_->bytes;
+    resident_.emplace(group.output, std::move(*keeping_));
+  } else {
+    kept_ = std::move(keeping_);
+  }
   keeping_.reset();
+  for (std::uint32_t t : residency.release) {
+    if (sched_.commands.size() == first_command)
+      throw std::logic_error("emit_group: '" + group.name + "' read no resident tensor");
+    release_resident(t, static_cast<CommandIndex>(sched_.commands.size() - 1));
+  }
   if (sched_.commands.size() == first_command) sched_.programs.pop_back();
   // Other outputs of the group's last layer (a quantize's scale, say) come from the same stores.
   for (std::uint32_t out : g_.layers[group.layers.back()].outputs) {
@@ -172,14 +183,49 @@ void Emitter::reader_deps(std::uint32_t tensor, std::uint64_t lo, std::uint64_t 
   writers_.wait_for(tensor, lo, hi, deps);
 }
 
-Emitter::CommandIndex Emitter::load_piece(const LayerGroup& group, const Piece& piece,
-                                          std::vector<CommandIndex> deps,
-                                          std::vector<std::string>& buffers) {
+void Emitter::load_piece(const LayerGroup& group, const Piece& piece,
+                         std::vector<CommandIndex> deps, std::vector<std::string>& buffers,
+                         std::vector<CommandIndex>& to) {
+  if (resident_.count(piece.tensor) > 0) {
+    on_chip_writers(piece.tensor, piece.lo, piece.hi, to);
+    return;
+  }
   reader_deps(piece.tensor, piece.lo, piece.hi, deps);
   Command c = dma(EngineKind::kDmaIn, piece.bytes);
   buffers.push_back(buffer_name());
   c.alloc.push_back({buffers.back(), c.bytes});
-  return emit(std::move(c), "DI", di_, group, std::move(deps));
+  to.push_back(emit(std::move(c), "DI", di_, group, std::move(deps)));
+}
+
+// The computes that wrote [lo, hi) of resident `tensor`, the last of each queue: a reader waits
+// for those, as a load waits for the stores of its bytes.
+void Emitter::on_chip_writers(std::uint32_t tensor, std::uint64_t lo, std::uint64_t hi,
+                              std::vector<CommandIndex>& to) const {
+  const OnChip& r = resident_.at(tensor);
+  std::vector<CommandIndex> overlapping;
+  for (const OnChip::Range& range : r.ranges) {
+    if (range.lo < hi && lo < range.hi) {
+      overlapping.insert(overlapping.end(), range.by.begin(), range.by.end());
+    }
+  }
+  // Every byte was written by some tile; an empty range (a zero-size read) waits for them all.
+  if (overlapping.empty()) overlapping = r.writers;
+  const std::vector<CommandIndex> last = last_per_queue(overlapping);
+  to.insert(to.end(), last.begin(), last.end());
+}
+
+Emitter::CommandIndex Emitter::load_shared_input(const LayerGroup& group, std::uint32_t tensor,
+                                                 std::uint64_t lo, std::uint64_t hi,
+                                                 std::uint64_t bytes) {
+  if (resident_.count(tensor) == 0) {
+    std::vector<CommandIndex> after;
+    reader_deps(tensor, lo, hi, after);
+    return load_weights(bytes, group, std::move(after));
+  }
+  weights_pieces_.clear();
+  weights_buffers_.clear();  // nothing loaded: release_resident frees the tensor's buffers
+  on_chip_writers(tensor, lo, hi, weights_pieces_);
+  return weights_pieces_.front();
 }
 
 void Emitter::record_write(std::uint32_t tensor, std::uint64_t lo, std::uint64_t hi,
@@ -246,6 +292,37 @@ void Emitter::release_kept(CommandIndex store) {
   kept_.reset();
 }
 
+std::vector<Emitter::CommandIndex> Emitter::last_per_queue_since(std::size_t from) const {
+  std::vector<CommandIndex> computes;
+  for (std::size_t c = from; c < sched_.commands.size(); ++c) {
+    const EngineKind e = sched_.commands[c].engine;
+    if (e == EngineKind::kArray || e == EngineKind::kVector)
+      computes.push_back(static_cast<CommandIndex>(c));
+  }
+  return last_per_queue(computes);
+}
+
+// The carrier waits for every writer (a free must depend on its allocator) and for the last
+// command of each slice unit since the tensor was written, which every reader precedes on its
+// in-order queue; from the carrier on the ring counts the bytes as its.
+void Emitter::release_resident(std::uint32_t tensor, CommandIndex carrier) {
+  const auto it = resident_.find(tensor);
+  if (it == resident_.end())
+    throw std::logic_error("release_resident: tensor " + std::to_string(tensor) + " not resident");
+  OnChip& r = it->second;
+  const CommandIndex written = *std::max_element(r.writers.begin(), r.writers.end());
+  std::vector<CommandIndex> deps = r.writers;
+  for (CommandIndex c : last_per_queue_since(written)) {
+    if (c != carrier) deps.push_back(c);
+  }
+  add_deps(carrier, deps);
+  std::vector<std::string>& free = sched_.commands[carrier].free;
+  free.insert(free.end(), r.buffers.begin(), r.buffers.end());
+  push_ring(carrier, r.bytes);
+  resident_bytes_ -= r.bytes;
+  resident_.erase(it);
+}
+
 void Emitter::add_deps(CommandIndex command, const std::vector<CommandIndex>& deps) {
   std::vector<CommandIndex>& to = sched_.commands[command].deps;
   to.insert(to.end(), deps.begin(), deps.end());
@@ -254,7 +331,8 @@ void Emitter::add_deps(CommandIndex command, const std::vector<CommandIndex>& de
 }
 
 std::uint64_t Emitter::ring_budget() const {
-  const std::uint64_t kept = (keeping_ ? keeping_->bytes : 0) + (kept_ ? kept_->bytes : 0);
+  const std::uint64_t kept =
+      (keeping_ ? keeping_->bytes : 0) + (kept_ ? kept_->bytes : 0) + resident_bytes_;
   const std::uint64_t half = cfg_.lram_bytes / 2;
   return half > kept ? half - kept : 0;
 }
@@ -295,7 +373,7 @@ Emitter::CommandIndex Emitter::tile(std::uint32_t slice, const LayerGroup& group
     if (p.bytes == 0) continue;
     std::vector<CommandIndex> deps;
     if (ring_wait != kNone) deps.push_back(ring_wait);
-    compute_deps.push_back(load_piece(group, p, std::move(deps), in_buffers));
+    load_piece(group, p, std::move(deps), in_buffers, compute_deps);
   }
   if (weights != kNone) {
     compute_deps.insert(compute_deps.end(), weights_pieces_.begin(), weights_pieces_.end());
@@ -322,6 +400,9 @@ Emitter::CommandIndex Emitter::store_tile(const LayerGroup& group, std::vector<C
   // An output kept on chip that no other layer reads is not written to DRAM: the tile's last
   // compute stands for its store (the ring's entry). A tile whose store frees a shared chunk still
   // stores: the store, not the compute, waits for the chunk's other readers.
+  if (keeping_ && keeping_->tensor == group.output) {
+    keeping_->ranges.push_back({out_lo, out_hi, after});
+  }
   if (keeping_ && keeping_->tensor == group.output && keeping_->on_chip_only &&
       other_readers == nullptr) {
     keeping_->buffers.push_back(out_buffer);

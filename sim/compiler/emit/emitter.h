@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,6 +23,7 @@
 #include "sim/compiler/mapping/vector.h"
 #include "sim/compiler/passes/assign_layouts.h"
 #include "sim/compiler/passes/fuse_layer_groups.h"
+#include "sim/compiler/passes/plan_residency.h"
 #include "sim/config/hw_config.h"
 #include "sim/ir/graph.h"
 #include "sim/ir/schedule.h"
@@ -42,12 +44,12 @@ class Emitter {
   // stays in local memory for the next group, which must read it whole (output_stays_on_chip);
   // with `on_chip_only` too, no other layer reads it and it is not written to DRAM at all.
   void emit_group(const LayerGroup& group, const Mapping& mapping, bool keep_output = false,
-                  bool on_chip_only = false);
+                  bool on_chip_only = false, const Residency& residency = {});
 
   // For costing a group alone: its input `tensor` is taken to be the last group's output kept on
   // chip (with no writer), so the group must read it whole, as one block.
   void assume_on_chip(std::uint32_t tensor) {
-    kept_ = OnChip{tensor, g_.tensors[tensor].bytes(), false, {}, {}};
+    kept_ = OnChip{tensor, g_.tensors[tensor].bytes(), false, {}, {}, {}};
   }
 
   // Room for `commands` commands (the driver's estimate), so the schedule does not reallocate.
@@ -71,8 +73,16 @@ class Emitter {
                    std::vector<CommandIndex>& deps);
   // The DMA_IN of `piece` into a new buffer (appended to `buffers`), after `deps` and the writers
   // of its bytes.
-  CommandIndex load_piece(const LayerGroup& group, const Piece& piece,
-                          std::vector<CommandIndex> deps, std::vector<std::string>& buffers);
+  // A resident piece (resident_) is not loaded: `to` gets the commands that wrote its bytes on
+  // chip instead, and `buffers` nothing.
+  void load_piece(const LayerGroup& group, const Piece& piece, std::vector<CommandIndex> deps,
+                  std::vector<std::string>& buffers, std::vector<CommandIndex>& to);
+  // An operand block shared by a group's tiles, [lo, hi) of `tensor` in `bytes`: loaded like a
+  // weight chunk after its writers, or, resident, its on-chip writers stand for the chunk.
+  void on_chip_writers(std::uint32_t tensor, std::uint64_t lo, std::uint64_t hi,
+                       std::vector<CommandIndex>& to) const;
+  CommandIndex load_shared_input(const LayerGroup& group, std::uint32_t tensor, std::uint64_t lo,
+                                 std::uint64_t hi, std::uint64_t bytes);
   void record_write(std::uint32_t tensor, std::uint64_t lo, std::uint64_t hi, CommandIndex store);
   std::vector<CommandIndex> last_per_queue(const std::vector<CommandIndex>& computes) const;
   CommandIndex load_weights(std::uint64_t bytes, const LayerGroup& group,
@@ -136,9 +146,23 @@ class Emitter {
     bool on_chip_only = false;  // not written to DRAM: no other layer reads it
     std::vector<std::string> buffers;
     std::vector<CommandIndex> writers;
+    // Which computes wrote which bytes [lo, hi) (a resident tensor's readers wait for those).
+    struct Range {
+      std::uint64_t lo = 0, hi = 0;
+      std::vector<CommandIndex> by;
+    };
+    std::vector<Range> ranges;
   };
   std::optional<OnChip> keeping_;  // the current group's output, being written
   std::optional<OnChip> kept_;     // the last group's output, read by the current group
+  // Tensors resident on chip until their last reader group (Residency), by tensor.
+  std::map<std::uint32_t, OnChip> resident_;
+  std::uint64_t resident_bytes_ = 0;
+  // The last command of each slice unit's queue among those emitted since `from`, for `to`'s
+  // dependencies: their ends imply the ends of every earlier command on those queues.
+  std::vector<CommandIndex> last_per_queue_since(std::size_t from) const;
+  // Frees resident `tensor` with `carrier`, the last command of its last reader group.
+  void release_resident(std::uint32_t tensor, CommandIndex carrier);
   // The bytes the live tiles may hold: half the local memory, less what is kept on chip.
   std::uint64_t ring_budget() const;
   // The store frees `buffer`, a tile's output, unless the output stays on chip.

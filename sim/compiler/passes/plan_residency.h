@@ -1,0 +1,47 @@
+// Pass: which group outputs stay resident in local memory from their producer to their last
+// reader group, instead of making a DRAM round trip (docs/compiler.md, "Tensors resident on
+// chip"). It runs after the search has mapped every group and before emission, because whether a
+// reader can take a tensor from local memory depends on how it is tiled.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "sim/compiler/mapping/mapping.h"
+#include "sim/compiler/mapping/work.h"
+#include "sim/compiler/passes/fuse_layer_groups.h"
+#include "sim/config/hw_config.h"
+#include "sim/ir/graph.h"
+
+namespace npusim {
+
+// What one group does with resident tensors.
+struct Residency {
+  bool output = false;  // the group's output stays on chip and is not written to DRAM
+  // Resident tensors whose last reader is this group: its last command frees them.
+  std::vector<std::uint32_t> release;
+};
+
+// What a group's tiles need of local memory at the least: one of its largest tiles (loads and
+// output) live on each slice it uses.
+std::uint64_t ring_need(const GroupWork& work);
+
+// One Residency per mapped group (mappings[i] is groups[i]'s). `kept[i]` says the group's output
+// is already kept for the next group alone ("Outputs kept on chip"), and `ring_needs[i]` is
+// ring_need of its work. A tensor is resident when
+//  - its producer tiles its output (a spatial, vector, global-pool or row-tiled MatMul group);
+//  - it is no graph output, and the producer's last layer has no other output;
+//  - every reader is a later mapped group of those kinds that reads it through its tiles' loads
+//    (not a view, a host layer, a K-split MatMul, or a weights-outer MatMul's right operand);
+//  - while it lives, every group still has its ring_need within the tiles' half of the local
+//    memory (docs/compiler.md, "Memory budgets") besides the resident and kept tensors, so that
+//    every slice can still hold a tile. Earlier tensors are planned first.
+// Whether the plan pays (less lookahead for the tiles against fewer DRAM trips) is the driver's
+// call, by estimating the schedule with and without it.
+std::vector<Residency> plan_residency(const Graph& graph, const HwConfig& config,
+                                      const std::vector<LayerGroup>& groups,
+                                      const std::vector<Mapping>& mappings,
+                                      const std::vector<bool>& kept,
+                                      const std::vector<std::uint64_t>& ring_needs);
+
+}  // namespace npusim
