@@ -89,7 +89,10 @@ TEST(Compiler, FusesConvBatchNormAndActivation) {
 
 TEST(Compiler, TilesSpreadOverSlicesWithExactShapesAndDependencies) {
   const HwConfig config = parse_hw_config("{}", "default.json");  // 2 slices, 512 KiB
-  const Schedule s = compile_schedule(two_convs(), config, nullptr, "greedy");
+  CompileOptions options;  // every tensor through DRAM: the dependencies below are on stores
+  options.search = "greedy";
+  options.residency = false;
+  const Schedule s = compile_schedule(two_convs(), config, options);
   std::vector<std::string> ids;
   for (const Command& c : s.commands) ids.push_back(c.id);
   // conv1: weights (32*16*9 = 4608 bytes; the batch norm folds into them), then two tiles of 4
@@ -129,8 +132,10 @@ TEST(Compiler, ATransposeWaitsForEveryStoreOfItsInput) {
     "layers": [{"name": "mm", "op": "MatMul", "inputs": ["a", "b"], "outputs": ["m"]},
                {"name": "tr", "op": "Transpose", "inputs": ["m"], "outputs": ["t"], "attrs": {"perm": [1, 0]}},
                {"name": "relu", "op": "Relu", "inputs": ["t"], "outputs": ["y"]}]})");
+  CompileOptions through_dram;
+  through_dram.residency = false;
   const Schedule s = compile_schedule(parse_graph_json(doc, "t.json"),
-                                      parse_hw_config("{}", "c", {"lram_kib=16"}));
+                                      parse_hw_config("{}", "c", {"lram_kib=16"}), through_dram);
   std::vector<std::uint32_t> mm_stores;
   std::optional<std::uint32_t> first_transpose_load;
   for (std::uint32_t i = 0; i < s.commands.size(); ++i) {

@@ -186,7 +186,7 @@ void Emitter::reader_deps(std::uint32_t tensor, std::uint64_t lo, std::uint64_t 
 void Emitter::load_piece(const LayerGroup& group, const Piece& piece,
                          std::vector<CommandIndex> deps, std::vector<std::string>& buffers,
                          std::vector<CommandIndex>& to) {
-  if (resident_.count(piece.tensor) > 0) {
+  if (on_chip(piece.tensor)) {
     on_chip_writers(piece.tensor, piece.lo, piece.hi, to);
     return;
   }
@@ -201,6 +201,18 @@ void Emitter::load_piece(const LayerGroup& group, const Piece& piece,
 // for those, as a load waits for the stores of its bytes.
 void Emitter::on_chip_writers(std::uint32_t tensor, std::uint64_t lo, std::uint64_t hi,
                               std::vector<CommandIndex>& to) const {
+  // A view's bytes are laid out as the view says, not as its inputs': any of it may come from
+  // any writer of any of them.
+  if (const auto alias = aliases_.find(tensor); alias != aliases_.end()) {
+    std::vector<CommandIndex> all;
+    for (std::uint32_t t : alias->second) {
+      const std::vector<CommandIndex>& w = resident_.at(t).writers;
+      all.insert(all.end(), w.begin(), w.end());
+    }
+    const std::vector<CommandIndex> last = last_per_queue(all);
+    to.insert(to.end(), last.begin(), last.end());
+    return;
+  }
   const OnChip& r = resident_.at(tensor);
   std::vector<CommandIndex> overlapping;
   for (const OnChip::Range& range : r.ranges) {
@@ -217,7 +229,7 @@ void Emitter::on_chip_writers(std::uint32_t tensor, std::uint64_t lo, std::uint6
 Emitter::CommandIndex Emitter::load_shared_input(const LayerGroup& group, std::uint32_t tensor,
                                                  std::uint64_t lo, std::uint64_t hi,
                                                  std::uint64_t bytes) {
-  if (resident_.count(tensor) == 0) {
+  if (!on_chip(tensor)) {
     std::vector<CommandIndex> after;
     reader_deps(tensor, lo, hi, after);
     return load_weights(bytes, group, std::move(after));
@@ -321,6 +333,10 @@ void Emitter::release_resident(std::uint32_t tensor, CommandIndex carrier) {
   push_ring(carrier, r.bytes);
   resident_bytes_ -= r.bytes;
   resident_.erase(it);
+  for (auto a = aliases_.begin(); a != aliases_.end();) {
+    const bool of_it = std::find(a->second.begin(), a->second.end(), tensor) != a->second.end();
+    a = of_it ? aliases_.erase(a) : std::next(a);
+  }
 }
 
 void Emitter::add_deps(CommandIndex command, const std::vector<CommandIndex>& deps) {
@@ -479,6 +495,27 @@ void Emitter::emit_host(const LayerGroup& group) {
 // No data moves: the outputs hold whatever the inputs' writers wrote, so readers of any part wait
 // for all of them. (Their layouts are assign_layouts'.)
 void Emitter::emit_view(const Layer& l) {
+  // A view of resident tensors is on chip too (plan_residency keeps all of a view's inputs or
+  // none): its outputs alias them.
+  std::vector<std::uint32_t> members;
+  bool dram = false;
+  for (std::uint32_t in : l.inputs) {
+    if (g_.tensors[in].constant) continue;
+    if (const auto a = aliases_.find(in); a != aliases_.end()) {
+      members.insert(members.end(), a->second.begin(), a->second.end());
+    } else if (resident_.count(in) > 0) {
+      members.push_back(in);
+    } else {
+      dram = true;
+    }
+  }
+  if (!members.empty()) {
+    if (dram) {
+      throw std::logic_error("emit_view: '" + l.name + "' reads tensors both on chip and in DRAM");
+    }
+    for (std::uint32_t out : l.outputs) aliases_[out] = members;
+    return;
+  }
   for (std::uint32_t out : l.outputs) {
     for (std::uint32_t in : l.inputs) {
       if (!g_.tensors[in].constant) writers_.add_all_of(out, in);

@@ -158,6 +158,11 @@ class Emitter {
   // Tensors resident on chip until their last reader group (Residency), by tensor.
   std::map<std::uint32_t, OnChip> resident_;
   std::uint64_t resident_bytes_ = 0;
+  // View outputs of resident tensors (a Concat, a Reshape): the resident tensors they alias.
+  std::map<std::uint32_t, std::vector<std::uint32_t>> aliases_;
+  bool on_chip(std::uint32_t tensor) const {
+    return resident_.count(tensor) > 0 || aliases_.count(tensor) > 0;
+  }
   // The last command of each slice unit's queue among those emitted since `from`, for `to`'s
   // dependencies: their ends imply the ends of every earlier command on those queues.
   std::vector<CommandIndex> last_per_queue_since(std::size_t from) const;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 
 namespace npusim {
 
@@ -33,23 +34,119 @@ bool reads_through_tiles(const Graph& graph, const LayerGroup& g, const Mapping&
   }
 }
 
-// The last group that reads `tensor`, if every reader is a later group reading it through its
-// tiles; nullopt otherwise.
-std::optional<std::size_t> last_reader(const Graph& graph, const std::vector<LayerGroup>& groups,
-                                       const std::vector<Mapping>& mappings,
-                                       const std::vector<std::size_t>& group_of, std::size_t p,
-                                       std::uint32_t tensor) {
-  std::optional<std::size_t> last;
-  for (std::uint32_t l = 0; l < graph.layers.size(); ++l) {
-    const std::vector<std::uint32_t>& in = graph.layers[l].inputs;
-    if (std::find(in.begin(), in.end(), tensor) == in.end()) continue;
-    const std::size_t g = group_of[l];
-    if (g <= p || g >= mappings.size()) return std::nullopt;
-    if (!reads_through_tiles(graph, groups[g], mappings[g], l, tensor)) return std::nullopt;
-    last = std::max(last.value_or(g), g);
+// Who writes and who reads each tensor, and each layer's group.
+struct GraphIndex {
+  std::vector<std::size_t> group_of;                 // per layer
+  std::vector<std::optional<std::uint32_t>> writer;  // per tensor: the layer writing it
+  std::vector<std::vector<std::uint32_t>> readers;   // per tensor: the layers reading it
+};
+
+GraphIndex index_graph(const Graph& graph, const std::vector<LayerGroup>& groups) {
+  GraphIndex ix;
+  ix.group_of.assign(graph.layers.size(), groups.size());
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    for (std::uint32_t l : groups[g].layers) ix.group_of[l] = g;
   }
-  return last;
+  ix.writer.resize(graph.tensors.size());
+  ix.readers.resize(graph.tensors.size());
+  for (std::uint32_t l = 0; l < graph.layers.size(); ++l) {
+    for (std::uint32_t t : graph.layers[l].outputs) ix.writer[t] = l;
+    for (std::uint32_t t : graph.layers[l].inputs) {
+      if (ix.readers[t].empty() || ix.readers[t].back() != l) ix.readers[t].push_back(l);
+    }
+  }
+  return ix;
 }
+
+// Tensors that can only be resident together: group outputs (`members`) and the view outputs
+// that alias them, closed under "a view reads it" (the view's output aliases all its inputs, so
+// they all stay or all go). `last` is the last group that reads any of them.
+struct Closure {
+  std::vector<std::uint32_t> members;
+  std::vector<std::size_t> member_groups;
+  std::size_t last = 0;
+};
+
+class Planner {
+ public:
+  Planner(const Graph& graph, const std::vector<LayerGroup>& groups,
+          const std::vector<Mapping>& mappings, const std::vector<bool>& kept)
+      : g_(graph), groups_(groups), mappings_(mappings), kept_(kept),
+        ix_(index_graph(graph, groups)), tried_(mappings.size(), false) {}
+
+  // The closure of group `i`'s output, or nullopt when any of it must reach DRAM. Marks its
+  // members tried either way: each would give the same answer.
+  std::optional<Closure> closure(std::size_t i) {
+    Closure c;
+    std::vector<std::uint32_t> todo;
+    seen_.clear();
+    ok_ = add_member(groups_[i].output, c, todo);
+    while (ok_ && !todo.empty()) {
+      const std::uint32_t x = todo.back();
+      todo.pop_back();
+      if (std::find(g_.outputs.begin(), g_.outputs.end(), x) != g_.outputs.end()) ok_ = false;
+      for (std::size_t k = 0; ok_ && k < ix_.readers[x].size(); ++k) {
+        const std::uint32_t l = ix_.readers[x][k];
+        const std::size_t g = ix_.group_of[l];
+        if (g >= mappings_.size()) {
+          ok_ = false;
+        } else if (group_kind(g_, groups_[g]) == GroupKind::kView) {
+          for (std::uint32_t out : g_.layers[l].outputs) add_alias(out, todo);
+          for (std::uint32_t in : g_.layers[l].inputs) add_upstream(in, c, todo);
+        } else {
+          ok_ = reads_through_tiles(g_, groups_[g], mappings_[g], l, x);
+          c.last = std::max(c.last, g);
+        }
+      }
+    }
+    for (std::size_t g : c.member_groups) tried_[g] = true;
+    tried_[i] = true;
+    if (!ok_) return std::nullopt;
+    return c;
+  }
+
+  bool tried(std::size_t i) const { return tried_[i]; }
+
+ private:
+  // A group output joins when its group tiles it and could leave it on chip.
+  bool add_member(std::uint32_t t, Closure& c, std::vector<std::uint32_t>& todo) {
+    if (!seen_.insert(t).second) return true;
+    if (!ix_.writer[t]) return false;  // a graph input
+    const std::size_t g = ix_.group_of[*ix_.writer[t]];
+    if (g >= mappings_.size() || tried_[g] || kept_[g] || groups_[g].output != t ||
+        !tiles_output(mappings_[g]) || g_.layers[groups_[g].layers.back()].outputs.size() != 1) {
+      return false;
+    }
+    c.members.push_back(t);
+    c.member_groups.push_back(g);
+    todo.push_back(t);
+    return true;
+  }
+  void add_alias(std::uint32_t t, std::vector<std::uint32_t>& todo) {
+    if (seen_.insert(t).second) todo.push_back(t);
+  }
+  // An input of a view: a constant stays in DRAM and is no part of it; another view's output is
+  // an alias, whose inputs join too; a group's output is a member.
+  void add_upstream(std::uint32_t t, Closure& c, std::vector<std::uint32_t>& todo) {
+    if (!ok_ || g_.tensors[t].constant || seen_.count(t) > 0) return;
+    if (ix_.writer[t] &&
+        group_kind(g_, groups_[ix_.group_of[*ix_.writer[t]]]) == GroupKind::kView) {
+      add_alias(t, todo);
+      for (std::uint32_t in : g_.layers[*ix_.writer[t]].inputs) add_upstream(in, c, todo);
+      return;
+    }
+    ok_ = add_member(t, c, todo);
+  }
+
+  const Graph& g_;
+  const std::vector<LayerGroup>& groups_;
+  const std::vector<Mapping>& mappings_;
+  const std::vector<bool>& kept_;
+  GraphIndex ix_;
+  std::vector<bool> tried_;
+  std::set<std::uint32_t> seen_;
+  bool ok_ = true;
+};
 
 }  // namespace
 
@@ -69,13 +166,10 @@ std::vector<Residency> plan_residency(const Graph& graph, const HwConfig& config
                                       const std::vector<std::uint64_t>& ring_needs) {
   const std::size_t n = mappings.size();
   std::vector<Residency> plan(n);
-  std::vector<std::size_t> group_of(graph.layers.size(), groups.size());
-  for (std::size_t g = 0; g < groups.size(); ++g) {
-    for (std::uint32_t l : groups[g].layers) group_of[l] = g;
-  }
   // The bytes each group's tiles need, and on top the bytes on chip while it runs: kept outputs
   // live in their producer and the next.
-  std::vector<std::uint64_t> live(ring_needs.begin(), ring_needs.begin() + static_cast<std::ptrdiff_t>(n));
+  std::vector<std::uint64_t> live(ring_needs.begin(),
+                                  ring_needs.begin() + static_cast<std::ptrdiff_t>(n));
   for (std::size_t i = 0; i + 1 < n; ++i) {
     if (!kept[i]) continue;
     const std::uint64_t bytes = graph.tensors[groups[i].output].bytes();
@@ -83,22 +177,22 @@ std::vector<Residency> plan_residency(const Graph& graph, const HwConfig& config
     live[i + 1] += bytes;
   }
   const std::uint64_t budget = config.lram_bytes / 2;  // the tiles' half
+  Planner planner(graph, groups, mappings, kept);
   for (std::size_t i = 0; i < n; ++i) {
-    const LayerGroup& group = groups[i];
-    const std::uint32_t t = group.output;
-    if (kept[i] || !tiles_output(mappings[i]) || graph.tensors[t].constant) continue;
-    if (std::find(graph.outputs.begin(), graph.outputs.end(), t) != graph.outputs.end()) continue;
-    if (graph.layers[group.layers.back()].outputs.size() != 1) continue;
-    const std::optional<std::size_t> last =
-        last_reader(graph, groups, mappings, group_of, i, t);
-    if (!last) continue;
-    const std::uint64_t bytes = graph.tensors[t].bytes();
-    const auto from = live.begin() + static_cast<std::ptrdiff_t>(i);
-    const auto to = live.begin() + static_cast<std::ptrdiff_t>(*last) + 1;
-    if (*std::max_element(from, to) + bytes > budget) continue;
+    if (planner.tried(i) || kept[i] || !tiles_output(mappings[i])) continue;
+    const std::optional<Closure> c = planner.closure(i);
+    if (!c) continue;
+    // All of it lives from its first producer to its last reader.
+    std::uint64_t bytes = 0;
+    for (std::uint32_t t : c->members) bytes += graph.tensors[t].bytes();
+    const std::size_t first = *std::min_element(c->member_groups.begin(), c->member_groups.end());
+    const auto from = live.begin() + static_cast<std::ptrdiff_t>(first);
+    const auto to = live.begin() + static_cast<std::ptrdiff_t>(c->last) + 1;
+    if (c->last < first || *std::max_element(from, to) + bytes > budget) continue;
     for (auto it = from; it != to; ++it) *it += bytes;
-    plan[i].output = true;
-    plan[*last].release.push_back(t);
+    for (std::size_t g : c->member_groups) plan[g].output = true;
+    plan[c->last].release.insert(plan[c->last].release.end(), c->members.begin(),
+                                 c->members.end());
   }
   return plan;
 }
