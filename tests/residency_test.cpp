@@ -123,12 +123,12 @@ TEST(Residency, ATensorTwoLaterGroupsReadStaysOnChipAndDramMovesOnlyTheCompulsor
   EXPECT_EQ(simulate(s, config).total_cycles(), estimate(s, config).total_cycles());
 }
 
-TEST(Residency, GraphOutputsAndTensorsAViewReadsGoThroughDram) {
+TEST(Residency, GraphOutputsAndTheirViewsGoThroughDram) {
   const HwConfig config = load_hw_config("default");
   // a is a graph output: it must reach DRAM, so conv1 stores it (1024 B) and its readers load it.
   const Schedule out = compile_schedule(diamond(/*extra_output=*/true), config, greedy(true));
   EXPECT_EQ(bytes_of(out, EngineKind::kDmaOut, "conv1"), 1024u);
-  // A Reshape of a aliases its DRAM bytes: a goes through DRAM too.
+  // A Reshape of a that is a graph output: the view aliases a, so a must reach DRAM too.
   const Schedule view = compile_schedule(diamond(false, /*view=*/true), config, greedy(true));
   EXPECT_EQ(bytes_of(view, EngineKind::kDmaOut, "conv1"), 1024u);
   // b is still resident in both (only conv3's group reads it): conv2 stores only the 512 B piece
