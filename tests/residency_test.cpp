@@ -43,8 +43,8 @@ Graph diamond(bool extra_output = false, bool view = false) {
     outputs = R"(["y", "flat"])";
   }
   const Json doc = Json::parse(R"({"format": "npusim-graph", "version": 1, "name": "diamond",
-    "tensors": [)" + tensors + R"(], "inputs": ["x"], "outputs": )" + outputs +
-                               R"(, "layers": [)" + layers + "]}");
+    "tensors": [)" + tensors + R"(], "inputs": ["x"], "outputs": )" +
+                               outputs + R"(, "layers": [)" + layers + "]}");
   return parse_graph_json(doc, "diamond.json");
 }
 

@@ -208,8 +208,8 @@ Schedule compile_one_device(const Graph& graph, const HwConfig& config,
   }
   std::vector<bool> keep(mappings.size(), false);
   for (std::size_t i = 0; i + 1 < mappings.size(); ++i) {
-    keep[i] = output_stays_on_chip(graph, config, groups[i], mappings[i], groups[i + 1],
-                                   mappings[i + 1]);
+    keep[i] =
+        output_stays_on_chip(graph, config, groups[i], mappings[i], groups[i + 1], mappings[i + 1]);
   }
   // Every group emitted, its outputs resident as `residency` says.
   auto emit_all = [&](const std::vector<Residency>& residency) {
@@ -218,8 +218,7 @@ Schedule compile_one_device(const Graph& graph, const HwConfig& config,
     for (std::size_t i = 0; i < groups.size(); ++i) {
       if (i < mappings.size()) {
         emitter.emit_group(groups[i], mappings[i], keep[i],
-                           keep[i] && read_only_by(graph, groups[i], groups[i + 1]),
-                           residency[i]);
+                           keep[i] && read_only_by(graph, groups[i], groups[i + 1]), residency[i]);
         continue;
       }
       // An op the NPU cannot run: emit_group throws its error, in layer order.
@@ -247,10 +246,11 @@ Schedule compile_one_device(const Graph& graph, const HwConfig& config,
   const std::uint64_t with_cycles = estimated_cycles(schedule, config);
   const std::uint64_t without_cycles = estimated_cycles(without, config);
   if (options.explain != nullptr) {
-    options.explain->push_back(
-        "residency\t" + std::to_string(resident) + " tensor(s) kept on chip: " +
-        std::to_string(with_cycles) + " cycles estimated, " + std::to_string(without_cycles) +
-        " without; " + (with_cycles <= without_cycles ? "kept" : "not kept"));
+    options.explain->push_back("residency\t" + std::to_string(resident) +
+                               " tensor(s) kept on chip: " + std::to_string(with_cycles) +
+                               " cycles estimated, " + std::to_string(without_cycles) +
+                               " without; " +
+                               (with_cycles <= without_cycles ? "kept" : "not kept"));
   }
   return with_cycles <= without_cycles ? std::move(schedule) : std::move(without);
 }

@@ -65,8 +65,12 @@ void Emitter::emit_group(const LayerGroup& group, const Mapping& mapping, bool k
   const std::size_t first_command = sched_.commands.size();
   begin_slices(mapping);
   if (keep_output || residency.output) {
-    keeping_ = OnChip{group.output, g_.tensors[group.output].bytes(),
-                      on_chip_only || residency.output, {}, {}, {}};
+    keeping_ = OnChip{group.output,
+                      g_.tensors[group.output].bytes(),
+                      on_chip_only || residency.output,
+                      {},
+                      {},
+                      {}};
   }
   if (kind == GroupKind::kHost) {
     emit_host(group);

@@ -18,8 +18,8 @@ bool tiles_output(const Mapping& m) {
 // can take it from local memory: a spatial or global-pool head's input, a fused residual, any
 // operand of a vector layer, a MatMul's left operand, or its right one when input outer (weights
 // outer loads an activation as the right operand like a weight chunk).
-bool reads_through_tiles(const Graph& graph, const LayerGroup& g, const Mapping& m,
-                         std::uint32_t l, std::uint32_t tensor) {
+bool reads_through_tiles(const Graph& graph, const LayerGroup& g, const Mapping& m, std::uint32_t l,
+                         std::uint32_t tensor) {
   if (!tiles_output(m)) return false;
   if (l != g.layers.front()) return g.residual == tensor;
   const std::vector<std::uint32_t>& in = graph.layers[l].inputs;
@@ -71,8 +71,12 @@ class Planner {
  public:
   Planner(const Graph& graph, const std::vector<LayerGroup>& groups,
           const std::vector<Mapping>& mappings, const std::vector<bool>& kept)
-      : g_(graph), groups_(groups), mappings_(mappings), kept_(kept),
-        ix_(index_graph(graph, groups)), tried_(mappings.size(), false) {}
+      : g_(graph),
+        groups_(groups),
+        mappings_(mappings),
+        kept_(kept),
+        ix_(index_graph(graph, groups)),
+        tried_(mappings.size(), false) {}
 
   // The closure of group `i`'s output, or nullopt when any of it must reach DRAM. Marks its
   // members tried either way: each would give the same answer.
@@ -191,8 +195,7 @@ std::vector<Residency> plan_residency(const Graph& graph, const HwConfig& config
     if (c->last < first || *std::max_element(from, to) + bytes > budget) continue;
     for (auto it = from; it != to; ++it) *it += bytes;
     for (std::size_t g : c->member_groups) plan[g].output = true;
-    plan[c->last].release.insert(plan[c->last].release.end(), c->members.begin(),
-                                 c->members.end());
+    plan[c->last].release.insert(plan[c->last].release.end(), c->members.begin(), c->members.end());
   }
   return plan;
 }
