@@ -112,7 +112,7 @@ TEST_F(Sweep, PointFiguresEqualSingleRuns) {
             "dram_gbps,bound,compute_busy_cycles,dma_busy_cycles,lower_bound_array_cycles,"
             "lower_bound_vector_cycles,lower_bound_mac_peak_cycles,lower_bound_dma_in_port_cycles,"
             "lower_bound_dma_out_port_cycles,lower_bound_dram_cycles,lower_bound_host_cycles,"
-            "energy_uj,error");
+            "energy_uj,ttft_ms,tpot_mean_ms,tpot_p99_ms,decode_tokens_per_s,error");
   ASSERT_EQ(sweep["points"].size(), 4u);
   const std::vector<std::pair<std::string, std::string>> grid = {
       {"500", "4"}, {"500", "8"}, {"1000", "4"}, {"1000", "8"}};
@@ -152,7 +152,7 @@ TEST_F(Sweep, PointFiguresEqualSingleRuns) {
     EXPECT_TRUE(p["error"].is_null());
     // The CSV row says the same, with numbers written as stats.json writes them.
     const auto f = fields_of(csv[i + 1]);
-    ASSERT_EQ(f.size(), 21u) << csv[i + 1];
+    ASSERT_EQ(f.size(), 25u) << csv[i + 1];
     EXPECT_EQ(f[0], std::to_string(i));
     EXPECT_EQ(f[1], grid[i].first);
     EXPECT_EQ(f[2], grid[i].second);
@@ -170,7 +170,9 @@ TEST_F(Sweep, PointFiguresEqualSingleRuns) {
     }
     EXPECT_EQ(f[19], stats["energy"]["total_uj"].dump());
     EXPECT_EQ(p["energy_uj"], stats["energy"]["total_uj"]);
-    EXPECT_EQ(f[20], "");
+    // Not an LLM: no TTFT, TPOT or tokens/s.
+    for (std::size_t k = 20; k < 25; ++k) EXPECT_EQ(f[k], "") << k;
+    EXPECT_TRUE(p["ttft_ms"].is_null());
     // Each point's own outputs are kept, with its stderr and exit code.
     EXPECT_EQ(read_file(out / "points" / std::to_string(i) / "exit_code.txt"), "0\n");
     EXPECT_EQ(read_file(out / "points" / std::to_string(i) / "stderr.txt"), "");
@@ -230,7 +232,7 @@ TEST_F(Sweep, FailingPointIsReportedAndTheOthersComplete) {
   EXPECT_EQ(sweep["summary"], Json::parse(R"({"points": 2, "ok": 1, "failed": 1})"));
   const auto csv = lines_of(read_file(out / "sweep.csv"));
   ASSERT_EQ(csv.size(), 3u);
-  EXPECT_EQ(csv[1], "0,0,failed,2,,,,,,,,,,,,,,,,\"" + error + "\"");  // 15 empty figures
+  EXPECT_EQ(csv[1], "0,0,failed,2,,,,,,,,,,,,,,,,,,,,\"" + error + "\"");  // 19 empty figures
   EXPECT_EQ(csv[2].substr(0, 13 + stats["runtime"]["total_cycles"].dump().size()),
             "1,12.8,ok,0," + stats["runtime"]["total_cycles"].dump() + ",");
 }
@@ -551,6 +553,35 @@ TEST_F(Check, FailsPassesImprovesAndUpdates) {
   const std::string xml2 = read_file(junit);
   EXPECT_THAT(xml2, Not(HasSubstr("<failure")));
   EXPECT_THAT(xml2, Not(HasSubstr("<error")));
+}
+
+// An LLM's points carry its time to first token, time per output token and decode rate, as its
+// own stats.json has them; decode tokens/s is batch (1) x 1000 / TPOT in ms, by definition.
+TEST_F(Sweep, LlmPointsHaveTtftTpotAndTokensPerSecond) {
+  const fs::path out = dir_ / "llm";
+  const Result r = npusim({"sweep", "--model", (kSource / "models/llm/gpt2_small.json").string(),
+                           "--config", "server", "--clock-mhz", "500,1000", "--jobs", "2",
+                           "--out", out.string(), "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto csv = lines_of(read_file(out / "sweep.csv"));
+  ASSERT_EQ(csv.size(), 3u);
+  const Json sweep = Json::parse(read_file(out / "sweep.json"));
+  for (std::size_t i = 0; i < 2; ++i) {
+    SCOPED_TRACE("point " + std::to_string(i));
+    const Json llm =
+        Json::parse(read_file(out / "points" / std::to_string(i) / "stats.json"))["llm"];
+    const auto f = fields_of(csv[i + 1]);
+    ASSERT_EQ(f.size(), 24u) << csv[i + 1];  // one swept key
+    EXPECT_EQ(f[19], llm["ttft_ms"].dump());
+    EXPECT_EQ(f[20], llm["tpot_mean_ms"].dump());
+    EXPECT_EQ(f[21], llm["tpot_p99_ms"].dump());
+    EXPECT_EQ(f[22], llm["decode_tokens_per_s"].dump());
+    EXPECT_NEAR(std::stod(f[22]), 1000.0 / std::stod(f[20]), 1e-3);
+    EXPECT_EQ(sweep["points"][i]["ttft_ms"], llm["ttft_ms"]);
+    EXPECT_EQ(sweep["points"][i]["decode_tokens_per_s"], llm["decode_tokens_per_s"]);
+  }
+  // Twice the clock is never slower to the first token.
+  EXPECT_LT(std::stod(fields_of(csv[2])[19]), std::stod(fields_of(csv[1])[19]));
 }
 
 TEST_F(Check, ToleranceBoundsAndDirections) {

@@ -23,7 +23,8 @@ FIGURES = ["status", "exit_code", "total_cycles", "latency_us", "mac_utilization
            "bound", "compute_busy_cycles", "dma_busy_cycles", "lower_bound_array_cycles",
            "lower_bound_vector_cycles", "lower_bound_mac_peak_cycles",
            "lower_bound_dma_in_port_cycles", "lower_bound_dma_out_port_cycles",
-           "lower_bound_dram_cycles", "lower_bound_host_cycles", "energy_uj", "error"]
+           "lower_bound_dram_cycles", "lower_bound_host_cycles", "energy_uj", "ttft_ms",
+           "tpot_mean_ms", "tpot_p99_ms", "decode_tokens_per_s", "error"]
 
 
 def binary() -> str:

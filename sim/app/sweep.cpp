@@ -229,6 +229,8 @@ struct PointResult {
   std::string error;
   OJson total_cycles, latency_us, mac_utilization, dram_gbps, compute_busy, dma_busy;
   OJson energy_uj;                  // the simulation's total energy (stats.json /energy/total_uj)
+  // An LLM run's figures (stats.json /llm/...): null for other models.
+  OJson ttft_ms, tpot_mean_ms, tpot_p99_ms, decode_tokens_per_s;
   std::vector<OJson> lower_bounds;  // indexed like lower_bound_names(); empty unless ok
   std::string bound;                // the binding resource's name
 };
@@ -257,6 +259,12 @@ PointResult read_point(const fs::path& dir, const std::string& rel) {
     r.mac_utilization = need(stats, "/runtime/mac_utilization");
     r.dram_gbps = need(stats, "/runtime/dram_achieved_gbps");
     r.energy_uj = need(stats, "/energy/total_uj");
+    if (stats.contains("llm")) {
+      r.ttft_ms = need(stats, "/llm/ttft_ms");
+      r.tpot_mean_ms = need(stats, "/llm/tpot_mean_ms");
+      r.tpot_p99_ms = need(stats, "/llm/tpot_p99_ms");
+      r.decode_tokens_per_s = need(stats, "/llm/decode_tokens_per_s");
+    }
     for (const std::string& name : lower_bound_names()) {
       r.lower_bounds.push_back(need(stats, "/bounds/" + name + "_cycles"));
     }
@@ -308,7 +316,7 @@ std::string sweep_csv(const Plan& plan, const std::vector<PointResult>& results)
          "compute_busy_cycles,dma_busy_cycles";
   const std::vector<std::string> bound_names = lower_bound_names();
   for (const std::string& name : bound_names) out << ",lower_bound_" << name << "_cycles";
-  out << ",energy_uj,error\n";
+  out << ",energy_uj,ttft_ms,tpot_mean_ms,tpot_p99_ms,decode_tokens_per_s,error\n";
   for (std::size_t i = 0; i < results.size(); ++i) {
     const PointResult& r = results[i];
     out << i;
@@ -323,7 +331,9 @@ std::string sweep_csv(const Plan& plan, const std::vector<PointResult>& results)
     for (std::size_t b = 0; b < bound_names.size(); ++b) {
       out << (r.ok ? number_text(r.lower_bounds[b]) : std::string()) << ',';
     }
-    out << number_text(r.energy_uj) << ',' << csv_field(r.error) << '\n';
+    out << number_text(r.energy_uj) << ',' << number_text(r.ttft_ms) << ','
+        << number_text(r.tpot_mean_ms) << ',' << number_text(r.tpot_p99_ms) << ','
+        << number_text(r.decode_tokens_per_s) << ',' << csv_field(r.error) << '\n';
   }
   return out.str();
 }
@@ -374,6 +384,10 @@ std::string sweep_json(const Plan& plan, const std::vector<PointResult>& results
       p["lower_bound_" + names[b] + "_cycles"] = r.ok ? r.lower_bounds[b] : OJson();
     }
     p["energy_uj"] = r.energy_uj;
+    p["ttft_ms"] = r.ttft_ms;
+    p["tpot_mean_ms"] = r.tpot_mean_ms;
+    p["tpot_p99_ms"] = r.tpot_p99_ms;
+    p["decode_tokens_per_s"] = r.decode_tokens_per_s;
     p["error"] = r.ok ? OJson() : OJson(r.error);
     points.push_back(p);
   }
