@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -233,26 +234,41 @@ Schedule compile_one_device(const Graph& graph, const HwConfig& config,
     schedule.layers = layer_views(graph, groups);
     return schedule;
   };
+  // Keeping tensors takes local memory from the tiles' lookahead, which a DMA-bound layer may need
+  // more than the trips it saves. So plans that keep on-chip tensors in up to L / 2 and in up to
+  // L / 4 are emitted too, and the fastest under the estimate is kept: without, on a tie.
   const std::vector<Residency> none(mappings.size());
-  std::vector<Residency> residency =
-      options.residency ? plan_residency(graph, config, groups, mappings, keep, ring_needs) : none;
-  const auto resident = static_cast<std::size_t>(std::count_if(
-      residency.begin(), residency.end(), [](const Residency& r) { return r.output; }));
-  Schedule schedule = emit_all(residency);
-  if (resident == 0) return schedule;
-  // Keeping tensors takes local memory from the tiles' lookahead, which a DMA-bound model may
-  // need more: the schedule with them must beat the one without under the estimate.
-  Schedule without = emit_all(none);
-  const std::uint64_t with_cycles = estimated_cycles(schedule, config);
-  const std::uint64_t without_cycles = estimated_cycles(without, config);
-  if (options.explain != nullptr) {
-    options.explain->push_back("residency\t" + std::to_string(resident) +
-                               " tensor(s) kept on chip: " + std::to_string(with_cycles) +
-                               " cycles estimated, " + std::to_string(without_cycles) +
-                               " without; " +
-                               (with_cycles <= without_cycles ? "kept" : "not kept"));
+  Schedule best = emit_all(none);
+  if (!options.residency) return best;
+  std::optional<std::uint64_t> best_cycles;
+  std::vector<std::vector<bool>> planned;
+  std::string report, chosen = "none";
+  for (const std::uint64_t share : {2, 4}) {
+    const std::vector<Residency> plan =
+        plan_residency(graph, config, groups, mappings, keep, ring_needs, config.lram_bytes / share);
+    std::vector<bool> outputs;
+    for (const Residency& r : plan) outputs.push_back(r.output);
+    const auto count = std::count(outputs.begin(), outputs.end(), true);
+    if (count == 0 || std::find(planned.begin(), planned.end(), outputs) != planned.end()) continue;
+    planned.push_back(outputs);
+    if (!best_cycles) {
+      best_cycles = estimated_cycles(best, config);
+      report = "without: " + std::to_string(*best_cycles) + " cycles estimated";
+    }
+    Schedule with = emit_all(plan);
+    const std::uint64_t cycles = estimated_cycles(with, config);
+    const std::string what = std::to_string(count) + " tensor(s) in up to L/" + std::to_string(share);
+    report += "; " + what + ": " + std::to_string(cycles);
+    if (cycles < *best_cycles) {
+      best = std::move(with);
+      best_cycles = cycles;
+      chosen = what;
+    }
   }
-  return with_cycles <= without_cycles ? std::move(schedule) : std::move(without);
+  if (options.explain != nullptr && best_cycles) {
+    options.explain->push_back("residency\t" + report + "; kept: " + chosen);
+  }
+  return best;
 }
 
 }  // namespace

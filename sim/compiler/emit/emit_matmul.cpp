@@ -111,7 +111,8 @@ void Emitter::emit_matmul(const LayerGroup& group, const Mapping& mapping) {
 
 // Each output tile runs on one slice and accumulates in place over steps along K. Per step: one
 // DMA_IN of A's part, one of B's part (with the tile's share of the bias on the first step), one
-// Gemm; then one DMA_OUT. Loads wait for the step two back, whose compute freed them.
+// Gemm; then one DMA_OUT. Loads wait for the step two back, whose compute freed them. A resident
+// operand is not loaded, and a resident output is not stored (store_tile).
 void Emitter::emit_matmul_ksplit(const LayerGroup& group, const Mapping& mapping) {
   const MatMulLayer mm = describe_matmul(g_, group);
   const PassRanges ranges(mm, layouts_);
@@ -162,46 +163,56 @@ void Emitter::emit_matmul_ksplit(const LayerGroup& group, const Mapping& mapping
         };
         // B's parts of the batch first: weights wait for no activation, so the in-order DMA_IN
         // queue brings them in while A's writers still run.
-        std::vector<std::pair<CommandIndex, std::string>> b_loads;
-        for (const OutTile& o : batch) {
+        // A resident B (docs/compiler.md, "Tensors resident on chip") is not loaded: its step
+        // waits for B's writers on chip, and loads only its share of a bias, if any.
+        const std::uint64_t b_lo = ranges.b_exact ? b_base * b_batch_bytes : 0;
+        const std::uint64_t b_hi = ranges.b_exact ? (b_base + 1) * b_batch_bytes : b.bytes();
+        const bool b_on_chip = !b.constant && on_chip(mm.b);
+        std::vector<std::vector<CommandIndex>> b_deps_of(batch.size());
+        std::vector<std::string> b_bufs(batch.size());
+        for (std::size_t t = 0; t < batch.size(); ++t) {
+          const OutTile& o = batch[t];
+          const std::uint64_t bias = k0 == 0 ? ceil_div(mm.bias_bytes * o.nc, mm.n) : 0;
+          if (b_on_chip) on_chip_writers(mm.b, b_lo, b_hi, b_deps_of[t]);
+          if (b_on_chip && bias == 0) continue;
           std::vector<CommandIndex> b_deps;
-          if (!b.constant) {
-            reader_deps(mm.b, ranges.b_exact ? b_base * b_batch_bytes : 0,
-                        ranges.b_exact ? (b_base + 1) * b_batch_bytes : b.bytes(), b_deps);
-          }
+          if (!b.constant && !b_on_chip) reader_deps(mm.b, b_lo, b_hi, b_deps);
           if (wait_of(o) != kNone) b_deps.push_back(wait_of(o));
-          Command load_b =
-              dma(EngineKind::kDmaIn,
-                  kn * o.nc * eb + (k0 == 0 ? ceil_div(mm.bias_bytes * o.nc, mm.n) : 0));
-          const std::string b_buf = buffer_name();
-          load_b.alloc.push_back({b_buf, load_b.bytes});
-          b_loads.push_back({emit(std::move(load_b), "DI", di_, group, std::move(b_deps)), b_buf});
+          Command load_b = dma(EngineKind::kDmaIn, (b_on_chip ? 0 : kn * o.nc * eb) + bias);
+          b_bufs[t] = buffer_name();
+          load_b.alloc.push_back({b_bufs[t], load_b.bytes});
+          b_deps_of[t].push_back(emit(std::move(load_b), "DI", di_, group, std::move(b_deps)));
         }
         for (std::size_t t = 0; t < batch.size(); ++t) {
           OutTile& o = batch[t];
-          std::vector<CommandIndex> a_deps;
-          reader_deps(mm.a, ranges.a_rows ? (a_base + o.r0) * a_row_bytes : 0,
-                      ranges.a_rows ? (a_base + o.r1) * a_row_bytes : a.bytes(), a_deps);
-          if (wait_of(o) != kNone) a_deps.push_back(wait_of(o));
-          Command load_a = dma(EngineKind::kDmaIn, (o.r1 - o.r0) * kn * ea);
-          const std::string a_buf = buffer_name();
-          load_a.alloc.push_back({a_buf, load_a.bytes});
-          std::vector<CommandIndex> deps = {
-              emit(std::move(load_a), "DI", di_, group, std::move(a_deps)), b_loads[t].first};
+          const std::uint64_t a_lo = ranges.a_rows ? (a_base + o.r0) * a_row_bytes : 0;
+          const std::uint64_t a_hi = ranges.a_rows ? (a_base + o.r1) * a_row_bytes : a.bytes();
+          std::vector<CommandIndex> deps = b_deps_of[t];
+          std::vector<std::string> frees;
+          if (!b_bufs[t].empty()) frees.push_back(b_bufs[t]);
+          if (on_chip(mm.a)) {
+            on_chip_writers(mm.a, a_lo, a_hi, deps);
+          } else {
+            std::vector<CommandIndex> a_deps;
+            reader_deps(mm.a, a_lo, a_hi, a_deps);
+            if (wait_of(o) != kNone) a_deps.push_back(wait_of(o));
+            Command load_a = dma(EngineKind::kDmaIn, (o.r1 - o.r0) * kn * ea);
+            frees.push_back(buffer_name());
+            load_a.alloc.push_back({frees.back(), load_a.bytes});
+            deps.push_back(emit(std::move(load_a), "DI", di_, group, std::move(a_deps)));
+          }
           if (!o.steps.empty()) deps.push_back(o.steps.back());  // accumulates onto the last step
           if (o.steps.empty() && o.ring_wait != kNone) deps.push_back(o.ring_wait);
           Command gemm = compute("Gemm", o.slice, GemmShape{1, o.r1 - o.r0, o.nc, kn});
           if (o.steps.empty()) gemm.alloc.push_back({o.out_buffer, (o.r1 - o.r0) * o.nc * ey});
-          gemm.free = {a_buf, b_loads[t].second};
+          gemm.free = std::move(frees);
           o.steps.push_back(emit(std::move(gemm), "S", s_, group, std::move(deps)));
         }
       }
       for (const OutTile& o : batch) {
-        Command store = dma(EngineKind::kDmaOut, (o.r1 - o.r0) * o.nc * ey);
-        store.free.push_back(o.out_buffer);
-        const CommandIndex st = emit(std::move(store), "DO", do_, group, {o.steps.back()});
-        record_write(group.output, (y_base + o.r0) * y_row_bytes, (y_base + o.r1) * y_row_bytes,
-                     st);
+        const CommandIndex st = store_tile(group, {o.steps.back()}, o.out_buffer,
+                                           (o.r1 - o.r0) * o.nc * ey, (y_base + o.r0) * y_row_bytes,
+                                           (y_base + o.r1) * y_row_bytes, nullptr);
         push_ring(st, o.bytes);
       }
     }

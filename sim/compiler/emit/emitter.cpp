@@ -244,11 +244,6 @@ Emitter::CommandIndex Emitter::load_shared_input(const LayerGroup& group, std::u
   return weights_pieces_.front();
 }
 
-void Emitter::record_write(std::uint32_t tensor, std::uint64_t lo, std::uint64_t hi,
-                           CommandIndex store) {
-  writers_.add(tensor, lo, hi, store);
-}
-
 // Of the computes that read a weight chunk, the last one on each slice unit. A unit runs its
 // in-order queue one command at a time, so its last reader's end implies the others' ends: the
 // store that frees the chunk waits for at most 2 × slices computes, not for every tile.

@@ -83,7 +83,6 @@ class Emitter {
                        std::vector<CommandIndex>& to) const;
   CommandIndex load_shared_input(const LayerGroup& group, std::uint32_t tensor, std::uint64_t lo,
                                  std::uint64_t hi, std::uint64_t bytes);
-  void record_write(std::uint32_t tensor, std::uint64_t lo, std::uint64_t hi, CommandIndex store);
   std::vector<CommandIndex> last_per_queue(const std::vector<CommandIndex>& computes) const;
   CommandIndex load_weights(std::uint64_t bytes, const LayerGroup& group,
                             std::vector<CommandIndex> after = {});

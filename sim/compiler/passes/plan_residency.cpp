@@ -11,7 +11,8 @@ namespace {
 // Whether a group mapped as `m` writes its output through its tiles' stores.
 bool tiles_output(const Mapping& m) {
   return m.kind == MappingKind::kSpatial || m.kind == MappingKind::kVector ||
-         m.kind == MappingKind::kGlobalPool || m.kind == MappingKind::kMatMul;
+         m.kind == MappingKind::kGlobalPool || m.kind == MappingKind::kMatMul ||
+         m.kind == MappingKind::kMatMulKSplit;
 }
 
 // Whether layer `l` of group `g`, mapped as `m`, reads `tensor` through its tiles' loads, which
@@ -25,6 +26,7 @@ bool reads_through_tiles(const Graph& graph, const LayerGroup& g, const Mapping&
   const std::vector<std::uint32_t>& in = graph.layers[l].inputs;
   switch (m.kind) {
     case MappingKind::kVector:
+    case MappingKind::kMatMulKSplit:  // each step's parts of A and B, whichever it is
       return true;
     case MappingKind::kMatMul:
       return in[0] == tensor || (in.size() > 1 && in[1] == tensor && in[0] != tensor &&
@@ -167,18 +169,22 @@ std::vector<Residency> plan_residency(const Graph& graph, const HwConfig& config
                                       const std::vector<LayerGroup>& groups,
                                       const std::vector<Mapping>& mappings,
                                       const std::vector<bool>& kept,
-                                      const std::vector<std::uint64_t>& ring_needs) {
+                                      const std::vector<std::uint64_t>& ring_needs,
+                                      std::uint64_t on_chip_cap) {
   const std::size_t n = mappings.size();
   std::vector<Residency> plan(n);
   // The bytes each group's tiles need, and on top the bytes on chip while it runs: kept outputs
   // live in their producer and the next.
   std::vector<std::uint64_t> live(ring_needs.begin(),
                                   ring_needs.begin() + static_cast<std::ptrdiff_t>(n));
+  std::vector<std::uint64_t> on_chip(n, 0);  // only the kept and resident tensors
   for (std::size_t i = 0; i + 1 < n; ++i) {
     if (!kept[i]) continue;
     const std::uint64_t bytes = graph.tensors[groups[i].output].bytes();
     live[i] += bytes;
     live[i + 1] += bytes;
+    on_chip[i] += bytes;
+    on_chip[i + 1] += bytes;
   }
   const std::uint64_t budget = config.lram_bytes / 2;  // the tiles' half
   Planner planner(graph, groups, mappings, kept);
@@ -193,6 +199,10 @@ std::vector<Residency> plan_residency(const Graph& graph, const HwConfig& config
     const auto from = live.begin() + static_cast<std::ptrdiff_t>(first);
     const auto to = live.begin() + static_cast<std::ptrdiff_t>(c->last) + 1;
     if (c->last < first || *std::max_element(from, to) + bytes > budget) continue;
+    const auto from_c = on_chip.begin() + static_cast<std::ptrdiff_t>(first);
+    const auto to_c = on_chip.begin() + static_cast<std::ptrdiff_t>(c->last) + 1;
+    if (*std::max_element(from_c, to_c) + bytes > on_chip_cap) continue;
+    for (auto it = from_c; it != to_c; ++it) *it += bytes;
     for (auto it = from; it != to; ++it) *it += bytes;
     for (std::size_t g : c->member_groups) plan[g].output = true;
     plan[c->last].release.insert(plan[c->last].release.end(), c->members.begin(), c->members.end());

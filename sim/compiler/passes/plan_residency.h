@@ -35,13 +35,15 @@ std::uint64_t ring_need(const GroupWork& work);
 //    (not a view, a host layer, a K-split MatMul, or a weights-outer MatMul's right operand);
 //  - while it lives, every group still has its ring_need within the tiles' half of the local
 //    memory (docs/compiler.md, "Memory budgets") besides the resident and kept tensors, so that
-//    every slice can still hold a tile. Earlier tensors are planned first.
-// Whether the plan pays (less lookahead for the tiles against fewer DRAM trips) is the driver's
-// call, by estimating the schedule with and without it.
+//    every slice can still hold a tile; and the resident and kept tensors together hold at most
+//    `on_chip_cap` bytes. Earlier tensors are planned first.
+// Whether a plan pays (less lookahead for the tiles against fewer DRAM trips) is the driver's
+// call: it plans with two caps and estimates the schedules with each plan and without.
 std::vector<Residency> plan_residency(const Graph& graph, const HwConfig& config,
                                       const std::vector<LayerGroup>& groups,
                                       const std::vector<Mapping>& mappings,
                                       const std::vector<bool>& kept,
-                                      const std::vector<std::uint64_t>& ring_needs);
+                                      const std::vector<std::uint64_t>& ring_needs,
+                                      std::uint64_t on_chip_cap);
 
 }  // namespace npusim
