@@ -41,7 +41,7 @@ EnergyStats compute_energy(const Workload& w, Cycles total_cycles) {
   std::map<std::string, std::uint64_t> by_op;
   std::map<std::string, std::size_t> layer_index;
   // Commands come in runs of one op type and one layer: the last lookups are kept.
-  const std::string* last_op = nullptr;
+  const InternedString* last_op = nullptr;
   std::uint64_t* op_fj = nullptr;
   const std::string* last_layer = nullptr;
   std::size_t layer = 0;

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "profiler/interned_string.h"
+
 #include "profiler/text_out.h"
 
 namespace npusim::profiler {
@@ -34,6 +36,7 @@ class JsonWriter {
   void value(std::string_view v);
   void value(const char* v) { value(std::string_view(v)); }
   void value(const std::string& v) { value(std::string_view(v)); }
+  void value(const InternedString& v) { value(v.str()); }
   template <typename T>
   void field(std::string_view name, const T& v) {
     key(name);

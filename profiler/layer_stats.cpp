@@ -45,7 +45,7 @@ std::vector<LayerStats> compute_layer_stats(const Workload& w, const Timeline& t
   // Per layer and engine, whether an array command of it ran there already.
   std::vector<std::vector<bool>> seen_on_engine;
   // Commands come in runs of one layer: the last lookup is kept.
-  const std::string* last_layer = nullptr;
+  const InternedString* last_layer = nullptr;
   std::size_t row = 0;
   for (std::size_t i = 0; i < w.commands.size(); ++i) {
     const CommandInfo& c = w.commands[i];

@@ -88,7 +88,7 @@ void write_layers(JsonWriter& j, const TimelineFigures& f) {
   j.begin_array();
   const std::vector<LayerStats> rows = compute_layer_stats(w, f.timeline(), &f.stalls());
   std::map<std::string, std::uint64_t> layer_fj;
-  const std::string* last_layer = nullptr;  // commands come in runs of one layer
+  const InternedString* last_layer = nullptr;  // commands come in runs of one layer
   std::uint64_t* fj = nullptr;
   for (const CommandInfo& c : w.commands) {
     if (last_layer == nullptr || *last_layer != c.layer) {

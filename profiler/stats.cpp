@@ -82,7 +82,7 @@ bool has_multi_device_engines(const Workload& workload) {
 bool is_collective(const Workload& workload, const CommandInfo& command) {
   const EngineKind kind = workload.engines[command.engine].kind;
   return kind == EngineKind::kDevHdma || kind == EngineKind::kSync ||
-         command.layer.rfind("collective.", 0) == 0;
+         command.layer.str().rfind("collective.", 0) == 0;
 }
 
 std::vector<DeviceStats> compute_device_stats(const Workload& workload, const Timeline& timeline) {

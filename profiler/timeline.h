@@ -8,6 +8,7 @@
 
 #include "profiler/energy.h"
 #include "profiler/engine_kind.h"
+#include "profiler/interned_string.h"
 
 namespace npusim::profiler {
 
@@ -34,9 +35,10 @@ std::string device_prefix(std::uint32_t device);
 struct CommandInfo {
   std::string id;        // "DI0", "S3", "DO1"
   std::uint32_t engine;  // index into Workload::engines
-  std::string op_type;   // "DMA_IN", "DMA_OUT" or the slice op ("Conv", "Gemm", ...)
-  std::string layer;
-  std::string location;
+  // Interned, as in the schedule: millions of commands share a few thousand of each.
+  InternedString op_type;  // "DMA_IN", "DMA_OUT" or the slice op ("Conv", "Gemm", ...)
+  InternedString layer;
+  InternedString location;
   std::uint32_t program = 0;  // index into Workload::programs
   std::uint64_t dram_read_bytes = 0;
   std::uint64_t dram_write_bytes = 0;
@@ -47,8 +49,8 @@ struct CommandInfo {
   // Cycles the command occupies its unit with nothing competing for DRAM: the cost model's
   // figure, which the estimate uses and the simulation can only exceed.
   Cycles isolated_cycles = 0;
-  std::vector<std::uint32_t> deps;  // indices into Workload::commands
-  std::uint32_t iteration = 0;      // the inference it belongs to (--iterations), from 0
+  IndexList deps;               // indices into Workload::commands
+  std::uint32_t iteration = 0;  // the inference it belongs to (--iterations), from 0
   // Dynamic energy, fixed by the cost model from the same counts (profiler/energy.h).
   DynamicEnergy energy{};
   // EXT_HDMA and DEV_HDMA: the bytes they move over a link; `to_device` is an EXT_HDMA's

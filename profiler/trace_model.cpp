@@ -502,7 +502,7 @@ void add_flows(TraceModel& m, const std::vector<TraceRun>& runs, const ProcessLa
   for (std::uint32_t r = 0; r < runs.size(); ++r) {
     const Timeline& t = *runs[r].timeline;
     for (std::uint32_t c = 0; c < n; ++c) {
-      const std::vector<std::uint32_t>& deps = w.commands[c].deps;
+      const IndexList& deps = w.commands[c].deps;
       auto repeated = [&](std::size_t k) {  // a repeated edge draws one arrow
         const auto at = deps.begin() + static_cast<std::ptrdiff_t>(k);
         return std::find(deps.begin(), at, deps[k]) != at;

@@ -130,7 +130,8 @@ TEST(Llm, ReplayEqualsTheFullSimulation) {
   expect_replay_equals_full_simulation(session);
   // Layer 1's commands are named as layer 1's.
   bool layer1 = false;
-  for (const Command& c : session.schedule().commands) layer1 |= c.layer.rfind("layers.1.", 0) == 0;
+  for (const Command& c : session.schedule().commands)
+    layer1 |= c.layer.str().rfind("layers.1.", 0) == 0;
   EXPECT_TRUE(layer1);
 }
 

@@ -9,11 +9,15 @@
 #include <vector>
 
 #include "profiler/energy.h"
+#include "profiler/interned_string.h"
 #include "sim/config/hw_config.h"
 #include "sim/ir/ops.h"
 #include "sim/util/json_reader.h"
 
 namespace npusim {
+
+using profiler::IndexList;
+using profiler::InternedString;
 
 struct GemmShape {
   std::uint64_t batch = 1;  // independent GEMMs of the same size (batched matmul)
@@ -48,24 +52,26 @@ struct BufferAlloc {
 // array and the vector unit), "HOST", "EXT_HDMA", "DEV_HDMA" or "SYNC".
 const char* schedule_engine_name(EngineKind kind);
 
+// Millions of these make a large schedule: fields are ordered so that none pads (360 bytes).
 struct Command {
   std::string id;  // DI<n>, DO<n>, S<n>, H<n>, EH<n>, DH<n>, Y<n>
   // A SLICE command runs on its op's unit: kArray or kVector (OpInfo::unit).
   EngineKind engine = EngineKind::kArray;
-  std::uint32_t device = 0;  // the NPU whose engine runs it (version 2)
-  std::uint32_t slice = 0;   // slice commands only
   // EXT_HDMA: true host -> device, false device -> host. DEV_HDMA: the device it writes to.
   bool to_device = true;
+  OpId op = 0;               // slice commands only
+  std::uint32_t device = 0;  // the NPU whose engine runs it (version 2)
+  std::uint32_t slice = 0;   // slice commands only
   std::uint32_t peer = 0;
-  std::vector<std::uint32_t> peers;  // SYNC: the devices the barrier joins, besides `device`
-  OpId op = 0;                       // slice commands only
-  Shape shape;                       // slice commands only
-  std::uint64_t bytes = 0;           // DMA and HDMA commands only
-  std::uint64_t elements = 0;  // host commands only: what the host's per-element cost scales with
-  std::vector<std::uint32_t> deps;  // indices into Schedule::commands
-  std::string layer;
-  std::string loc;
   std::uint32_t program = 0;
+  IndexList peers;             // SYNC: the devices the barrier joins, besides `device`
+  Shape shape;                 // slice commands only
+  std::uint64_t bytes = 0;     // DMA and HDMA commands only
+  std::uint64_t elements = 0;  // host commands only: what the host's per-element cost scales with
+  IndexList deps;              // indices into Schedule::commands
+  // Interned: a layer's or a location's text is shared by all its commands.
+  InternedString layer;
+  InternedString loc;
   std::vector<BufferAlloc> alloc;  // local memory taken at start
   std::vector<std::string> free;   // buffers given back at end
   // Fixed by finalize_schedule from alloc and free:

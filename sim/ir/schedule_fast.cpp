@@ -422,6 +422,23 @@ Status read_alloc(Cursor& c, BufferAlloc& alloc) {
   return ok ? Status::kOk : Status::kUnusual;
 }
 
+// The text last interned, and its interned form: consecutive commands mostly share a layer and a
+// location, so most lookups in the pool are skipped.
+class LastInterned {
+ public:
+  InternedString get(const std::string& text) {
+    if (text != text_) {
+      text_ = text;
+      interned_ = InternedString(text);
+    }
+    return interned_;
+  }
+
+ private:
+  std::string text_;
+  InternedString interned_;
+};
+
 // A command as read, before it is checked.
 struct RawCommand {
   std::uint32_t keys = 0;
@@ -433,13 +450,19 @@ struct RawCommand {
   ShapeFields shape;
   std::vector<std::string> deps;
   std::size_t dep_count = 0;  // deps[0, dep_count) are this command's: the strings are reused
+  std::string layer;
+  std::string loc;
   Command cmd;
+  LastInterned last_layer;  // kept across commands
+  LastInterned last_loc;
 
   void reset() {
     keys = 0;
     slice = bytes = program = 0;
     shape = {};
     dep_count = 0;
+    layer.clear();
+    loc.clear();
     cmd = Command{};
   }
 };
@@ -454,9 +477,9 @@ Status read_member(Cursor& c, std::uint32_t key, RawCommand& raw) {
     case kOp:
       return read_string_value(c, raw.op);
     case kLayer:
-      return read_string_value(c, cmd.layer);
+      return read_string_value(c, raw.layer);
     case kLoc:
-      return read_string_value(c, cmd.loc);
+      return read_string_value(c, raw.loc);
     case kSlice:
       return read_uint(c, raw.slice);
     case kBytes:
@@ -613,6 +636,8 @@ bool check_command(RawCommand& raw, const HwConfig& config) {
     return false;
   }
   if ((raw.keys & ~allowed) != 0) return false;
+  cmd.layer = raw.last_layer.get(raw.layer);
+  cmd.loc = raw.last_loc.get(raw.loc);
   return id_follows_convention(cmd.id, cmd.engine);
 }
 

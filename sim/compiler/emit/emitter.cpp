@@ -135,7 +135,7 @@ Schedule Emitter::finish() {
   std::sort(joined.begin(), joined.end());
   joined.erase(std::unique(joined.begin(), joined.end()), joined.end());
   for (CommandIndex c : joined) {
-    std::vector<CommandIndex>& deps = sched_.commands[c].deps;
+    IndexList& deps = sched_.commands[c].deps;
     std::sort(deps.begin(), deps.end());
     deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
   }
@@ -152,7 +152,7 @@ Emitter::CommandIndex Emitter::emit(Command c, const char* prefix, std::uint64_t
   c.program = static_cast<std::uint32_t>(sched_.programs.size() - 1);
   std::sort(deps.begin(), deps.end());
   deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
-  c.deps = std::move(deps);
+  c.deps = deps;
   if (sched_.commands.size() >= kMaxCommands) {
     throw InputError(g_.source_file, "layer '" + group.name + "' " + group.loc,
                      "compiling for this config takes more than " + std::to_string(kMaxCommands) +
@@ -339,7 +339,7 @@ void Emitter::release_resident(std::uint32_t tensor, CommandIndex carrier) {
 }
 
 void Emitter::add_deps(CommandIndex command, const std::vector<CommandIndex>& deps) {
-  std::vector<CommandIndex>& to = sched_.commands[command].deps;
+  IndexList& to = sched_.commands[command].deps;
   to.insert(to.end(), deps.begin(), deps.end());
   std::sort(to.begin(), to.end());
   to.erase(std::unique(to.begin(), to.end()), to.end());
