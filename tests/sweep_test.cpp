@@ -559,9 +559,9 @@ TEST_F(Check, FailsPassesImprovesAndUpdates) {
 // own stats.json has them; decode tokens/s is batch (1) x 1000 / TPOT in ms, by definition.
 TEST_F(Sweep, LlmPointsHaveTtftTpotAndTokensPerSecond) {
   const fs::path out = dir_ / "llm";
-  const Result r = npusim({"sweep", "--model", (kSource / "models/llm/gpt2_small.json").string(),
-                           "--config", "server", "--clock-mhz", "500,1000", "--jobs", "2",
-                           "--out", out.string(), "-q"});
+  const Result r =
+      npusim({"sweep", "--model", (kSource / "models/llm/gpt2_small.json").string(), "--config",
+              "server", "--clock-mhz", "500,1000", "--jobs", "2", "--out", out.string(), "-q"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto csv = lines_of(read_file(out / "sweep.csv"));
   ASSERT_EQ(csv.size(), 3u);

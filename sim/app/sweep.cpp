@@ -228,7 +228,7 @@ struct PointResult {
   OJson exit_code;  // null when the point never ran
   std::string error;
   OJson total_cycles, latency_us, mac_utilization, dram_gbps, compute_busy, dma_busy;
-  OJson energy_uj;                  // the simulation's total energy (stats.json /energy/total_uj)
+  OJson energy_uj;  // the simulation's total energy (stats.json /energy/total_uj)
   // An LLM run's figures (stats.json /llm/...): null for other models.
   OJson ttft_ms, tpot_mean_ms, tpot_p99_ms, decode_tokens_per_s;
   std::vector<OJson> lower_bounds;  // indexed like lower_bound_names(); empty unless ok

@@ -244,10 +244,10 @@ Schedule compile_one_device(const Graph& graph, const HwConfig& config,
   std::vector<std::vector<bool>> planned;
   std::string report, chosen = "none";
   for (const std::uint64_t share : {2, 4}) {
-    const std::vector<Residency> plan =
-        plan_residency(graph, config, groups, mappings, keep, ring_needs, config.lram_bytes / share);
-    std::vector<bool> outputs;
-    for (const Residency& r : plan) outputs.push_back(r.output);
+    const std::vector<Residency> plan = plan_residency(graph, config, groups, mappings, keep,
+                                                       ring_needs, config.lram_bytes / share);
+    std::vector<bool> outputs(plan.size());
+    for (std::size_t g = 0; g < plan.size(); ++g) outputs[g] = plan[g].output;
     const auto count = std::count(outputs.begin(), outputs.end(), true);
     if (count == 0 || std::find(planned.begin(), planned.end(), outputs) != planned.end()) continue;
     planned.push_back(outputs);
@@ -257,7 +257,8 @@ Schedule compile_one_device(const Graph& graph, const HwConfig& config,
     }
     Schedule with = emit_all(plan);
     const std::uint64_t cycles = estimated_cycles(with, config);
-    const std::string what = std::to_string(count) + " tensor(s) in up to L/" + std::to_string(share);
+    const std::string what =
+        std::to_string(count) + " tensor(s) in up to L/" + std::to_string(share);
     report += "; " + what + ": " + std::to_string(cycles);
     if (cycles < *best_cycles) {
       best = std::move(with);

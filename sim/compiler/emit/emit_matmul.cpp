@@ -210,9 +210,9 @@ void Emitter::emit_matmul_ksplit(const LayerGroup& group, const Mapping& mapping
         }
       }
       for (const OutTile& o : batch) {
-        const CommandIndex st = store_tile(group, {o.steps.back()}, o.out_buffer,
-                                           (o.r1 - o.r0) * o.nc * ey, (y_base + o.r0) * y_row_bytes,
-                                           (y_base + o.r1) * y_row_bytes, nullptr);
+        const CommandIndex st =
+            store_tile(group, {o.steps.back()}, o.out_buffer, (o.r1 - o.r0) * o.nc * ey,
+                       (y_base + o.r0) * y_row_bytes, (y_base + o.r1) * y_row_bytes, nullptr);
         push_ring(st, o.bytes);
       }
     }
