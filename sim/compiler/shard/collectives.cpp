@@ -21,7 +21,7 @@ class Emitter {
     cmd.device = from;
     cmd.peer = to;
     cmd.bytes = elements * c_.element_bytes;
-    cmd.deps = std::move(deps);
+    cmd.deps = deps;  // IndexList copies from a vector
     cmd.layer = c_.layer;
     cmd.loc = step;
     cmd.program = c_.program;

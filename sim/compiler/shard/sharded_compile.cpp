@@ -132,7 +132,7 @@ class Assembler {
     c.device = device;
     c.to_device = to_device;
     c.bytes = bytes;
-    c.deps = std::move(deps);
+    c.deps = deps;  // IndexList copies from a vector
     c.layer = layer;
     c.program = program_;
     return appender_.add(std::move(c));
