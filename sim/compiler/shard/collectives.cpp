@@ -14,14 +14,14 @@ class Emitter {
 
   // Device `from` writes `elements` elements into device `to`'s DRAM.
   std::uint32_t transfer(std::uint32_t from, std::uint32_t to, std::uint64_t elements,
-                         std::vector<std::uint32_t> deps, const std::string& step) {
+                         const std::vector<std::uint32_t>& deps, const std::string& step) {
     Command cmd;
     cmd.id = "DH";
     cmd.engine = EngineKind::kDevHdma;
     cmd.device = from;
     cmd.peer = to;
     cmd.bytes = elements * c_.element_bytes;
-    cmd.deps = deps;  // IndexList copies from a vector
+    cmd.deps = deps;
     cmd.layer = c_.layer;
     cmd.loc = step;
     cmd.program = c_.program;

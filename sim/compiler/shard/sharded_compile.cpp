@@ -125,14 +125,14 @@ class Assembler {
   std::uint64_t bytes_of(const HostTensor& t) const { return sg_.device.tensors[t.tensor].bytes(); }
 
   std::uint32_t host_transfer(std::uint32_t device, bool to_device, const std::string& layer,
-                              std::uint64_t bytes, std::vector<std::uint32_t> deps) {
+                              std::uint64_t bytes, const std::vector<std::uint32_t>& deps) {
     Command c;
     c.id = "EH";
     c.engine = EngineKind::kExtHdma;
     c.device = device;
     c.to_device = to_device;
     c.bytes = bytes;
-    c.deps = deps;  // IndexList copies from a vector
+    c.deps = deps;
     c.layer = layer;
     c.program = program_;
     return appender_.add(std::move(c));
