@@ -149,12 +149,18 @@ bool read_only_by(const Graph& graph, const LayerGroup& group, const LayerGroup&
   return true;
 }
 
-// The estimator's total for `schedule`, finalized on a copy.
-std::uint64_t estimated_cycles(Schedule schedule, const HwConfig& config) {
+// The estimator's total for `schedule`, finalized on a copy; nullopt when it does not check or
+// cannot be estimated (the caller then keeps the schedule without residency, whose own problems
+// finalize_schedule and the run report as they always did).
+std::optional<std::uint64_t> estimated_cycles(Schedule schedule, const HwConfig& config) {
   Diagnostics diag(schedule.file);
   finalize_schedule(schedule, config, diag);
-  diag.throw_if_any();
-  return estimate(schedule, config).total_cycles();
+  if (!diag.empty()) return std::nullopt;
+  try {
+    return estimate(schedule, config).total_cycles();
+  } catch (const std::exception&) {  // past kMaxCycles, or a deadlock
+    return std::nullopt;
+  }
 }
 
 // One device's schedule, not yet finalized.
@@ -253,14 +259,16 @@ Schedule compile_one_device(const Graph& graph, const HwConfig& config,
     planned.push_back(outputs);
     if (!best_cycles) {
       best_cycles = estimated_cycles(best, config);
+      if (!best_cycles) return best;
       report = "without: " + std::to_string(*best_cycles) + " cycles estimated";
     }
     Schedule with = emit_all(plan);
-    const std::uint64_t cycles = estimated_cycles(with, config);
+    const std::optional<std::uint64_t> cycles = estimated_cycles(with, config);
     const std::string what =
         std::to_string(count) + " tensor(s) in up to L/" + std::to_string(share);
-    report += "; " + what + ": " + std::to_string(cycles);
-    if (cycles < *best_cycles) {
+    // A plan whose schedule does not check would be a compiler bug: never kept, and said.
+    report += "; " + what + ": " + (cycles ? std::to_string(*cycles) : "does not check");
+    if (cycles && *cycles < *best_cycles) {
       best = std::move(with);
       best_cycles = cycles;
       chosen = what;
