@@ -321,7 +321,9 @@ void Emitter::release_resident(std::uint32_t tensor, CommandIndex carrier) {
   if (it == resident_.end())
     throw std::logic_error("release_resident: tensor " + std::to_string(tensor) + " not resident");
   OnChip& r = it->second;
-  const CommandIndex written = *std::max_element(r.writers.begin(), r.writers.end());
+  // Every tiled group writes at least one tile; none written leaves nothing to wait for.
+  const CommandIndex written =
+      r.writers.empty() ? carrier : *std::max_element(r.writers.begin(), r.writers.end());
   std::vector<CommandIndex> deps = r.writers;
   for (CommandIndex c : last_per_queue_since(written)) {
     if (c != carrier) deps.push_back(c);
