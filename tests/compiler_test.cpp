@@ -501,6 +501,59 @@ TEST(CompilerParts, KSplitTilesGoStepMajorOneTilePerSlice) {
                                       "DI512", "DI128", "S@0", "DI128", "S@1", "DO64", "DO64"}));
 }
 
+TEST(CompilerParts, AConvSplitAlongKAccumulatesStepByStepOnItsSlice) {
+  // conv1 of two_convs (3x3, 16 -> 32, pad 1, 8x8, int8, batch norm folded) in two tiles of 4
+  // output rows and all 32 channels, each accumulating over 2 steps of 8 input channels
+  // (Mapping::k_step) on its own slice of `default` (2 slices, 1 DMA_IN channel).
+  const HwConfig config = parse_hw_config("{}", "default.json");
+  Mapping m;
+  m.kind = MappingKind::kSpatial;
+  m.tile_rows = 4;
+  m.tile_cols = 8;
+  m.tile_channel_units = 32;
+  m.k_step = 8;
+  m.slices = 2;
+  Schedule s = emit_conv1(config, m);
+  std::vector<std::string> order;
+  for (const Command& c : s.commands) {
+    order.push_back(on_slice(c.engine)
+                        ? std::string(op_table()[c.op].name) + "@" + std::to_string(c.slice)
+                        : c.id.substr(0, 2) + std::to_string(c.bytes));
+  }
+  // Per step: both tiles' weights, 32 x 8 x 3 x 3 = 2304 bytes each (half of 4608); then each
+  // tile's input, 5 rows (4 output rows, one halo row, the padding row excluded) x 8 columns x 8
+  // channels = 320 bytes; then the two Convs. After the last step, a store per tile of
+  // 4 x 8 x 32 = 1024 bytes.
+  ASSERT_EQ(order, (std::vector<std::string>{"DI2304", "DI2304", "DI320", "DI320", "Conv@0",
+                                             "Conv@1", "DI2304", "DI2304", "DI320", "DI320",
+                                             "Conv@0", "Conv@1", "DO1024", "DO1024"}));
+  for (const std::size_t i : {4u, 5u, 10u, 11u}) {
+    const auto& shape = std::get<ConvShape>(s.commands[i].shape);
+    EXPECT_EQ(shape.in_c, 8u);  // its step of the input channels
+    EXPECT_EQ(shape.out_c, 32u);
+    EXPECT_EQ(shape.in_h, 6u);  // (4 - 1) + 3, the padding folded in
+    EXPECT_EQ(shape.in_w, 10u);
+  }
+  // A step's Conv waits for its weights and input; the second also for the first (it
+  // accumulates onto it).
+  EXPECT_EQ(s.commands[4].deps, (std::vector<std::uint32_t>{0, 2}));
+  EXPECT_EQ(s.commands[5].deps, (std::vector<std::uint32_t>{1, 3}));
+  EXPECT_EQ(s.commands[10].deps, (std::vector<std::uint32_t>{4, 6, 8}));
+  EXPECT_EQ(s.commands[11].deps, (std::vector<std::uint32_t>{5, 7, 9}));
+  // The first step allocates the accumulator at 4 bytes per element, 4 x 8 x 32 x 4 = 4096.
+  ASSERT_EQ(s.commands[4].alloc.size(), 1u);
+  EXPECT_EQ(s.commands[4].alloc[0].bytes, 4096u);
+  EXPECT_TRUE(s.commands[10].alloc.empty());
+  EXPECT_EQ(s.commands[12].deps, (std::vector<std::uint32_t>{10}));
+  EXPECT_EQ(s.commands[13].deps, (std::vector<std::uint32_t>{11}));
+  // The MACs are the layer's: 8 x 8 pixels x 32 channels x (16 x 3 x 3) = 294912; and the
+  // schedule checks (every buffer allocated before use and freed, local memory within limits).
+  Diagnostics diag("two.json");
+  finalize_schedule(s, config, diag);
+  ASSERT_TRUE(diag.empty());
+  EXPECT_EQ(schedule_macs(s), 294912u);
+}
+
 TEST(CompilerParts, AConvSplitOverSlicesAddsItsPartialSums) {
   // conv1 of two_convs (3x3, 16 -> 32, pad 1, 8x8, int8, batch norm folded) as one tile of 8 x 8
   // pixels and 32 channels, its 16 input channels split into 2 parts of 8 on the 2 slices of

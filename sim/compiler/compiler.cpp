@@ -173,66 +173,89 @@ Schedule compile_one_device(const Graph& graph, const HwConfig& config,
   const std::unique_ptr<Search> search = make_search(options.search);
   const auto* cost_search = dynamic_cast<const CostSearch*>(search.get());
   const Budgets budgets = budgets_of(config);
-  // The mapping of a group, with the search's reasons for `explain`.
-  // What each mapped group's tiles need of local memory (ring_need), for plan_residency.
-  std::vector<std::uint64_t> ring_needs;
-  auto choose = [&](const LayerGroup& group, std::optional<std::uint32_t> on_chip_input) {
+  // Every group's mapping, and what emission needs besides: which outputs stay on chip for the
+  // next group, what each group's tiles need of local memory (ring_need, for plan_residency), the
+  // size estimate, and the search's reasons for `explain`.
+  struct Mapped {
+    std::vector<Mapping> mappings;
+    std::vector<bool> keep;
+    std::vector<std::uint64_t> ring_needs;
+    GroupSize total;
+    std::vector<std::string> reasons;
+    bool ksplit_convs = false;  // some conv accumulates in steps (Mapping::k_step)
+  };
+  // The mapping of a group. Without `ksplit_convs`, K-split conv candidates are left out.
+  auto choose = [&](Mapped& m, const LayerGroup& group,
+                    std::optional<std::uint32_t> on_chip_input, bool ksplit_convs) {
     MapSpace space = make_map_space(graph, group, layouts, config);
     space.on_chip_input = on_chip_input;
+    if (!ksplit_convs && space.kind == MappingKind::kSpatial) {
+      space.candidates = [all = space.candidates] {
+        std::vector<Mapping> kept = all();
+        kept.erase(std::remove_if(kept.begin(), kept.end(),
+                                  [](const Mapping& c) { return c.k_step > 0; }),
+                   kept.end());
+        return kept;
+      };
+    }
     Mapping mapping;
     if (cost_search == nullptr) {
       mapping = search->choose(space, config);
     } else {
       const SearchChoice choice = cost_search->choose_explained(space, config);
-      if (explain != nullptr && space.kind != MappingKind::kNone) {
-        explain->push_back(group.name + "\t" + describe_choice(choice));
+      if (space.kind != MappingKind::kNone) {
+        m.reasons.push_back(group.name + "\t" + describe_choice(choice));
       }
       mapping = choice.mapping;
     }
-    ring_needs.push_back(space.work ? ring_need(space.work(mapping)) : 0);
+    m.ring_needs.push_back(space.work ? ring_need(space.work(mapping)) : 0);
+    m.ksplit_convs = m.ksplit_convs || (mapping.kind == MappingKind::kSpatial && mapping.k_step > 0);
     return mapping;
   };
   // First map every group and total the estimates, so that a schedule past the limits, or a
   // group that cannot be tiled, stops before anything is emitted. Emission can only fail on an
   // op the NPU cannot run: the estimate stops there, so that error still comes in layer order,
   // from emit_group below, and the groups after it would be checked there.
-  std::vector<Mapping> mappings;
-  GroupSize total;
-  for (std::size_t i = 0; i < groups.size(); ++i) {
-    const LayerGroup& group = groups[i];
-    if (group_kind(graph, group) == GroupKind::kUnknown) break;
-    // The last group's output may stay on chip for this one if this one reads it whole.
-    std::optional<std::uint32_t> on_chip_input;
-    if (i > 0 && can_keep_output(graph, config, groups[i - 1], mappings.back())) {
-      on_chip_input = groups[i - 1].output;
-    }
-    const Mapping mapping = choose(group, on_chip_input);
-    total = total + estimate_group(graph, group, mapping, layouts, budgets);
-    if (!within_limits(total)) {
-      throw_too_large(graph, groups, layouts, config, *search, group, total);
-    }
-    mappings.push_back(mapping);
-  }
-  std::vector<bool> keep(mappings.size(), false);
-  for (std::size_t i = 0; i + 1 < mappings.size(); ++i) {
-    keep[i] =
-        output_stays_on_chip(graph, config, groups[i], mappings[i], groups[i + 1], mappings[i + 1]);
-  }
-  // Every group emitted, its outputs resident as `residency` says.
-  auto emit_all = [&](const std::vector<Residency>& residency) {
-    Emitter emitter(graph, config, layouts);
-    emitter.reserve(total.commands);  // an upper bound: residency only drops loads and stores
+  auto map_all = [&](bool ksplit_convs) {
+    Mapped m;
     for (std::size_t i = 0; i < groups.size(); ++i) {
-      if (i < mappings.size()) {
-        emitter.emit_group(groups[i], mappings[i], keep[i],
-                           keep[i] && read_only_by(graph, groups[i], groups[i + 1]), residency[i]);
+      const LayerGroup& group = groups[i];
+      if (group_kind(graph, group) == GroupKind::kUnknown) break;
+      // The last group's output may stay on chip for this one if this one reads it whole.
+      std::optional<std::uint32_t> on_chip_input;
+      if (i > 0 && can_keep_output(graph, config, groups[i - 1], m.mappings.back())) {
+        on_chip_input = groups[i - 1].output;
+      }
+      const Mapping mapping = choose(m, group, on_chip_input, ksplit_convs);
+      m.total = m.total + estimate_group(graph, group, mapping, layouts, budgets);
+      if (!within_limits(m.total)) {
+        throw_too_large(graph, groups, layouts, config, *search, group, m.total);
+      }
+      m.mappings.push_back(mapping);
+    }
+    m.keep.assign(m.mappings.size(), false);
+    for (std::size_t i = 0; i + 1 < m.mappings.size(); ++i) {
+      m.keep[i] = output_stays_on_chip(graph, config, groups[i], m.mappings[i], groups[i + 1],
+                                       m.mappings[i + 1]);
+    }
+    return m;
+  };
+  // Every group emitted as `m` maps it, its outputs resident as `residency` says.
+  auto emit_all = [&](Mapped& m, const std::vector<Residency>& residency) {
+    Emitter emitter(graph, config, layouts);
+    emitter.reserve(m.total.commands);  // an upper bound: residency only drops loads and stores
+    for (std::size_t i = 0; i < groups.size(); ++i) {
+      if (i < m.mappings.size()) {
+        emitter.emit_group(groups[i], m.mappings[i], m.keep[i],
+                           m.keep[i] && read_only_by(graph, groups[i], groups[i + 1]),
+                           residency[i]);
         continue;
       }
       // An op the NPU cannot run: emit_group throws its error, in layer order.
-      const Mapping mapping = choose(groups[i], std::nullopt);
-      total = total + estimate_group(graph, groups[i], mapping, layouts, budgets);
-      if (!within_limits(total)) {
-        throw_too_large(graph, groups, layouts, config, *search, groups[i], total);
+      const Mapping mapping = choose(m, groups[i], std::nullopt, true);
+      m.total = m.total + estimate_group(graph, groups[i], mapping, layouts, budgets);
+      if (!within_limits(m.total)) {
+        throw_too_large(graph, groups, layouts, config, *search, groups[i], m.total);
       }
       emitter.emit_group(groups[i], mapping);
     }
@@ -240,44 +263,79 @@ Schedule compile_one_device(const Graph& graph, const HwConfig& config,
     schedule.layers = layer_views(graph, groups);
     return schedule;
   };
-  // Keeping tensors takes local memory from the tiles' lookahead, which a DMA-bound layer may need
-  // more than the trips it saves. So plans that keep on-chip tensors in up to L / 2 and in up to
-  // L / 4 are emitted too, and the fastest under the estimate is kept: without, on a tie.
-  const std::vector<Residency> none(mappings.size());
-  Schedule best = emit_all(none);
-  if (!options.residency) return best;
-  std::optional<std::uint64_t> best_cycles;
-  std::vector<std::vector<bool>> planned;
-  std::string report, chosen = "none";
-  for (const std::uint64_t share : {2, 4}) {
-    const std::vector<Residency> plan = plan_residency(graph, config, groups, mappings, keep,
-                                                       ring_needs, config.lram_bytes / share);
-    std::vector<bool> outputs(plan.size());
-    for (std::size_t g = 0; g < plan.size(); ++g) outputs[g] = plan[g].output;
-    const auto count = std::count(outputs.begin(), outputs.end(), true);
-    if (count == 0 || std::find(planned.begin(), planned.end(), outputs) != planned.end()) continue;
-    planned.push_back(outputs);
-    if (!best_cycles) {
-      best_cycles = estimated_cycles(best, config);
-      if (!best_cycles) return best;
-      report = "without: " + std::to_string(*best_cycles) + " cycles estimated";
+  // The schedule of `m` without residency, or with the plan that the estimate says is fastest
+  // (keeping tensors takes local memory from the tiles' lookahead, which a DMA-bound layer may
+  // need more than the trips it saves): plans that keep on-chip tensors in up to L / 2 and in up
+  // to L / 4 are emitted too, and without wins a tie. `cycles`: the kept one's estimate, if known.
+  struct Emitted {
+    Schedule schedule;
+    std::optional<std::uint64_t> cycles;
+    std::string report;  // the residency line of `explain`, if any plan was tried
+  };
+  auto emit_best = [&](Mapped& m) {
+    Emitted best{emit_all(m, std::vector<Residency>(m.mappings.size())), std::nullopt, ""};
+    if (!options.residency) return best;
+    std::vector<std::vector<bool>> planned;
+    std::string chosen = "none";
+    for (const std::uint64_t share : {2, 4}) {
+      const std::vector<Residency> plan = plan_residency(
+          graph, config, groups, m.mappings, m.keep, m.ring_needs, config.lram_bytes / share);
+      std::vector<bool> outputs(plan.size());
+      for (std::size_t g = 0; g < plan.size(); ++g) outputs[g] = plan[g].output;
+      const auto count = std::count(outputs.begin(), outputs.end(), true);
+      if (count == 0 || std::find(planned.begin(), planned.end(), outputs) != planned.end()) {
+        continue;
+      }
+      planned.push_back(outputs);
+      if (!best.cycles) best.cycles = estimated_cycles(best.schedule, config);
+      if (!best.cycles) return best;
+      if (best.report.empty()) {
+        best.report = "without: " + std::to_string(*best.cycles) + " cycles estimated";
+      }
+      Schedule with = emit_all(m, plan);
+      const std::optional<std::uint64_t> cycles = estimated_cycles(with, config);
+      const std::string what =
+          std::to_string(count) + " tensor(s) in up to L/" + std::to_string(share);
+      // A plan whose schedule does not check would be a compiler bug: never kept, and said.
+      best.report += "; " + what + ": " + (cycles ? std::to_string(*cycles) : "does not check");
+      if (cycles && *cycles < *best.cycles) {
+        best.schedule = std::move(with);
+        best.cycles = cycles;
+        chosen = what;
+      }
     }
-    Schedule with = emit_all(plan);
-    const std::optional<std::uint64_t> cycles = estimated_cycles(with, config);
-    const std::string what =
-        std::to_string(count) + " tensor(s) in up to L/" + std::to_string(share);
-    // A plan whose schedule does not check would be a compiler bug: never kept, and said.
-    report += "; " + what + ": " + (cycles ? std::to_string(*cycles) : "does not check");
-    if (cycles && *cycles < *best_cycles) {
-      best = std::move(with);
-      best_cycles = cycles;
-      chosen = what;
-    }
+    if (!best.report.empty()) best.report = "residency\t" + best.report + "; kept: " + chosen;
+    return best;
+  };
+  auto give_reasons = [&](const Mapped& m, const Emitted& e) {
+    if (explain == nullptr) return;
+    explain->insert(explain->end(), m.reasons.begin(), m.reasons.end());
+    if (!e.report.empty()) explain->push_back(e.report);
+  };
+  // Each group's cheapest mapping is costed alone, and a conv accumulating in steps gives up what
+  // spans groups (an input kept on chip, room for resident tensors). So when the search picks
+  // any, the model is also compiled without them, and the faster under the estimate is kept:
+  // without, on a tie.
+  Mapped with_ksplit = map_all(true);
+  Emitted best = emit_best(with_ksplit);
+  if (!with_ksplit.ksplit_convs) {
+    give_reasons(with_ksplit, best);
+    return std::move(best.schedule);
   }
-  if (options.explain != nullptr && best_cycles) {
-    options.explain->push_back("residency\t" + report + "; kept: " + chosen);
-  }
-  return best;
+  Mapped plain = map_all(false);
+  Emitted without = emit_best(plain);
+  if (!best.cycles) best.cycles = estimated_cycles(best.schedule, config);
+  if (!without.cycles) without.cycles = estimated_cycles(without.schedule, config);
+  const bool keep_ksplit = best.cycles && (!without.cycles || *best.cycles < *without.cycles);
+  auto figure = [](const std::optional<std::uint64_t>& c) {
+    return c ? std::to_string(*c) + " cycles estimated" : std::string("does not check");
+  };
+  const std::string line = "k-split convs\twith: " + figure(best.cycles) + "; without: " +
+                           figure(without.cycles) + "; kept: " +
+                           (keep_ksplit ? "with" : "without");
+  give_reasons(keep_ksplit ? with_ksplit : plain, keep_ksplit ? best : without);
+  if (explain != nullptr) explain->push_back(line);
+  return std::move(keep_ksplit ? best.schedule : without.schedule);
 }
 
 }  // namespace

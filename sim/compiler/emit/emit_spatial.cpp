@@ -21,6 +21,13 @@ void Emitter::emit_spatial(const LayerGroup& group, const Mapping& mapping) {
     throw std::logic_error("emit_spatial: group '" + group.name +
                            "' cannot split its reduction over slices");
   }
+  if (mapping.k_step > 0) {
+    if (!s.k_split_allowed() || mapping.k_parts > 1) {
+      throw std::logic_error("emit_spatial: group '" + group.name +
+                             "' cannot accumulate its reduction in steps");
+    }
+    return emit_spatial_ksplit(group, s, mapping);
+  }
   const std::uint64_t rows = mapping.tile_rows, cols = mapping.tile_cols;
   const std::uint64_t chunk_units = mapping.tile_channel_units;
   const std::uint64_t chunks = ceil_div(s.units, chunk_units);

@@ -125,6 +125,8 @@ class Emitter {
                        std::uint64_t img, const TileWindow& v, std::uint64_t cu,
                        const std::vector<const BlockPart*>& parts,
                        std::vector<CommandIndex>& computes, bool frees_block);
+  void emit_spatial_ksplit(const LayerGroup& group, const SpatialLayer& s,
+                           const Mapping& mapping);  // emit_spatial_ksplit.cpp
   void emit_matmul(const LayerGroup& group, const Mapping& mapping);         // emit_matmul.cpp
   void emit_matmul_ksplit(const LayerGroup& group, const Mapping& mapping);  // emit_matmul.cpp
   void emit_vector(const LayerGroup& group, const Mapping& mapping);         // emit_vector.cpp

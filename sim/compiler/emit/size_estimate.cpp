@@ -46,6 +46,10 @@ std::uint64_t commands_of(const Graph& g, const LayerGroup& group, const Mapping
       // Load, compute, store; and a fused residual Add's operand is one more load per tile. A
       // tile split into parts: a load and a compute per part, then the reduction and the store.
       std::uint64_t per_tile = s.residual_elem_bytes > 0 ? 4 : 3;
+      if (m.k_step > 0) {
+        // Per step a weights load, an input load and a Conv; then the residual load and store.
+        return mul(tiles, add(per_tile - 2, mul(3, ceil_div(s.c, m.k_step))));
+      }
       if (m.k_parts > 1) {
         // Per part a load and a Conv; per reduction piece an Add and a residual load; a store per
         // DMA_OUT channel at most.

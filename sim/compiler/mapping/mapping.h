@@ -44,7 +44,8 @@ struct Mapping {
   // Channel units per weight chunk, balanced over the chunks (spatial; docs/compiler.md defines
   // the unit per layer kind); channels per tile (global pool).
   std::uint64_t tile_channel_units = 0;
-  // Reduction elements per step (K-split).
+  // Reduction elements per step (K-split MatMul); input channels per step of a spatial tile that
+  // accumulates in place (docs/compiler.md, "K-split convolutions"). 0: no split in time.
   std::uint64_t k_step = 0;
   // Pieces each row is cut into when one row does not fit a tile (vector).
   std::uint64_t row_pieces = 1;

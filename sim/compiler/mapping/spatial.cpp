@@ -249,6 +249,45 @@ std::vector<Mapping> spatial_candidates(const SpatialLayer& s, const HwConfig& c
   return out;
 }
 
+// K-split candidates (docs/compiler.md, "K-split convolutions"), for each slice count: chunks of
+// output channels that fill the array's columns, tiles of output rows (and columns, when one row
+// is too much), and the largest step of input channels, a multiple of the array's rows where it
+// can be, whose operands take at most T/3 while the accumulator takes at most T/3 (two steps in
+// flight and the accumulator fill a tile budget T, as K-split MatMuls do).
+std::vector<Mapping> ksplit_candidates(const SpatialLayer& s, const HwConfig& config) {
+  std::vector<Mapping> out;
+  if (!s.k_split_allowed()) return out;
+  const std::vector<std::uint64_t> chunks =
+      balanced_sizes(s.units, size_options(s.units, config.slices.cols));
+  const std::vector<std::uint64_t> steps = size_options(s.c, config.slices.rows);
+  for (const std::uint32_t slices : slice_options(config.slices.count)) {
+    const std::uint64_t third = budgets_of(config, slices).tile_bytes / 3;
+    for (const std::uint64_t cu : chunks) {
+      for (const std::uint64_t rows : size_options(s.oh, 1)) {
+        std::uint64_t cols = s.ow;
+        while (s.accumulator_bytes(rows, cols, cu) > third && cols > 1 && rows == 1) {
+          cols = ceil_div(cols, 2);
+        }
+        if (s.accumulator_bytes(rows, cols, cu) > third) continue;
+        for (const std::uint64_t step_c : steps) {
+          // A step of every channel is no split: the plain mapping covers it.
+          if (step_c >= s.c || s.step_bytes(rows, cols, cu, step_c) > third) continue;
+          Mapping m;
+          m.kind = MappingKind::kSpatial;
+          m.tile_rows = rows;
+          m.tile_cols = cols;
+          m.tile_channel_units = cu;
+          m.k_step = step_c;
+          m.slices = slices;
+          out.push_back(m);
+          break;  // the largest step that fits: smaller ones only add commands
+        }
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 MapSpace spatial_map_space(const GroupContext& ctx) {
@@ -276,7 +315,11 @@ MapSpace spatial_map_space(const GroupContext& ctx) {
     return s.n * ceil_div(s.oh, t[0]) * ceil_div(s.ow, t[1]) * ceil_div(s.units, t[2]);
   };
   space.spread_dim = 0;
-  space.candidates = [s, &config = ctx.config] { return spatial_candidates(s, config); };
+  space.candidates = [s, &config = ctx.config] {
+    std::vector<Mapping> all = spatial_candidates(s, config);
+    for (const Mapping& m : ksplit_candidates(s, config)) all.push_back(m);
+    return all;
+  };
   space.input_tensor = s.input;
   space.reads_input_whole = [s](const Mapping& m) { return s.reads_input_whole(m); };
   space.work = [s, slices = ctx.config.slices.count,
@@ -334,6 +377,40 @@ void add_part_tiles(GroupWork& w, const SpatialLayer& s, std::uint32_t parts, st
   }
 }
 
+// K-split tiles: per step, a load of its input channels and one of its weights, and a Conv that
+// accumulates onto the last step's; a fused residual's share (spread over the steps here, loaded
+// with the last one by the emitter); one store per tile after its last step.
+GroupWork ksplit_work(const SpatialLayer& s, const Mapping& m, std::uint32_t slices,
+                      bool input_on_chip) {
+  GroupWork w;
+  w.slices = slices;
+  w.shared_live = m.shared_live;
+  const OpId op = find_op(s.op);
+  for (const auto& [nr, rows] : tile_cuts(s.oh, m.tile_rows)) {
+    for (const auto& [nc, cols] : tile_cuts(s.ow, m.tile_cols)) {
+      for (const auto& [nu, units] : tile_cuts(s.units, m.tile_channel_units)) {
+        const std::uint64_t count = s.n * nr * nc * nu;
+        const std::uint64_t steps = ceil_div(s.c, m.k_step);
+        for (const auto& [nk, step_c] : tile_cuts(s.c, m.k_step)) {
+          TileClass t;
+          t.count = count * nk;
+          t.op = op;
+          ConvShape shape = s.tile_shape(rows, cols, units);
+          shape.in_c = step_c;
+          t.shape = shape;
+          t.loads = 2;
+          t.load_bytes = (input_on_chip ? 0 : s.input_bytes(rows, cols, step_c)) +
+                         s.part_weight_bytes(units, step_c) +
+                         ceil_div(s.residual_bytes(rows, cols, units), steps);
+          w.tiles.push_back(t);
+        }
+        w.stores.push_back({count, s.output_bytes(rows, cols, units)});
+      }
+    }
+  }
+  return w;
+}
+
 }  // namespace
 
 GroupWork spatial_work(const SpatialLayer& s, const Mapping& m, std::uint32_t slices,
@@ -342,6 +419,7 @@ GroupWork spatial_work(const SpatialLayer& s, const Mapping& m, std::uint32_t sl
   w.slices = slices;
   w.shared_live = m.shared_live;
   const OpId op = find_op(s.op);
+  if (m.k_step > 0) return ksplit_work(s, m, slices, input_on_chip);
   const bool input_outer = m.order == LoopOrder::kInputOuter;
   for (const auto& [nr, rows] : tile_cuts(s.oh, m.tile_rows)) {
     for (const auto& [nc, cols] : tile_cuts(s.ow, m.tile_cols)) {

@@ -63,7 +63,8 @@ struct SpatialLayer {
   // block (input outer), or its chunk's channels of them (weights outer). Then the input may be
   // the last group's output kept on chip (docs/compiler.md).
   bool reads_input_whole(const Mapping& m) const {
-    return m.kind == MappingKind::kSpatial && n == 1 && m.tile_rows >= oh && m.tile_cols >= ow;
+    return m.kind == MappingKind::kSpatial && m.k_step == 0 && n == 1 && m.tile_rows >= oh &&
+           m.tile_cols >= ow;
   }
   // Loop order kInputOuter shares an input block between chunks: it holds every input channel.
   bool input_outer_allowed() const { return weight_bytes_per_unit > 0; }
@@ -92,6 +93,21 @@ struct SpatialLayer {
   // Vector element operations of the reduction: the partials added, then a fused residual.
   std::uint64_t reduce_elements(std::uint64_t rows, std::uint64_t cols, std::uint64_t units,
                                 std::uint64_t parts) const;
+
+  // Splitting the reduction in time (Mapping::k_step, docs/compiler.md, "K-split convolutions"):
+  // a tile accumulates on its slice over steps of `step_c` input channels, each loading those
+  // channels of its input window and their share of the chunk's weights. Ungrouped convs only
+  // (k_split_allowed). One step's operands:
+  std::uint64_t step_bytes(std::uint64_t rows, std::uint64_t cols, std::uint64_t chunk_units,
+                           std::uint64_t step_c) const {
+    return input_bytes(rows, cols, step_c) + part_weight_bytes(chunk_units, step_c);
+  }
+  // What a K-split tile holds besides its steps: the accumulator (kPartialElemBytes per element)
+  // and a fused residual's share.
+  std::uint64_t accumulator_bytes(std::uint64_t rows, std::uint64_t cols,
+                                  std::uint64_t chunk_units) const {
+    return partial_bytes(rows, cols, chunk_units) + residual_bytes(rows, cols, chunk_units);
+  }
 };
 
 // The units depend on the weight budget: a group whose weights exceed a chunk is cut by output

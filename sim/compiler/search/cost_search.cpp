@@ -152,19 +152,19 @@ void consider(SearchChoice& choice, const Mapping& m, std::uint64_t cycles, bool
 
 }  // namespace
 
-SearchChoice CostSearch::choose_explained(const MapSpace& space, const HwConfig& config) const {
-  if ((space.kind == MappingKind::kVector || space.kind == MappingKind::kGlobalPool) &&
-      space.layouts != nullptr) {
-    return choose_slices_by_emission(*space.graph, *space.group, *space.layouts, config);
-  }
+namespace {
+
+// The cheapest of `candidates` (not empty) and its runner-up. `emitted` says whether their cycles
+// are the estimator's of each emitted alone, or the closed form's.
+struct Ranked {
   SearchChoice choice;
-  std::vector<Mapping> candidates;
-  if (space.candidates) candidates = space.candidates();
-  if (candidates.empty()) {
-    // Not costed, or nothing fits: greedy maps it (and names what does not fit).
-    choice.mapping = GreedySearch().choose(space, config);
-    return choice;
-  }
+  bool emitted = false;
+};
+
+Ranked rank(const MapSpace& space, const HwConfig& config,
+            const std::vector<Mapping>& candidates) {
+  Ranked out;
+  SearchChoice& choice = out.choice;
   // Rank every candidate by the closed form, then emit the best few alone and let the estimator
   // decide among them: it sees the queues, channels and dependencies the closed form averages.
   TransferCycles transfer(config);
@@ -204,6 +204,7 @@ SearchChoice CostSearch::choose_explained(const MapSpace& space, const HwConfig&
     for (const TileClass& t : space.work(candidates[ranked[r].second]).tiles) tiles += t.count;
     small = small && tiles <= kEmittedTiles;
   }
+  out.emitted = small;
   bool first = true;
   for (const std::size_t r : picked) {
     const Mapping& m = candidates[ranked[r].second];
@@ -214,6 +215,57 @@ SearchChoice CostSearch::choose_explained(const MapSpace& space, const HwConfig&
     if (cycles) consider(choice, m, *cycles, first);
   }
   if (first) choice.mapping = candidates[ranked.front().second];
+  return out;
+}
+
+// The closed form's cycles of `m`, for comparing choices ranked by different measures.
+std::uint64_t closed_form_cycles(const MapSpace& space, const HwConfig& config, const Mapping& m) {
+  const GroupWork work = space.input_on_chip(m) && space.work_on_chip ? space.work_on_chip(m)
+                                                                      : space.work(m);
+  TransferCycles transfer(config);
+  return estimate_work_cycles(work, config, transfer);
+}
+
+}  // namespace
+
+SearchChoice CostSearch::choose_explained(const MapSpace& space, const HwConfig& config) const {
+  if ((space.kind == MappingKind::kVector || space.kind == MappingKind::kGlobalPool) &&
+      space.layouts != nullptr) {
+    return choose_slices_by_emission(*space.graph, *space.group, *space.layouts, config);
+  }
+  std::vector<Mapping> candidates;
+  if (space.candidates) candidates = space.candidates();
+  if (candidates.empty()) {
+    // Not costed, or nothing fits: greedy maps it (and names what does not fit).
+    SearchChoice choice;
+    choice.mapping = GreedySearch().choose(space, config);
+    return choice;
+  }
+  // Convs accumulating in steps (Mapping::k_step) are ranked on their own and then against the
+  // best of the rest, so that their many step tiles neither take the emitted places of the other
+  // candidates nor make the closed form decide alone among them.
+  std::vector<Mapping> plain, ksplit;
+  for (const Mapping& m : candidates) {
+    (m.kind == MappingKind::kSpatial && m.k_step > 0 ? ksplit : plain).push_back(m);
+  }
+  if (plain.empty() || ksplit.empty()) return rank(space, config, candidates).choice;
+  const Ranked a = rank(space, config, plain);
+  const Ranked b = rank(space, config, ksplit);
+  // Compared by the same measure: the estimator's when both were emitted, else the closed form.
+  const bool emitted = a.emitted && b.emitted;
+  const std::uint64_t a_cycles =
+      emitted ? a.choice.cycles : closed_form_cycles(space, config, a.choice.mapping);
+  const std::uint64_t b_cycles =
+      emitted ? b.choice.cycles : closed_form_cycles(space, config, b.choice.mapping);
+  // Ties keep the plain mapping; it keeps its own figures when it wins.
+  SearchChoice choice = a.choice;
+  if (b_cycles < a_cycles) {
+    choice = b.choice;
+    choice.cycles = b_cycles;
+    choice.runner_up = a.choice.mapping;
+    choice.runner_up_cycles = a_cycles;
+  }
+  choice.candidates = candidates.size();
   return choice;
 }
 
@@ -269,7 +321,7 @@ std::string describe_mapping(const Mapping& m) {
   add("units", m.tile_channel_units);
   add("k_step", m.k_step);
   if (m.row_pieces > 1) add("row_pieces", m.row_pieces);
-  if (m.kind == MappingKind::kSpatial || m.kind == MappingKind::kMatMul) {
+  if ((m.kind == MappingKind::kSpatial && m.k_step == 0) || m.kind == MappingKind::kMatMul) {
     s += m.order == LoopOrder::kInputOuter ? " input-outer" : " weights-outer";
   }
   add("slices", m.slices);
