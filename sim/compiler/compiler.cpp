@@ -163,123 +163,78 @@ std::optional<std::uint64_t> estimated_cycles(Schedule schedule, const HwConfig&
   }
 }
 
-// One device's schedule, not yet finalized.
-Schedule compile_one_device(const Graph& graph, const HwConfig& config,
-                            const CompileOptions& options) {
-  std::vector<std::string>* explain = options.explain;
-  check_graph(graph);
-  const std::vector<LayerGroup> groups = fuse_layer_groups(graph);
-  const TensorLayouts layouts = assign_layouts(graph, groups);
-  const std::unique_ptr<Search> search = make_search(options.search);
-  const auto* cost_search = dynamic_cast<const CostSearch*>(search.get());
-  const Budgets budgets = budgets_of(config);
-  // Every group's mapping, and what emission needs besides: which outputs stay on chip for the
-  // next group, what each group's tiles need of local memory (ring_need, for plan_residency), the
-  // size estimate, and the search's reasons for `explain`.
-  struct Mapped {
-    std::vector<Mapping> mappings;
-    std::vector<bool> keep;
-    std::vector<std::uint64_t> ring_needs;
-    GroupSize total;
-    std::vector<std::string> reasons;
-    bool ksplit_convs = false;  // some conv accumulates in steps (Mapping::k_step)
-  };
-  // The mapping of a group. Without `ksplit_convs`, K-split conv candidates are left out.
-  auto choose = [&](Mapped& m, const LayerGroup& group,
-                    std::optional<std::uint32_t> on_chip_input, bool ksplit_convs) {
-    MapSpace space = make_map_space(graph, group, layouts, config);
-    space.on_chip_input = on_chip_input;
-    if (!ksplit_convs && space.kind == MappingKind::kSpatial) {
-      space.candidates = [all = space.candidates] {
-        std::vector<Mapping> kept = all();
-        kept.erase(std::remove_if(kept.begin(), kept.end(),
-                                  [](const Mapping& c) { return c.k_step > 0; }),
-                   kept.end());
-        return kept;
-      };
-    }
-    Mapping mapping;
-    if (cost_search == nullptr) {
-      mapping = search->choose(space, config);
-    } else {
-      const SearchChoice choice = cost_search->choose_explained(space, config);
-      if (space.kind != MappingKind::kNone) {
-        m.reasons.push_back(group.name + "\t" + describe_choice(choice));
-      }
-      mapping = choice.mapping;
-    }
-    m.ring_needs.push_back(space.work ? ring_need(space.work(mapping)) : 0);
-    m.ksplit_convs = m.ksplit_convs || (mapping.kind == MappingKind::kSpatial && mapping.k_step > 0);
-    return mapping;
-  };
+// Every group's mapping, and what emission needs besides: which outputs stay on chip for the next
+// group, what each group's tiles need of local memory (ring_need, for plan_residency), the size
+// estimate, and the search's reasons for `explain`.
+struct Mapped {
+  std::vector<Mapping> mappings;
+  std::vector<bool> keep;
+  std::vector<std::uint64_t> ring_needs;
+  GroupSize total;
+  std::vector<std::string> reasons;
+  bool ksplit_convs = false;  // some conv accumulates in steps (Mapping::k_step)
+};
+
+// A schedule emitted from a Mapped: `cycles` is its estimate when known, `report` the residency
+// line of `explain` when any plan was tried.
+struct Emitted {
+  Schedule schedule;
+  std::optional<std::uint64_t> cycles;
+  std::string report;
+};
+
+// The steps of compiling one device's graph: map the groups, emit them, plan residency.
+class DeviceCompiler {
+ public:
+  DeviceCompiler(const Graph& graph, const HwConfig& config, const CompileOptions& options)
+      : graph_(graph),
+        config_(config),
+        options_(options),
+        groups_(fuse_layer_groups(graph)),
+        layouts_(assign_layouts(graph, groups_)),
+        search_(make_search(options.search)),
+        cost_search_(dynamic_cast<const CostSearch*>(search_.get())),
+        budgets_(budgets_of(config)) {}
+
   // First map every group and total the estimates, so that a schedule past the limits, or a
-  // group that cannot be tiled, stops before anything is emitted. Emission can only fail on an
-  // op the NPU cannot run: the estimate stops there, so that error still comes in layer order,
-  // from emit_group below, and the groups after it would be checked there.
-  auto map_all = [&](bool ksplit_convs) {
+  // group that cannot be tiled, stops before anything is emitted. Emission can only fail on an op
+  // the NPU cannot run: the estimate stops there, so that error still comes in layer order, from
+  // emit_group below, and the groups after it would be checked there. Without `ksplit_convs`,
+  // K-split conv candidates are left out.
+  Mapped map_all(bool ksplit_convs) const {
     Mapped m;
-    for (std::size_t i = 0; i < groups.size(); ++i) {
-      const LayerGroup& group = groups[i];
-      if (group_kind(graph, group) == GroupKind::kUnknown) break;
+    for (std::size_t i = 0; i < groups_.size(); ++i) {
+      const LayerGroup& group = groups_[i];
+      if (group_kind(graph_, group) == GroupKind::kUnknown) break;
       // The last group's output may stay on chip for this one if this one reads it whole.
       std::optional<std::uint32_t> on_chip_input;
-      if (i > 0 && can_keep_output(graph, config, groups[i - 1], m.mappings.back())) {
-        on_chip_input = groups[i - 1].output;
+      if (i > 0 && can_keep_output(graph_, config_, groups_[i - 1], m.mappings.back())) {
+        on_chip_input = groups_[i - 1].output;
       }
       const Mapping mapping = choose(m, group, on_chip_input, ksplit_convs);
-      m.total = m.total + estimate_group(graph, group, mapping, layouts, budgets);
-      if (!within_limits(m.total)) {
-        throw_too_large(graph, groups, layouts, config, *search, group, m.total);
-      }
+      add_size(m, group, mapping);
       m.mappings.push_back(mapping);
     }
     m.keep.assign(m.mappings.size(), false);
     for (std::size_t i = 0; i + 1 < m.mappings.size(); ++i) {
-      m.keep[i] = output_stays_on_chip(graph, config, groups[i], m.mappings[i], groups[i + 1],
+      m.keep[i] = output_stays_on_chip(graph_, config_, groups_[i], m.mappings[i], groups_[i + 1],
                                        m.mappings[i + 1]);
     }
     return m;
-  };
-  // Every group emitted as `m` maps it, its outputs resident as `residency` says.
-  auto emit_all = [&](Mapped& m, const std::vector<Residency>& residency) {
-    Emitter emitter(graph, config, layouts);
-    emitter.reserve(m.total.commands);  // an upper bound: residency only drops loads and stores
-    for (std::size_t i = 0; i < groups.size(); ++i) {
-      if (i < m.mappings.size()) {
-        emitter.emit_group(groups[i], m.mappings[i], m.keep[i],
-                           m.keep[i] && read_only_by(graph, groups[i], groups[i + 1]),
-                           residency[i]);
-        continue;
-      }
-      // An op the NPU cannot run: emit_group throws its error, in layer order.
-      const Mapping mapping = choose(m, groups[i], std::nullopt, true);
-      m.total = m.total + estimate_group(graph, groups[i], mapping, layouts, budgets);
-      if (!within_limits(m.total)) {
-        throw_too_large(graph, groups, layouts, config, *search, groups[i], m.total);
-      }
-      emitter.emit_group(groups[i], mapping);
-    }
-    Schedule schedule = emitter.finish();
-    schedule.layers = layer_views(graph, groups);
-    return schedule;
-  };
+  }
+
   // The schedule of `m` without residency, or with the plan that the estimate says is fastest
   // (keeping tensors takes local memory from the tiles' lookahead, which a DMA-bound layer may
   // need more than the trips it saves): plans that keep on-chip tensors in up to L / 2 and in up
-  // to L / 4 are emitted too, and without wins a tie. `cycles`: the kept one's estimate, if known.
-  struct Emitted {
-    Schedule schedule;
-    std::optional<std::uint64_t> cycles;
-    std::string report;  // the residency line of `explain`, if any plan was tried
-  };
-  auto emit_best = [&](Mapped& m) {
+  // to L / 4 are emitted too, and without wins a tie.
+  Emitted emit_best(Mapped& m) const {
     Emitted best{emit_all(m, std::vector<Residency>(m.mappings.size())), std::nullopt, ""};
-    if (!options.residency) return best;
+    if (!options_.residency) return best;
     std::vector<std::vector<bool>> planned;
     std::string chosen = "none";
     for (const std::uint64_t share : {2, 4}) {
       const std::vector<Residency> plan = plan_residency(
-          graph, config, groups, m.mappings, m.keep, m.ring_needs, config.lram_bytes / share);
+          graph_, config_, groups_, m.mappings, m.keep, m.ring_needs, config_.lram_bytes / share);
       std::vector<bool> outputs(plan.size());
       for (std::size_t g = 0; g < plan.size(); ++g) outputs[g] = plan[g].output;
       const auto count = std::count(outputs.begin(), outputs.end(), true);
@@ -287,13 +242,13 @@ Schedule compile_one_device(const Graph& graph, const HwConfig& config,
         continue;
       }
       planned.push_back(outputs);
-      if (!best.cycles) best.cycles = estimated_cycles(best.schedule, config);
+      if (!best.cycles) best.cycles = estimated_cycles(best.schedule, config_);
       if (!best.cycles) return best;
       if (best.report.empty()) {
         best.report = "without: " + std::to_string(*best.cycles) + " cycles estimated";
       }
       Schedule with = emit_all(m, plan);
-      const std::optional<std::uint64_t> cycles = estimated_cycles(with, config);
+      const std::optional<std::uint64_t> cycles = estimated_cycles(with, config_);
       const std::string what =
           std::to_string(count) + " tensor(s) in up to L/" + std::to_string(share);
       // A plan whose schedule does not check would be a compiler bug: never kept, and said.
@@ -306,35 +261,115 @@ Schedule compile_one_device(const Graph& graph, const HwConfig& config,
     }
     if (!best.report.empty()) best.report = "residency\t" + best.report + "; kept: " + chosen;
     return best;
-  };
-  auto give_reasons = [&](const Mapped& m, const Emitted& e) {
+  }
+
+  // `m`'s reasons and `e`'s residency line, for `explain`.
+  void give_reasons(const Mapped& m, const Emitted& e) const {
+    std::vector<std::string>* explain = options_.explain;
     if (explain == nullptr) return;
     explain->insert(explain->end(), m.reasons.begin(), m.reasons.end());
     if (!e.report.empty()) explain->push_back(e.report);
-  };
+  }
+
+ private:
+  // The mapping of a group, its reasons and tile needs recorded in `m`.
+  Mapping choose(Mapped& m, const LayerGroup& group, std::optional<std::uint32_t> on_chip_input,
+                 bool ksplit_convs) const {
+    MapSpace space = make_map_space(graph_, group, layouts_, config_);
+    space.on_chip_input = on_chip_input;
+    if (!ksplit_convs && space.kind == MappingKind::kSpatial) {
+      space.candidates = [all = space.candidates] {
+        std::vector<Mapping> kept = all();
+        kept.erase(
+            std::remove_if(kept.begin(), kept.end(), [](const Mapping& c) { return c.k_step > 0; }),
+            kept.end());
+        return kept;
+      };
+    }
+    Mapping mapping;
+    if (cost_search_ == nullptr) {
+      mapping = search_->choose(space, config_);
+    } else {
+      const SearchChoice choice = cost_search_->choose_explained(space, config_);
+      if (space.kind != MappingKind::kNone) {
+        m.reasons.push_back(group.name + "\t" + describe_choice(choice));
+      }
+      mapping = choice.mapping;
+    }
+    m.ring_needs.push_back(space.work ? ring_need(space.work(mapping)) : 0);
+    m.ksplit_convs =
+        m.ksplit_convs || (mapping.kind == MappingKind::kSpatial && mapping.k_step > 0);
+    return mapping;
+  }
+
+  // Adds the group's size to `m`'s total; past the limits, stops with the group named.
+  void add_size(Mapped& m, const LayerGroup& group, const Mapping& mapping) const {
+    m.total = m.total + estimate_group(graph_, group, mapping, layouts_, budgets_);
+    if (!within_limits(m.total)) {
+      throw_too_large(graph_, groups_, layouts_, config_, *search_, group, m.total);
+    }
+  }
+
+  // Every group emitted as `m` maps it, its outputs resident as `residency` says.
+  Schedule emit_all(Mapped& m, const std::vector<Residency>& residency) const {
+    Emitter emitter(graph_, config_, layouts_);
+    emitter.reserve(m.total.commands);  // an upper bound: residency only drops loads and stores
+    for (std::size_t i = 0; i < groups_.size(); ++i) {
+      if (i < m.mappings.size()) {
+        emitter.emit_group(groups_[i], m.mappings[i], m.keep[i],
+                           m.keep[i] && read_only_by(graph_, groups_[i], groups_[i + 1]),
+                           residency[i]);
+        continue;
+      }
+      // An op the NPU cannot run: emit_group throws its error, in layer order.
+      const Mapping mapping = choose(m, groups_[i], std::nullopt, true);
+      add_size(m, groups_[i], mapping);
+      emitter.emit_group(groups_[i], mapping);
+    }
+    Schedule schedule = emitter.finish();
+    schedule.layers = layer_views(graph_, groups_);
+    return schedule;
+  }
+
+  const Graph& graph_;
+  const HwConfig& config_;
+  const CompileOptions& options_;
+  const std::vector<LayerGroup> groups_;
+  const TensorLayouts layouts_;
+  const std::unique_ptr<Search> search_;
+  const CostSearch* cost_search_;
+  const Budgets budgets_;
+};
+
+// One device's schedule, not yet finalized.
+Schedule compile_one_device(const Graph& graph, const HwConfig& config,
+                            const CompileOptions& options) {
+  check_graph(graph);
+  const DeviceCompiler compiler(graph, config, options);
   // Each group's cheapest mapping is costed alone, and a conv accumulating in steps gives up what
   // spans groups (an input kept on chip, room for resident tensors). So when the search picks
   // any, the model is also compiled without them, and the faster under the estimate is kept:
   // without, on a tie.
-  Mapped with_ksplit = map_all(true);
-  Emitted best = emit_best(with_ksplit);
+  Mapped with_ksplit = compiler.map_all(true);
+  Emitted best = compiler.emit_best(with_ksplit);
   if (!with_ksplit.ksplit_convs) {
-    give_reasons(with_ksplit, best);
+    compiler.give_reasons(with_ksplit, best);
     return std::move(best.schedule);
   }
-  Mapped plain = map_all(false);
-  Emitted without = emit_best(plain);
+  Mapped plain = compiler.map_all(false);
+  Emitted without = compiler.emit_best(plain);
   if (!best.cycles) best.cycles = estimated_cycles(best.schedule, config);
   if (!without.cycles) without.cycles = estimated_cycles(without.schedule, config);
   const bool keep_ksplit = best.cycles && (!without.cycles || *best.cycles < *without.cycles);
   auto figure = [](const std::optional<std::uint64_t>& c) {
     return c ? std::to_string(*c) + " cycles estimated" : std::string("does not check");
   };
-  const std::string line = "k-split convs\twith: " + figure(best.cycles) + "; without: " +
-                           figure(without.cycles) + "; kept: " +
-                           (keep_ksplit ? "with" : "without");
-  give_reasons(keep_ksplit ? with_ksplit : plain, keep_ksplit ? best : without);
-  if (explain != nullptr) explain->push_back(line);
+  compiler.give_reasons(keep_ksplit ? with_ksplit : plain, keep_ksplit ? best : without);
+  if (options.explain != nullptr) {
+    options.explain->push_back("k-split convs\twith: " + figure(best.cycles) +
+                               "; without: " + figure(without.cycles) +
+                               "; kept: " + (keep_ksplit ? "with" : "without"));
+  }
   return std::move(keep_ksplit ? best.schedule : without.schedule);
 }
 

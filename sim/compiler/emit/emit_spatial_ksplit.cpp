@@ -105,10 +105,9 @@ void Emitter::emit_spatial_ksplit(const LayerGroup& group, const SpatialLayer& s
       }
       for (const OutTile& o : batch) {
         const std::uint64_t tr = o.v.r1 - o.v.r0, tc = o.v.c1 - o.v.c0;
-        const CommandIndex store = store_tile(group, {o.steps.back()}, o.out_buffer,
-                                              s.output_bytes(tr, tc, cu),
-                                              (o.img * s.oh + o.v.r0) * y_row_bytes,
-                                              (o.img * s.oh + o.v.r1) * y_row_bytes, nullptr);
+        const CommandIndex store = store_tile(
+            group, {o.steps.back()}, o.out_buffer, s.output_bytes(tr, tc, cu),
+            (o.img * s.oh + o.v.r0) * y_row_bytes, (o.img * s.oh + o.v.r1) * y_row_bytes, nullptr);
         push_ring(store, o.bytes);
       }
     }

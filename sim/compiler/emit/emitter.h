@@ -126,8 +126,8 @@ class Emitter {
                        const std::vector<const BlockPart*>& parts,
                        std::vector<CommandIndex>& computes, bool frees_block);
   void emit_spatial_ksplit(const LayerGroup& group, const SpatialLayer& s,
-                           const Mapping& mapping);  // emit_spatial_ksplit.cpp
-  void emit_matmul(const LayerGroup& group, const Mapping& mapping);         // emit_matmul.cpp
+                           const Mapping& mapping);                   // emit_spatial_ksplit.cpp
+  void emit_matmul(const LayerGroup& group, const Mapping& mapping);  // emit_matmul.cpp
   void emit_matmul_ksplit(const LayerGroup& group, const Mapping& mapping);  // emit_matmul.cpp
   void emit_vector(const LayerGroup& group, const Mapping& mapping);         // emit_vector.cpp
   void emit_global_pool(const LayerGroup& group, const Mapping& mapping);    // emit_vector.cpp

@@ -161,8 +161,7 @@ struct Ranked {
   bool emitted = false;
 };
 
-Ranked rank(const MapSpace& space, const HwConfig& config,
-            const std::vector<Mapping>& candidates) {
+Ranked rank(const MapSpace& space, const HwConfig& config, const std::vector<Mapping>& candidates) {
   Ranked out;
   SearchChoice& choice = out.choice;
   // Rank every candidate by the closed form, then emit the best few alone and let the estimator
@@ -220,8 +219,8 @@ Ranked rank(const MapSpace& space, const HwConfig& config,
 
 // The closed form's cycles of `m`, for comparing choices ranked by different measures.
 std::uint64_t closed_form_cycles(const MapSpace& space, const HwConfig& config, const Mapping& m) {
-  const GroupWork work = space.input_on_chip(m) && space.work_on_chip ? space.work_on_chip(m)
-                                                                      : space.work(m);
+  const GroupWork work =
+      space.input_on_chip(m) && space.work_on_chip ? space.work_on_chip(m) : space.work(m);
   TransferCycles transfer(config);
   return estimate_work_cycles(work, config, transfer);
 }
