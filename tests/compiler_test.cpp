@@ -554,6 +554,47 @@ TEST(CompilerParts, AConvSplitAlongKAccumulatesStepByStepOnItsSlice) {
   EXPECT_EQ(schedule_macs(s), 294912u);
 }
 
+TEST(CompilerParts, AnFp32DeepConvKeepsWideChunksBySplittingAlongK) {
+  // ResNet-50's layer4 3x3 conv in fp32: 512 -> 512 channels at 7 x 7, pad 1, on `default`
+  // (512 KiB, 16 x 16 arrays). One output channel's weights are 3 x 3 x 512 x 4 = 18432 bytes,
+  // so a weights-outer chunk within its L/4 = 131072-byte budget holds 7 channels of the 16
+  // columns. K-split keeps a chunk wide and loads its weights a step at a time.
+  const Graph g = parse_graph_json(Json::parse(R"({"format": "npusim-graph", "version": 1,
+    "name": "deep",
+    "tensors": [{"name": "x", "shape": [1, 512, 7, 7], "dtype": "float32"},
+                {"name": "w", "shape": [512, 512, 3, 3], "dtype": "float32", "constant": true},
+                {"name": "y", "shape": [1, 512, 7, 7], "dtype": "float32"}],
+    "inputs": ["x"], "outputs": ["y"],
+    "layers": [{"name": "conv", "op": "Conv", "inputs": ["x", "w"], "outputs": ["y"],
+                "attrs": {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}}]})"),
+                                   "deep.json");
+  const HwConfig config = load_hw_config("default");
+  std::vector<std::string> explain;
+  const Schedule s = compile_schedule(g, config, &explain);
+  ASSERT_FALSE(explain.empty());
+  // The chosen mapping accumulates in steps, and the driver kept it over the model without.
+  EXPECT_THAT(explain.front(), ::testing::HasSubstr("k_step"));
+  EXPECT_THAT(explain, ::testing::Contains(::testing::HasSubstr("kept: with")));
+  // Its chunk of output channels, from the explain line ("units N").
+  const std::string& line = explain.front();
+  const std::size_t at = line.find("units ");
+  ASSERT_NE(at, std::string::npos);
+  const std::uint64_t units = std::stoull(line.substr(at + 6));
+  const std::uint64_t chunks = ceil_div(512, units);
+  // One pixel tile of all 7 x 7 pixels: the weights, 512 x 512 x 9 x 4 = 9437184 bytes, are read
+  // exactly once, and the input, 7 x 7 x 512 x 4 = 100352 bytes, once per chunk.
+  EXPECT_THAT(line, ::testing::HasSubstr("rows 7 cols 7"));
+  std::uint64_t in = 0, out = 0;
+  for (const Command& c : s.commands) {
+    if (c.engine == EngineKind::kDmaIn) in += c.bytes;
+    if (c.engine == EngineKind::kDmaOut) out += c.bytes;
+  }
+  EXPECT_EQ(in, 9437184u + 100352u * chunks);
+  EXPECT_EQ(out, 100352u);  // the output, once
+  // The MACs are the layer's: 7 x 7 x 512 x (512 x 3 x 3) = 115605504.
+  EXPECT_EQ(schedule_macs(s), 115605504u);
+}
+
 TEST(CompilerParts, AConvSplitOverSlicesAddsItsPartialSums) {
   // conv1 of two_convs (3x3, 16 -> 32, pad 1, 8x8, int8, batch norm folded) as one tile of 8 x 8
   // pixels and 32 channels, its 16 input channels split into 2 parts of 8 on the 2 slices of

@@ -251,9 +251,9 @@ std::vector<Mapping> spatial_candidates(const SpatialLayer& s, const HwConfig& c
 
 // K-split candidates (docs/compiler.md, "K-split convolutions"), for each slice count: chunks of
 // output channels that fill the array's columns, tiles of output rows (and columns, when one row
-// is too much), and the largest step of input channels, a multiple of the array's rows where it
-// can be, whose operands take at most T/3 while the accumulator takes at most T/3 (two steps in
-// flight and the accumulator fill a tile budget T, as K-split MatMuls do).
+// is too much), and the largest steps of input channels whose operands take at most T/3 while the
+// accumulator takes at most T/3 (two steps in flight and the accumulator fill a tile budget T, as
+// K-split MatMuls do).
 std::vector<Mapping> ksplit_candidates(const SpatialLayer& s, const HwConfig& config) {
   std::vector<Mapping> out;
   if (!s.k_split_allowed()) return out;
@@ -269,9 +269,15 @@ std::vector<Mapping> ksplit_candidates(const SpatialLayer& s, const HwConfig& co
           cols = ceil_div(cols, 2);
         }
         if (s.accumulator_bytes(rows, cols, cu) > third) continue;
+        // The largest step that fits, and the largest that also fills whole row folds (its
+        // kernel_h x kernel_w x step rows a multiple of the array's): smaller ones only add
+        // commands.
+        bool any = false;
         for (const std::uint64_t step_c : steps) {
           // A step of every channel is no split: the plain mapping covers it.
           if (step_c >= s.c || s.step_bytes(rows, cols, cu, step_c) > third) continue;
+          const bool full_folds = s.kernel_h * s.kernel_w * step_c % config.slices.rows == 0;
+          if (any && !full_folds) continue;
           Mapping m;
           m.kind = MappingKind::kSpatial;
           m.tile_rows = rows;
@@ -280,7 +286,8 @@ std::vector<Mapping> ksplit_candidates(const SpatialLayer& s, const HwConfig& co
           m.k_step = step_c;
           m.slices = slices;
           out.push_back(m);
-          break;  // the largest step that fits: smaller ones only add commands
+          if (full_folds) break;
+          any = true;
         }
       }
     }
