@@ -12,6 +12,7 @@
 #include "sim/compiler/emit/emitter.h"
 #include "sim/compiler/mapping/map_space.h"
 #include "sim/compiler/passes/assign_layouts.h"
+#include "sim/compiler/passes/plan_chains.h"
 #include "sim/compiler/passes/fuse_layer_groups.h"
 #include "sim/compiler/passes/fuse_layer_norm_gelu.h"
 #include "sim/compiler/search/search.h"
@@ -593,6 +594,87 @@ TEST(CompilerParts, AnFp32DeepConvKeepsWideChunksBySplittingAlongK) {
   EXPECT_EQ(out, 100352u);  // the output, once
   // The MACs are the layer's: 7 x 7 x 512 x (512 x 3 x 3) = 115605504.
   EXPECT_EQ(schedule_macs(s), 115605504u);
+}
+
+TEST(CompilerParts, AChainComputesTwoConvsDepthFirstWithoutTheirIntermediateInDram) {
+  // two_convs on `default` (2 slices, 1 DMA_IN channel): conv1 (3x3, 16 -> 32, pad 1, with batch
+  // norm and ReLU) and conv2 (1x1, 32 -> 8), the only reader of conv1's output, as a chain of
+  // tiles of 2 rows over both slices. The costs make plan_chains pick exactly that.
+  const Graph g = two_convs();
+  const HwConfig config = parse_hw_config("{}", "default.json");
+  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
+  const TensorLayouts layouts = assign_layouts(g, groups);
+  ASSERT_EQ(groups.size(), 2u);
+  std::vector<Mapping> mapped(2);
+  const ChainCost chain_cost = [](const Chain& c) {
+    return std::optional<std::uint64_t>(c.mappings[0].tile_rows == 2 && c.slices == 0 ? 1 : 10);
+  };
+  const PlainCost plain_cost = [](std::size_t, std::size_t) {
+    return std::optional<std::uint64_t>(100);
+  };
+  const std::vector<Chain> chains =
+      plan_chains(g, config, groups, layouts, mapped, chain_cost, plain_cost);
+  ASSERT_EQ(chains.size(), 1u);
+  const Chain& chain = chains[0];
+  ASSERT_EQ(chain.mappings.size(), 2u);
+  // Order: conv2's tile t needs conv1's rows [2t, 2t + 2), so the two alternate. conv2's tile t
+  // (t >= 2, one per slice behind) frees conv1's tiles that tile t - 2 was the last to read, its
+  // last tile all the rest: so at most 3 of conv1's tiles live at once.
+  std::vector<std::string> steps;
+  for (const ChainStep& st : chain.order) {
+    steps.push_back(std::to_string(st.member) + ":" + std::to_string(st.tile) + "/" +
+                    std::to_string(st.freed_before));
+  }
+  EXPECT_EQ(steps, (std::vector<std::string>{"0:0/0", "1:0/0", "0:1/0", "1:1/0", "0:2/0",
+                                             "1:2/1", "0:3/0", "1:3/4"}));
+  EXPECT_EQ(chain.live_tiles[0], 3u);
+  // Reserved: the weights, 32 x 16 x 9 = 4608 and 8 x 32 = 256 bytes, and 3 of conv1's tiles of
+  // 2 x 8 x 32 = 512 bytes.
+  EXPECT_EQ(chain.reserved_bytes, 4608u + 256u + 3 * 512u);
+
+  Emitter emitter(g, config, layouts);
+  emitter.emit_chain({&groups[0], &groups[1]}, chain);
+  Schedule s = emitter.finish();
+  std::vector<std::string> order;
+  for (const Command& c : s.commands) {
+    order.push_back(on_slice(c.engine)
+                        ? std::string(op_table()[c.op].name) + "@" + std::to_string(c.slice)
+                        : c.id.substr(0, 2) + std::to_string(c.bytes));
+  }
+  // The weights; then conv1's tiles load their input rows, 8 columns x 16 channels each: rows
+  // [0, 3) (the padding row excluded) = 384 bytes, [1, 5) and [3, 7) = 512, [5, 8) = 384; conv2's
+  // tiles load nothing and store 2 x 8 x 8 = 128 bytes each. conv1 on slice 0, conv2 on slice 1.
+  ASSERT_EQ(order, (std::vector<std::string>{
+                       "DI4608", "DI256", "DI384", "Conv@0", "Conv@1", "DO128", "DI512", "Conv@0",
+                       "Conv@1", "DO128", "DI512", "Conv@0", "Conv@1", "DO128", "DI384", "Conv@0",
+                       "Conv@1", "DO128"}));
+  // conv2's tile 0 waits for its weights and conv1's tile 0, which wrote its rows.
+  EXPECT_EQ(s.commands[4].deps, (std::vector<std::uint32_t>{1, 3}));
+  // conv2's tile 2 waits for conv1's tile 2 (its rows) and frees conv1's tile 0, after that
+  // tile's writer and its one reader, conv2's tile 0 (1x1: no halo rows).
+  EXPECT_EQ(s.commands[12].free.size(), 1u);
+  EXPECT_EQ(s.commands[12].deps, (std::vector<std::uint32_t>{1, 3, 4, 11}));
+  // conv1's tile 3 waits for that free: at most 3 of its tiles are live.
+  EXPECT_EQ(s.commands[15].deps, (std::vector<std::uint32_t>{0, 12, 14}));
+  // conv2's last tile frees conv1's tiles 1 to 3; the last store frees both weights.
+  EXPECT_EQ(s.commands[16].free.size(), 3u);
+  EXPECT_EQ(s.commands[17].free.size(), 3u);  // its output and the two weight buffers
+  // Each member is its own program.
+  EXPECT_EQ(s.commands[3].program, 0u);
+  EXPECT_EQ(s.commands[4].program, 1u);
+  // Only the model's input, the weights and the output move: 384 + 512 + 512 + 384 = 1792 of x,
+  // 4864 of weights, 512 of y. MACs: 8 x 8 x 32 x 144 + 8 x 8 x 8 x 32 = 311296.
+  std::uint64_t in = 0, out = 0;
+  for (const Command& c : s.commands) {
+    if (c.engine == EngineKind::kDmaIn) in += c.bytes;
+    if (c.engine == EngineKind::kDmaOut) out += c.bytes;
+  }
+  EXPECT_EQ(in, 1792u + 4864u);
+  EXPECT_EQ(out, 512u);
+  Diagnostics diag("two.json");
+  finalize_schedule(s, config, diag);
+  ASSERT_TRUE(diag.empty());
+  EXPECT_EQ(schedule_macs(s), 311296u);
 }
 
 TEST(CompilerParts, AConvSplitOverSlicesAddsItsPartialSums) {

@@ -33,6 +33,7 @@
 #include "sim/compiler/passes/assign_layouts.h"
 #include "sim/compiler/passes/fuse_layer_groups.h"
 #include "sim/compiler/passes/layer_views.h"
+#include "sim/compiler/passes/plan_chains.h"
 #include "sim/compiler/passes/plan_residency.h"
 #include "sim/compiler/search/cost_search.h"
 #include "sim/compiler/search/search.h"
@@ -133,21 +134,6 @@ bool output_stays_on_chip(const Graph& graph, const HwConfig& config, const Laye
   return s.input == group.output && s.reads_input_whole(next_m);
 }
 
-// Whether `group`'s output is read by `next`'s head alone, as its input: it is no graph output,
-// the only output of the group's last layer, and no other layer (a residual Add of `next`
-// included, which loads it from DRAM) reads it.
-bool read_only_by(const Graph& graph, const LayerGroup& group, const LayerGroup& next) {
-  const std::uint32_t t = group.output;
-  if (std::find(graph.outputs.begin(), graph.outputs.end(), t) != graph.outputs.end()) return false;
-  if (graph.layers[group.layers.back()].outputs.size() != 1) return false;
-  for (std::uint32_t l = 0; l < graph.layers.size(); ++l) {
-    const std::vector<std::uint32_t>& in = graph.layers[l].inputs;
-    const auto reads = std::count(in.begin(), in.end(), t);
-    if (reads == 0) continue;
-    if (l != next.layers.front() || reads != 1 || in.front() != t) return false;
-  }
-  return true;
-}
 
 // The estimator's total for `schedule`, finalized on a copy; nullopt when it does not check or
 // cannot be estimated (the caller then keeps the schedule without residency, whose own problems
@@ -227,14 +213,26 @@ class DeviceCompiler {
   // (keeping tensors takes local memory from the tiles' lookahead, which a DMA-bound layer may
   // need more than the trips it saves): plans that keep on-chip tensors in up to L / 2 and in up
   // to L / 4 are emitted too, and without wins a tie.
-  Emitted emit_best(Mapped& m) const {
-    Emitted best{emit_all(m, std::vector<Residency>(m.mappings.size())), std::nullopt, ""};
+  // With `chains`, their members take no part in residency (their intermediates stay on chip
+  // anyway, and they read and write the rest through DRAM): the plan sees them unmapped, each
+  // needing its chain's reservation of the ring.
+  Emitted emit_best(Mapped& m, const std::vector<Chain>* chains = nullptr) const {
+    Emitted best{emit_all(m, std::vector<Residency>(m.mappings.size()), chains), std::nullopt,
+                 ""};
     if (!options_.residency) return best;
+    std::vector<Mapping> plan_mappings = m.mappings;
+    std::vector<std::uint64_t> plan_needs = m.ring_needs;
+    for (const Chain& c : chains != nullptr ? *chains : std::vector<Chain>{}) {
+      for (std::size_t j = c.first; j < c.first + c.mappings.size(); ++j) {
+        plan_mappings[j] = Mapping{};
+        plan_needs[j] = c.reserved_bytes;
+      }
+    }
     std::vector<std::vector<bool>> planned;
     std::string chosen = "none";
     for (const std::uint64_t share : {2, 4}) {
       const std::vector<Residency> plan = plan_residency(
-          graph_, config_, groups_, m.mappings, m.keep, m.ring_needs, config_.lram_bytes / share);
+          graph_, config_, groups_, plan_mappings, m.keep, plan_needs, config_.lram_bytes / share);
       std::vector<bool> outputs(plan.size());
       for (std::size_t g = 0; g < plan.size(); ++g) outputs[g] = plan[g].output;
       const auto count = std::count(outputs.begin(), outputs.end(), true);
@@ -247,7 +245,7 @@ class DeviceCompiler {
       if (best.report.empty()) {
         best.report = "without: " + std::to_string(*best.cycles) + " cycles estimated";
       }
-      Schedule with = emit_all(m, plan);
+      Schedule with = emit_all(m, plan, chains);
       const std::optional<std::uint64_t> cycles = estimated_cycles(with, config_);
       const std::string what =
           std::to_string(count) + " tensor(s) in up to L/" + std::to_string(share);
@@ -261,6 +259,59 @@ class DeviceCompiler {
     }
     if (!best.report.empty()) best.report = "residency\t" + best.report + "; kept: " + chosen;
     return best;
+  }
+
+  // `m` with its chains (plan_chains) emitted depth first, without residency, if it has any.
+  // The members take the chains' mappings; no output is kept on chip into or out of a chain.
+  std::optional<Emitted> emit_chained(const Mapped& m) const {
+    auto members_of = [&](std::size_t first, std::size_t count) {
+      std::vector<const LayerGroup*> members;
+      for (std::size_t j = 0; j < count; ++j) members.push_back(&groups_[first + j]);
+      return members;
+    };
+    const ChainCost chain_cost = [&](const Chain& c) {
+      Emitter alone(graph_, config_, layouts_);
+      alone.emit_chain(members_of(c.first, c.mappings.size()), c);
+      return estimated_cycles(alone.finish(), config_);
+    };
+    const PlainCost plain_cost = [&](std::size_t first, std::size_t count) {
+      Emitter alone(graph_, config_, layouts_);
+      for (std::size_t j = first; j < first + count; ++j) alone.emit_group(groups_[j], m.mappings[j]);
+      return estimated_cycles(alone.finish(), config_);
+    };
+    const std::vector<Chain> chains =
+        plan_chains(graph_, config_, groups_, layouts_, m.mappings, chain_cost, plain_cost);
+    if (chains.empty()) return std::nullopt;
+    Mapped chained = m;
+    std::size_t members = 0;
+    for (const Chain& c : chains) {
+      for (std::size_t j = 0; j < c.mappings.size(); ++j) {
+        chained.mappings[c.first + j] = c.mappings[j];
+        chained.keep[c.first + j] = false;
+      }
+      if (c.first > 0) chained.keep[c.first - 1] = false;
+      members += c.mappings.size();
+    }
+    Emitted e = emit_best(chained, &chains);
+    if (!e.cycles) e.cycles = estimated_cycles(e.schedule, config_);
+    e.report = "chains\t" + std::to_string(chains.size()) + " chain(s) of " +
+               std::to_string(members) + " groups: " +
+               (e.cycles ? std::to_string(*e.cycles) + " cycles estimated" : "does not check") +
+               (e.report.empty() ? "" : " (" + e.report.substr(e.report.find('\t') + 1) + ")");
+    return e;
+  }
+
+  // `best`'s schedule, or `m` with chains if that estimates faster (best wins a tie).
+  Schedule with_chains(const Mapped& m, Emitted best) const {
+    if (!options_.chains) return std::move(best.schedule);
+    std::optional<Emitted> chained = emit_chained(m);
+    if (!chained) return std::move(best.schedule);
+    if (!best.cycles) best.cycles = estimated_cycles(best.schedule, config_);
+    const bool keep = chained->cycles && (!best.cycles || *chained->cycles < *best.cycles);
+    if (options_.explain != nullptr) {
+      options_.explain->push_back(chained->report + "; kept: " + (keep ? "chains" : "without"));
+    }
+    return std::move(keep ? chained->schedule : best.schedule);
   }
 
   // `m`'s reasons and `e`'s residency line, for `explain`.
@@ -310,11 +361,22 @@ class DeviceCompiler {
     }
   }
 
-  // Every group emitted as `m` maps it, its outputs resident as `residency` says.
-  Schedule emit_all(Mapped& m, const std::vector<Residency>& residency) const {
+  // Every group emitted as `m` maps it, its outputs resident as `residency` says, and the groups
+  // of `chains` (if given) depth first.
+  Schedule emit_all(Mapped& m, const std::vector<Residency>& residency,
+                    const std::vector<Chain>* chains = nullptr) const {
     Emitter emitter(graph_, config_, layouts_);
     emitter.reserve(m.total.commands);  // an upper bound: residency only drops loads and stores
+    std::size_t next_chain = 0;
     for (std::size_t i = 0; i < groups_.size(); ++i) {
+      if (chains != nullptr && next_chain < chains->size() && (*chains)[next_chain].first == i) {
+        const Chain& chain = (*chains)[next_chain++];
+        std::vector<const LayerGroup*> members;
+        for (std::size_t j = 0; j < chain.mappings.size(); ++j) members.push_back(&groups_[i + j]);
+        emitter.emit_chain(members, chain);
+        i += members.size() - 1;
+        continue;
+      }
       if (i < m.mappings.size()) {
         emitter.emit_group(groups_[i], m.mappings[i], m.keep[i],
                            m.keep[i] && read_only_by(graph_, groups_[i], groups_[i + 1]),
@@ -354,7 +416,7 @@ Schedule compile_one_device(const Graph& graph, const HwConfig& config,
   Emitted best = compiler.emit_best(with_ksplit);
   if (!with_ksplit.ksplit_convs) {
     compiler.give_reasons(with_ksplit, best);
-    return std::move(best.schedule);
+    return compiler.with_chains(with_ksplit, std::move(best));
   }
   Mapped plain = compiler.map_all(false);
   Emitted without = compiler.emit_best(plain);
@@ -370,7 +432,8 @@ Schedule compile_one_device(const Graph& graph, const HwConfig& config,
                                "; without: " + figure(without.cycles) +
                                "; kept: " + (keep_ksplit ? "with" : "without"));
   }
-  return std::move(keep_ksplit ? best.schedule : without.schedule);
+  return compiler.with_chains(keep_ksplit ? with_ksplit : plain,
+                              std::move(keep_ksplit ? best : without));
 }
 
 }  // namespace

@@ -45,6 +45,9 @@ struct CompileOptions {
   // Outputs may stay in local memory until their last reader (docs/compiler.md, "Tensors
   // resident on chip") when the estimate says it pays; false: every tensor makes its DRAM trip.
   bool residency = true;
+  // Chains of convolutions may be computed depth first (docs/compiler.md, "Chains of
+  // convolutions") when the estimate says it pays; false: every group runs whole, in turn.
+  bool chains = true;
 };
 Schedule compile_schedule(const Graph& graph, const HwConfig& config,
                           const CompileOptions& options);

@@ -62,6 +62,7 @@ void Emitter::emit_group(const LayerGroup& group, const Mapping& mapping, bool k
   }
   check_mapping(kind, mapping, group);
   sched_.programs.push_back({group.name, group.loc});
+  program_ = static_cast<std::uint32_t>(sched_.programs.size() - 1);
   const std::size_t first_command = sched_.commands.size();
   begin_slices(mapping);
   if (keep_output || residency.output) {
@@ -149,7 +150,7 @@ Emitter::CommandIndex Emitter::emit(Command c, const char* prefix, std::uint64_t
   c.id = prefix + std::to_string(counter++);
   c.layer = group.name;
   c.loc = group.loc;
-  c.program = static_cast<std::uint32_t>(sched_.programs.size() - 1);
+  c.program = program_;
   std::sort(deps.begin(), deps.end());
   deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
   c.deps = deps;

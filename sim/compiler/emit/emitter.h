@@ -23,6 +23,7 @@
 #include "sim/compiler/mapping/vector.h"
 #include "sim/compiler/passes/assign_layouts.h"
 #include "sim/compiler/passes/fuse_layer_groups.h"
+#include "sim/compiler/passes/plan_chains.h"
 #include "sim/compiler/passes/plan_residency.h"
 #include "sim/config/hw_config.h"
 #include "sim/ir/graph.h"
@@ -45,6 +46,11 @@ class Emitter {
   // with `on_chip_only` too, no other layer reads it and it is not written to DRAM at all.
   void emit_group(const LayerGroup& group, const Mapping& mapping, bool keep_output = false,
                   bool on_chip_only = false, const Residency& residency = {});
+
+  // Appends a chain's members (consecutive groups, members[i] mapped as chain.mappings[i]) depth
+  // first, as the chain's order says (emit_chain.cpp; docs/compiler.md, "Chains of
+  // convolutions"). Each member is a program; the intermediate outputs never reach DRAM.
+  void emit_chain(const std::vector<const LayerGroup*>& members, const Chain& chain);
 
   // For costing a group alone: its input `tensor` is taken to be the last group's output kept on
   // chip (with no writer), so the group must read it whole, as one block.
@@ -189,6 +195,7 @@ class Emitter {
   WriterIndex writers_;  // which stores wrote which bytes of each tensor (joins edit sched_)
   std::uint64_t di_ = 0, do_ = 0, s_ = 0, h_ = 0, buffers_ = 0;
   std::uint32_t rr_ = 0;
+  std::uint32_t program_ = 0;  // the program new commands belong to
   // The current group's slices: tiles go round-robin over group_slices_ of them from group_base_.
   std::uint32_t group_slices_ = 0, group_base_ = 0;
   std::uint64_t group_tiles_ = 0;

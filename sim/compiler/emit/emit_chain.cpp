@@ -1,0 +1,172 @@
+// Emission of a chain of convolutions depth first (Chain; docs/compiler.md, "Chains of
+// convolutions"): the members' tiles interleaved in the chain's order, their intermediate outputs
+// kept in local memory and freed as their reader moves past them.
+#include <algorithm>
+#include <stdexcept>
+
+#include "sim/compiler/emit/emitter.h"
+#include "sim/compiler/emit/epilogue.h"
+#include "sim/compiler/mapping/spatial.h"
+#include "sim/util/math.h"
+
+namespace npusim {
+
+// Each member is a program of its own; its commands go to it however they interleave.
+// 1. Every member's weights, one load each, after the ring has room for what the chain reserves
+//    (Chain::reserved_bytes, taken from the tiles' half while the chain runs).
+// 2. The steps in order, round-robin over all slices. The first member loads its input rows as a
+//    weights-outer tile does; a later member loads nothing and waits for the tiles of the member
+//    before that wrote its input rows. A member's tile also waits for the step that freed its tile
+//    live_tiles back, so that no member runs further ahead than the reservation holds. The last
+//    member's tiles store as usual (with a fused residual loaded per tile); the others' outputs
+//    stay, and each step frees the member before's tiles that no later step reads.
+// 3. The last store frees the weights and waits for every compute of the chain; the ring counts
+//    the reservation as its from there.
+void Emitter::emit_chain(const std::vector<const LayerGroup*>& members, const Chain& chain) {
+  if (kept_ || keeping_) {
+    throw std::logic_error("emit_chain: '" + members.front()->name +
+                           "' cannot read or keep an output kept on chip");
+  }
+  const std::size_t k = members.size();
+  std::vector<SpatialLayer> s;
+  std::vector<std::uint32_t> programs;
+  for (std::size_t i = 0; i < k; ++i) {
+    s.push_back(describe_spatial(g_, *members[i], budgets_));
+    sched_.programs.push_back({members[i]->name, members[i]->loc});
+    programs.push_back(static_cast<std::uint32_t>(sched_.programs.size() - 1));
+  }
+  begin_slices(chain.mappings.front());  // its slices are the chain's
+  // 1. Weights.
+  const CommandIndex room = ring_wait(chain.reserved_bytes);
+  resident_bytes_ += chain.reserved_bytes;
+  std::vector<CommandIndex> weights(k, kNone);
+  std::vector<std::string> frees_at_end;
+  for (std::size_t i = 0; i < k; ++i) {
+    const std::uint64_t bytes = s[i].chunk_weight_bytes(s[i].units);
+    if (bytes == 0) continue;
+    program_ = programs[i];
+    Command load = dma(EngineKind::kDmaIn, bytes);
+    frees_at_end.push_back(buffer_name());
+    load.alloc.push_back({frees_at_end.back(), load.bytes});
+    std::vector<CommandIndex> deps;
+    if (room != kNone) deps.push_back(room);
+    weights[i] = emit(std::move(load), "DI", di_, *members[i], std::move(deps));
+  }
+  // 2. The steps.
+  struct Written {
+    std::uint64_t r0 = 0, r1 = 0;  // output rows
+    CommandIndex compute = 0;
+    std::string buffer;
+    std::vector<CommandIndex> readers;  // the next member's computes that read it
+  };
+  std::vector<std::vector<Written>> written(k);   // per member but the last: its tiles so far
+  std::vector<std::vector<CommandIndex>> freer(k);  // per member: the step that freed each tile
+  std::vector<std::uint64_t> freed(k, 0);
+  std::vector<CommandIndex> computes;
+  CommandIndex last_store = kNone;
+  for (const ChainStep& step : chain.order) {
+    const std::size_t i = step.member;
+    const LayerGroup& group = *members[i];
+    const SpatialLayer& m = s[i];
+    program_ = programs[i];
+    const TileWindow v = m.window(step.tile, chain.mappings[i].tile_rows, m.ow);
+    const std::uint64_t tr = v.r1 - v.r0;
+    const std::uint64_t out_bytes = m.output_bytes(tr, m.ow, m.units);
+    const bool last_member = i + 1 == k;
+    std::vector<CommandIndex> deps;
+    std::vector<std::string> in_buffers;
+    if (weights[i] != kNone) deps.push_back(weights[i]);
+    // Room for the member's new tile: the steps that freed its tiles up to live_tiles back (frees
+    // on different slices may end out of order).
+    if (!last_member && step.tile >= chain.live_tiles[i]) {
+      const std::vector<CommandIndex>& f = freer[i];
+      const std::uint64_t back = step.tile - chain.live_tiles[i];
+      if (back >= f.size()) throw std::logic_error("emit_chain: a tile runs past its reservation");
+      const std::vector<CommandIndex> room_made =
+          last_per_queue(std::vector<CommandIndex>(f.begin(), f.begin() + back + 1));
+      deps.insert(deps.end(), room_made.begin(), room_made.end());
+    }
+    // Its input, and for the last member its residual share: transient tiles on the ring.
+    std::vector<Piece> pieces;
+    const std::uint64_t x_row_bytes = m.w * m.c * m.in_elem_bytes;
+    if (i == 0) {
+      pieces.push_back({m.input, v.lo * x_row_bytes, v.hi * x_row_bytes,
+                        (v.hi - v.lo) * m.w * m.chunk_in_c(m.units) * m.in_elem_bytes});
+    }
+    if (last_member) {
+      pieces = with_residual(g_, group, layouts_, m, pieces, 0, v.r0, v.r1, 0, m.ow,
+                             m.units * m.out_per_unit);
+    }
+    std::uint64_t ring_bytes = last_member ? std::max<std::uint64_t>(out_bytes, 1) : 0;
+    for (const Piece& p : pieces) ring_bytes += p.bytes;
+    const CommandIndex wait = ring_bytes > 0 ? ring_wait(ring_bytes) : kNone;
+    for (const Piece& p : pieces) {
+      if (p.bytes == 0) continue;
+      std::vector<CommandIndex> load_deps;
+      if (wait != kNone) load_deps.push_back(wait);
+      load_piece(group, p, std::move(load_deps), in_buffers, deps);
+    }
+    if (wait != kNone) deps.push_back(wait);
+    // The tiles of the member before that wrote its input rows.
+    std::vector<std::size_t> reads;
+    if (i > 0) {
+      for (std::size_t w = freed[i - 1]; w < written[i - 1].size(); ++w) {
+        if (written[i - 1][w].r1 > v.lo && written[i - 1][w].r0 < v.hi) {
+          deps.push_back(written[i - 1][w].compute);
+          reads.push_back(w);
+        }
+      }
+    }
+    Command c = compute(m.op, next_slice(), m.tile_shape(tr, m.ow, m.units));
+    const std::string out_buffer = buffer_name();
+    c.alloc.push_back({out_buffer, std::max<std::uint64_t>(out_bytes, 1)});
+    c.free = in_buffers;
+    // The member before's tiles that no step from here on reads: the free waits for their
+    // writer and every reader (earlier steps of this member).
+    std::vector<CommandIndex> readers;
+    if (i > 0) {
+      for (; freed[i - 1] < step.freed_before; ++freed[i - 1]) {
+        const Written& w = written[i - 1].at(freed[i - 1]);
+        c.free.push_back(w.buffer);
+        deps.push_back(w.compute);
+        readers.insert(readers.end(), w.readers.begin(), w.readers.end());
+      }
+    }
+    const std::vector<CommandIndex> readers_done = last_per_queue(readers);
+    deps.insert(deps.end(), readers_done.begin(), readers_done.end());
+    const CommandIndex comp = emit(std::move(c), "S", s_, group, std::move(deps));
+    computes.push_back(comp);
+    for (const std::size_t w : reads) written[i - 1][w].readers.push_back(comp);
+    if (i > 0) freer[i - 1].resize(step.freed_before, comp);
+    if (i == 0 && ring_bytes > 0) push_ring(comp, ring_bytes);  // its compute frees its input
+    if (!last_member) {
+      written[i].push_back({v.r0, v.r1, comp, out_buffer, {}});
+      continue;
+    }
+    const std::uint64_t y_row_bytes = m.ow * m.k * m.out_elem_bytes;
+    last_store = store_tile(group, {comp}, out_buffer, out_bytes, v.r0 * y_row_bytes,
+                            v.r1 * y_row_bytes, nullptr);
+    push_ring(last_store, ring_bytes);
+  }
+  // 3. The last store frees what the chain reserved.
+  if (last_store == kNone) throw std::logic_error("emit_chain: the chain stored nothing");
+  std::vector<CommandIndex> after = last_per_queue(computes);
+  for (const CommandIndex w : weights) {
+    if (w != kNone) after.push_back(w);
+  }
+  for (std::size_t i = 0; i + 1 < k; ++i) {
+    for (; freed[i] < written[i].size(); ++freed[i]) {
+      frees_at_end.push_back(written[i][freed[i]].buffer);
+      after.push_back(written[i][freed[i]].compute);
+    }
+  }
+  add_deps(last_store, after);
+  std::vector<std::string>& free = sched_.commands[last_store].free;
+  free.insert(free.end(), frees_at_end.begin(), frees_at_end.end());
+  resident_bytes_ -= chain.reserved_bytes;
+  push_ring(last_store, chain.reserved_bytes);
+  end_slices();
+  program_ = programs.back();
+}
+
+}  // namespace npusim

@@ -1,0 +1,191 @@
+#include "sim/compiler/passes/plan_chains.h"
+
+#include <algorithm>
+#include <functional>
+#include <limits>
+#include <optional>
+
+#include "sim/compiler/mapping/map_space.h"
+#include "sim/compiler/mapping/spatial.h"
+#include "sim/util/math.h"
+
+namespace npusim {
+
+bool read_only_by(const Graph& graph, const LayerGroup& group, const LayerGroup& next) {
+  const std::uint32_t t = group.output;
+  if (std::find(graph.outputs.begin(), graph.outputs.end(), t) != graph.outputs.end()) return false;
+  if (graph.layers[group.layers.back()].outputs.size() != 1) return false;
+  for (std::uint32_t l = 0; l < graph.layers.size(); ++l) {
+    const std::vector<std::uint32_t>& in = graph.layers[l].inputs;
+    const auto reads = std::count(in.begin(), in.end(), t);
+    if (reads == 0) continue;
+    if (l != next.layers.front() || reads != 1 || in.front() != t) return false;
+  }
+  return true;
+}
+
+namespace {
+
+// The emission order of members `s` at `rows` per tile, and each member's most tiles live.
+// Member i's tile t needs its input rows [lo, hi) (all of them for its last tile, so that every
+// row of the member before is computed): the member before first produces tiles up to row hi.
+// The member before's tiles that end at or before tile t + 1's first input row are read by no
+// later tile; tile t + `delay` frees them (its last tile frees the rest), so that the tiles that
+// read them, on other slices, have most likely ended by then: the free waits for them.
+std::vector<ChainStep> chain_order(const std::vector<SpatialLayer>& s,
+                                   const std::vector<std::uint64_t>& rows, std::uint64_t delay,
+                                   std::vector<std::uint64_t>& live_tiles) {
+  const std::size_t k = s.size();
+  std::vector<std::uint64_t> produced(k, 0), produced_rows(k, 0), freed(k, 0);
+  // Per member: after each of its tiles, how many of the member before's tiles no later one reads.
+  std::vector<std::vector<std::uint64_t>> unneeded(k);
+  live_tiles.assign(k, 0);
+  std::vector<ChainStep> order;
+  auto tiles = [&](std::size_t i) { return ceil_div(s[i].oh, rows[i]); };
+  auto end_row = [&](std::size_t i, std::uint64_t t) {
+    return std::min(s[i].oh, (t + 1) * rows[i]);
+  };
+  std::function<void(std::size_t)> produce_next = [&](std::size_t i) {
+    const std::uint64_t t = produced[i];
+    const bool last = t + 1 == tiles(i);
+    if (i > 0) {
+      const std::uint64_t hi = last ? s[i - 1].oh : s[i].window(t, rows[i], s[i].ow).hi;
+      while (produced_rows[i - 1] < hi) produce_next(i - 1);
+    }
+    ChainStep step;
+    step.member = static_cast<std::uint32_t>(i);
+    step.tile = t;
+    ++produced[i];
+    produced_rows[i] = end_row(i, t);
+    if (i > 0) {
+      const std::uint64_t next_lo =
+          last ? std::numeric_limits<std::uint64_t>::max() : s[i].window(t + 1, rows[i], s[i].ow).lo;
+      std::uint64_t n = unneeded[i].empty() ? 0 : unneeded[i].back();
+      while (n < produced[i - 1] && end_row(i - 1, n) <= next_lo) ++n;
+      unneeded[i].push_back(n);
+      if (last) {
+        freed[i - 1] = produced[i - 1];
+      } else if (t >= delay) {
+        freed[i - 1] = std::max(freed[i - 1], unneeded[i][t - delay]);
+      }
+      step.freed_before = freed[i - 1];
+    }
+    order.push_back(step);
+    if (i + 1 < k) live_tiles[i] = std::max(live_tiles[i], produced[i] - freed[i]);
+  };
+  while (produced[k - 1] < tiles(k - 1)) produce_next(k - 1);
+  return order;
+}
+
+// Whether group `g` may be a chain member, and what the tiling needs to know of it.
+bool chain_member(const Graph& graph, const LayerGroup& g, const Budgets& budgets,
+                  SpatialLayer& s) {
+  if (group_kind(graph, g) != GroupKind::kSpatial) return false;
+  s = describe_spatial(graph, g, budgets);
+  return s.n == 1 && !s.within_group;
+}
+
+// The chains of members `s` from group `first` at every row count (the same for every member up
+// to its height) and slice count k at which every tile fits the tile budget T of k slices and
+// the reserved bytes fit 3/8 of the local memory (the tiles' half, less an eighth for the first
+// member's loads and the last one's stores); most rows and slices first.
+std::vector<Chain> fitting_chains(const HwConfig& config, const std::vector<SpatialLayer>& s,
+                                  std::size_t first) {
+  const std::uint64_t cap = config.lram_bytes * 3 / 8;
+  std::uint64_t weights = 0, tallest = 0;
+  for (const SpatialLayer& m : s) {
+    weights += m.chunk_weight_bytes(m.units);
+    tallest = std::max(tallest, m.oh);
+  }
+  std::vector<Chain> out;
+  if (weights > cap) return out;
+  for (const std::uint64_t r : size_options(tallest, 1)) {
+    for (const std::uint32_t slices : slice_options(config.slices.count)) {
+      const Budgets budgets = budgets_of(config, slices);
+      std::vector<std::uint64_t> rows;
+      bool fits = true;
+      for (const SpatialLayer& m : s) {
+        rows.push_back(std::min(r, m.oh));
+        fits = fits && m.tile_bytes(rows.back(), m.ow, m.units) <= budgets.tile_bytes;
+      }
+      if (!fits) continue;
+      Chain c;
+      c.first = first;
+      c.slices = slices == config.slices.count ? 0 : slices;
+      c.order = chain_order(s, rows, slices, c.live_tiles);
+      c.reserved_bytes = weights;
+      for (std::size_t i = 0; i + 1 < s.size(); ++i) {
+        c.reserved_bytes += c.live_tiles[i] * s[i].output_bytes(rows[i], s[i].ow, s[i].units);
+      }
+      if (c.reserved_bytes > cap) continue;
+      for (std::size_t i = 0; i < s.size(); ++i) {
+        Mapping m;
+        m.kind = MappingKind::kSpatial;
+        m.tile_rows = rows[i];
+        m.tile_cols = s[i].ow;
+        m.tile_channel_units = s[i].units;
+        m.slices = c.slices;
+        c.mappings.push_back(m);
+      }
+      out.push_back(std::move(c));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<Chain> plan_chains(const Graph& graph, const HwConfig& config,
+                               const std::vector<LayerGroup>& groups, const TensorLayouts& layouts,
+                               const std::vector<Mapping>& mappings, const ChainCost& chain_cost,
+                               const PlainCost& plain_cost) {
+  const Budgets budgets = budgets_of(config);
+  std::vector<Chain> chains;
+  std::size_t i = 0;
+  while (i + 1 < mappings.size()) {
+    std::vector<SpatialLayer> members(1);
+    if (!chain_member(graph, groups[i], budgets, members[0]) ||
+        !layouts.is_image(members[0].input)) {
+      ++i;
+      continue;
+    }
+    // The longest run of members, each reading the one before alone.
+    for (std::size_t j = i + 1; j < mappings.size(); ++j) {
+      SpatialLayer next;
+      if (!chain_member(graph, groups[j], budgets, next) || next.input != groups[j - 1].output ||
+          !read_only_by(graph, groups[j - 1], groups[j])) {
+        break;
+      }
+      members.push_back(next);
+    }
+    // Shorter, while the run fits at no rows.
+    std::vector<Chain> options;
+    while (members.size() >= 2 && (options = fitting_chains(config, members, i)).empty()) {
+      members.pop_back();
+    }
+    if (options.empty()) {
+      ++i;
+      continue;
+    }
+    // The cheapest rows, if cheaper than the members one after another.
+    std::optional<std::uint64_t> best_cycles;
+    std::size_t best = 0;
+    for (std::size_t o = 0; o < options.size(); ++o) {
+      const std::optional<std::uint64_t> cycles = chain_cost(options[o]);
+      if (cycles && (!best_cycles || *cycles < *best_cycles)) {
+        best_cycles = cycles;
+        best = o;
+      }
+    }
+    const std::optional<std::uint64_t> plain = plain_cost(i, members.size());
+    if (!best_cycles || !plain || *best_cycles >= *plain) {
+      ++i;
+      continue;
+    }
+    i += members.size();
+    chains.push_back(std::move(options[best]));
+  }
+  return chains;
+}
+
+}  // namespace npusim

@@ -1,0 +1,69 @@
+// Pass: chains of convolutions computed depth first (docs/compiler.md, "Chains of convolutions").
+// A chain is a run of consecutive spatial groups, each the only reader of the one before, whose
+// intermediate outputs never go to DRAM: the chain is emitted band by band of output rows, each
+// member producing just the rows its successor's next tile needs, and each intermediate row is
+// freed once no later tile of its reader needs it. MobileNetV2's inverted residual blocks
+// (expand, depthwise, project) are the case in point: their six-times-wider tensors do not fit a
+// small local memory whole, so without chains every one makes a DRAM round trip.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "sim/compiler/mapping/mapping.h"
+#include "sim/compiler/passes/assign_layouts.h"
+#include "sim/compiler/passes/fuse_layer_groups.h"
+#include "sim/config/hw_config.h"
+#include "sim/ir/graph.h"
+
+namespace npusim {
+
+// One tile of a chain member, in the order the chain emits them. A step of a member after the
+// first frees the tiles of the member before it that no later tile of its own reads: when it
+// ends, the first `freed_before` tiles of member - 1 are free.
+struct ChainStep {
+  std::uint32_t member = 0;
+  std::uint64_t tile = 0;  // its row tile: output rows [tile x rows, ...) of the member
+  std::uint64_t freed_before = 0;
+};
+
+struct Chain {
+  std::size_t first = 0;  // index of its first group; the members are consecutive groups
+  // One per member: weights outer, one chunk of every channel unit, whole-width tiles of rows.
+  std::vector<Mapping> mappings;
+  std::vector<ChainStep> order;
+  // Per member: the most of its tiles live at once (0 for the last member, whose tiles are stored
+  // as usual). A tile of member i waits for the step that freed its tile live_tiles[i] back.
+  std::vector<std::uint64_t> live_tiles;
+  // What the chain holds outside the tiles' ring while it runs: every member's weights and the
+  // intermediate tiles live at once.
+  std::uint64_t reserved_bytes = 0;
+  // The slices its tiles go round-robin over (0: all), as Mapping::slices.
+  std::uint32_t slices = 0;
+};
+
+// Whether `group`'s output is read by `next`'s head alone, as its input: it is no graph output,
+// the only output of the group's last layer, and no other layer (a residual Add of `next`
+// included, which loads it from DRAM) reads it.
+bool read_only_by(const Graph& graph, const LayerGroup& group, const LayerGroup& next);
+
+// What a chain costs alone, and its `count` member groups from `first` one after another as
+// mapped, in estimated cycles (nullopt: the schedule does not check). The driver emits them.
+using ChainCost = std::function<std::optional<std::uint64_t>(const Chain&)>;
+using PlainCost = std::function<std::optional<std::uint64_t>(std::size_t first, std::size_t count)>;
+
+// The chains of `groups` (of which the first mappings.size() are mapped), earliest first, none
+// overlapping. Members: spatial groups of one image, not cut within a group, whose input (the
+// first member's) is laid out as an image; each member after the first reads the one before as
+// its spatial input and nothing else reads that. Of the longest such run from each group (shorter
+// while it fits at no rows), every row count and slice count that fits (fitting_chains in
+// plan_chains.cpp) is costed alone, and the cheapest is kept if it beats the members one after
+// another. Fewer slices are among the options, so that more slices never make a chain slower.
+std::vector<Chain> plan_chains(const Graph& graph, const HwConfig& config,
+                               const std::vector<LayerGroup>& groups, const TensorLayouts& layouts,
+                               const std::vector<Mapping>& mappings, const ChainCost& chain_cost,
+                               const PlainCost& plain_cost);
+
+}  // namespace npusim
