@@ -158,32 +158,28 @@ std::vector<Chain> plan_chains(const Graph& graph, const HwConfig& config,
       }
       members.push_back(next);
     }
-    // Shorter, while the run fits at no rows.
-    std::vector<Chain> options;
-    while (members.size() >= 2 && (options = fitting_chains(config, members, i)).empty()) {
-      members.pop_back();
-    }
-    if (options.empty()) {
-      ++i;
-      continue;
-    }
-    // The cheapest rows, if cheaper than the members one after another.
-    std::optional<std::uint64_t> best_cycles;
-    std::size_t best = 0;
-    for (std::size_t o = 0; o < options.size(); ++o) {
-      const std::optional<std::uint64_t> cycles = chain_cost(options[o]);
-      if (cycles && (!best_cycles || *cycles < *best_cycles)) {
-        best_cycles = cycles;
-        best = o;
+    // Of every length from 2 members up, the cheapest rows and slices; the length that saves
+    // the most against the members one after another.
+    std::optional<Chain> best;
+    std::uint64_t best_saving = 0;
+    for (std::size_t count = 2; count <= members.size(); ++count) {
+      const std::vector<SpatialLayer> run(members.begin(), members.begin() + count);
+      const std::optional<std::uint64_t> plain = plain_cost(i, count);
+      if (!plain) continue;
+      for (Chain& option : fitting_chains(config, run, i)) {
+        const std::optional<std::uint64_t> cycles = chain_cost(option);
+        if (cycles && *cycles < *plain && *plain - *cycles > best_saving) {
+          best_saving = *plain - *cycles;
+          best = std::move(option);
+        }
       }
     }
-    const std::optional<std::uint64_t> plain = plain_cost(i, members.size());
-    if (!best_cycles || !plain || *best_cycles >= *plain) {
+    if (!best) {
       ++i;
       continue;
     }
-    i += members.size();
-    chains.push_back(std::move(options[best]));
+    i += best->mappings.size();
+    chains.push_back(std::move(*best));
   }
   return chains;
 }
