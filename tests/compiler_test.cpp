@@ -12,9 +12,9 @@
 #include "sim/compiler/emit/emitter.h"
 #include "sim/compiler/mapping/map_space.h"
 #include "sim/compiler/passes/assign_layouts.h"
-#include "sim/compiler/passes/plan_chains.h"
 #include "sim/compiler/passes/fuse_layer_groups.h"
 #include "sim/compiler/passes/fuse_layer_norm_gelu.h"
+#include "sim/compiler/passes/plan_chains.h"
 #include "sim/compiler/search/search.h"
 #include "sim/estimator/estimator.h"
 #include "sim/frontend/graph_json.h"
@@ -625,8 +625,8 @@ TEST(CompilerParts, AChainComputesTwoConvsDepthFirstWithoutTheirIntermediateInDr
     steps.push_back(std::to_string(st.member) + ":" + std::to_string(st.tile) + "/" +
                     std::to_string(st.freed_before));
   }
-  EXPECT_EQ(steps, (std::vector<std::string>{"0:0/0", "1:0/0", "0:1/0", "1:1/0", "0:2/0",
-                                             "1:2/1", "0:3/0", "1:3/4"}));
+  EXPECT_EQ(steps, (std::vector<std::string>{"0:0/0", "1:0/0", "0:1/0", "1:1/0", "0:2/0", "1:2/1",
+                                             "0:3/0", "1:3/4"}));
   EXPECT_EQ(chain.live_tiles[0], 3u);
   // Reserved: the weights, 32 x 16 x 9 = 4608 and 8 x 32 = 256 bytes, and 3 of conv1's tiles of
   // 2 x 8 x 32 = 512 bytes.
@@ -644,10 +644,10 @@ TEST(CompilerParts, AChainComputesTwoConvsDepthFirstWithoutTheirIntermediateInDr
   // The weights; then conv1's tiles load their input rows, 8 columns x 16 channels each: rows
   // [0, 3) (the padding row excluded) = 384 bytes, [1, 5) and [3, 7) = 512, [5, 8) = 384; conv2's
   // tiles load nothing and store 2 x 8 x 8 = 128 bytes each. conv1 on slice 0, conv2 on slice 1.
-  ASSERT_EQ(order, (std::vector<std::string>{
-                       "DI4608", "DI256", "DI384", "Conv@0", "Conv@1", "DO128", "DI512", "Conv@0",
-                       "Conv@1", "DO128", "DI512", "Conv@0", "Conv@1", "DO128", "DI384", "Conv@0",
-                       "Conv@1", "DO128"}));
+  ASSERT_EQ(order,
+            (std::vector<std::string>{"DI4608", "DI256", "DI384", "Conv@0", "Conv@1", "DO128",
+                                      "DI512", "Conv@0", "Conv@1", "DO128", "DI512", "Conv@0",
+                                      "Conv@1", "DO128", "DI384", "Conv@0", "Conv@1", "DO128"}));
   // conv2's tile 0 waits for its weights and conv1's tile 0, which wrote its rows.
   EXPECT_EQ(s.commands[4].deps, (std::vector<std::uint32_t>{1, 3}));
   // conv2's tile 2 waits for conv1's tile 2 (its rows) and frees conv1's tile 0, after that

@@ -134,7 +134,6 @@ bool output_stays_on_chip(const Graph& graph, const HwConfig& config, const Laye
   return s.input == group.output && s.reads_input_whole(next_m);
 }
 
-
 // The estimator's total for `schedule`, finalized on a copy; nullopt when it does not check or
 // cannot be estimated (the caller then keeps the schedule without residency, whose own problems
 // finalize_schedule and the run report as they always did).
@@ -217,8 +216,7 @@ class DeviceCompiler {
   // anyway, and they read and write the rest through DRAM): the plan sees them unmapped, each
   // needing its chain's reservation of the ring.
   Emitted emit_best(Mapped& m, const std::vector<Chain>* chains = nullptr) const {
-    Emitted best{emit_all(m, std::vector<Residency>(m.mappings.size()), chains), std::nullopt,
-                 ""};
+    Emitted best{emit_all(m, std::vector<Residency>(m.mappings.size()), chains), std::nullopt, ""};
     if (!options_.residency) return best;
     std::vector<Mapping> plan_mappings = m.mappings;
     std::vector<std::uint64_t> plan_needs = m.ring_needs;
@@ -276,7 +274,8 @@ class DeviceCompiler {
     };
     const PlainCost plain_cost = [&](std::size_t first, std::size_t count) {
       Emitter alone(graph_, config_, layouts_);
-      for (std::size_t j = first; j < first + count; ++j) alone.emit_group(groups_[j], m.mappings[j]);
+      for (std::size_t j = first; j < first + count; ++j)
+        alone.emit_group(groups_[j], m.mappings[j]);
       return estimated_cycles(alone.finish(), config_);
     };
     const std::vector<Chain> chains =

@@ -59,7 +59,7 @@ void Emitter::emit_chain(const std::vector<const LayerGroup*>& members, const Ch
     std::string buffer;
     std::vector<CommandIndex> readers;  // the next member's computes that read it
   };
-  std::vector<std::vector<Written>> written(k);   // per member but the last: its tiles so far
+  std::vector<std::vector<Written>> written(k);     // per member but the last: its tiles so far
   std::vector<std::vector<CommandIndex>> freer(k);  // per member: the step that freed each tile
   std::vector<std::uint64_t> freed(k, 0);
   std::vector<CommandIndex> computes;
@@ -82,8 +82,8 @@ void Emitter::emit_chain(const std::vector<const LayerGroup*>& members, const Ch
       const std::vector<CommandIndex>& f = freer[i];
       const std::uint64_t back = step.tile - chain.live_tiles[i];
       if (back >= f.size()) throw std::logic_error("emit_chain: a tile runs past its reservation");
-      const std::vector<CommandIndex> room_made =
-          last_per_queue(std::vector<CommandIndex>(f.begin(), f.begin() + back + 1));
+      const std::vector<CommandIndex> room_made = last_per_queue(
+          std::vector<CommandIndex>(f.begin(), f.begin() + static_cast<std::ptrdiff_t>(back + 1)));
       deps.insert(deps.end(), room_made.begin(), room_made.end());
     }
     // Its input, and for the last member its residual share: transient tiles on the ring.

@@ -58,8 +58,8 @@ std::vector<ChainStep> chain_order(const std::vector<SpatialLayer>& s,
     ++produced[i];
     produced_rows[i] = end_row(i, t);
     if (i > 0) {
-      const std::uint64_t next_lo =
-          last ? std::numeric_limits<std::uint64_t>::max() : s[i].window(t + 1, rows[i], s[i].ow).lo;
+      const std::uint64_t next_lo = last ? std::numeric_limits<std::uint64_t>::max()
+                                         : s[i].window(t + 1, rows[i], s[i].ow).lo;
       std::uint64_t n = unneeded[i].empty() ? 0 : unneeded[i].back();
       while (n < produced[i - 1] && end_row(i - 1, n) <= next_lo) ++n;
       unneeded[i].push_back(n);
@@ -163,12 +163,13 @@ std::vector<Chain> plan_chains(const Graph& graph, const HwConfig& config,
     std::optional<Chain> best;
     std::uint64_t best_saving = 0;
     for (std::size_t count = 2; count <= members.size(); ++count) {
-      const std::vector<SpatialLayer> run(members.begin(), members.begin() + count);
+      const std::vector<SpatialLayer> run(members.begin(),
+                                          members.begin() + static_cast<std::ptrdiff_t>(count));
       const std::optional<std::uint64_t> plain = plain_cost(i, count);
       if (!plain) continue;
       for (Chain& option : fitting_chains(config, run, i)) {
         const std::optional<std::uint64_t> cycles = chain_cost(option);
-        if (cycles && *cycles < *plain && *plain - *cycles > best_saving) {
+        if (cycles && *cycles<*plain&& * plain - *cycles> best_saving) {
           best_saving = *plain - *cycles;
           best = std::move(option);
         }
