@@ -677,6 +677,44 @@ TEST(CompilerParts, AChainComputesTwoConvsDepthFirstWithoutTheirIntermediateInDr
   EXPECT_EQ(schedule_macs(s), 311296u);
 }
 
+TEST(CompilerParts, AChainEndsAtAMemberWithAFusedResidual) {
+  // conv_a -> conv_b + Add(x) -> conv_c: conv_b's group loads its residual x per tile, which only
+  // a chain's last member does, so the chain is conv_a and conv_b, however much more a longer one
+  // would save (the costs below prefer any chain).
+  const Graph g = parse_graph_json(Json::parse(R"({"format": "npusim-graph", "version": 1,
+    "name": "res",
+    "tensors": [{"name": "x", "shape": [1, 8, 8, 8]},
+                {"name": "wa", "shape": [8, 8, 1, 1], "constant": true},
+                {"name": "wb", "shape": [8, 8, 1, 1], "constant": true},
+                {"name": "wc", "shape": [8, 8, 1, 1], "constant": true},
+                {"name": "a", "shape": [1, 8, 8, 8]}, {"name": "b", "shape": [1, 8, 8, 8]},
+                {"name": "r", "shape": [1, 8, 8, 8]}, {"name": "y", "shape": [1, 8, 8, 8]}],
+    "inputs": ["x"], "outputs": ["y"],
+    "layers": [
+      {"name": "conv_a", "op": "Conv", "inputs": ["x", "wa"], "outputs": ["a"],
+       "attrs": {"kernel_shape": [1, 1]}},
+      {"name": "conv_b", "op": "Conv", "inputs": ["a", "wb"], "outputs": ["b"],
+       "attrs": {"kernel_shape": [1, 1]}},
+      {"name": "add", "op": "Add", "inputs": ["b", "x"], "outputs": ["r"]},
+      {"name": "conv_c", "op": "Conv", "inputs": ["r", "wc"], "outputs": ["y"],
+       "attrs": {"kernel_shape": [1, 1]}}]})"),
+                                   "res.json");
+  const HwConfig config = parse_hw_config("{}", "default.json");
+  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
+  const TensorLayouts layouts = assign_layouts(g, groups);
+  ASSERT_EQ(groups.size(), 3u);
+  ASSERT_TRUE(groups[1].residual.has_value());
+  const ChainCost chain_cost = [](const Chain&) { return std::optional<std::uint64_t>(1); };
+  const PlainCost plain_cost = [](std::size_t, std::size_t count) {
+    return std::optional<std::uint64_t>(100 * count);
+  };
+  const std::vector<Chain> chains =
+      plan_chains(g, config, groups, layouts, std::vector<Mapping>(3), chain_cost, plain_cost);
+  ASSERT_EQ(chains.size(), 1u);
+  EXPECT_EQ(chains[0].first, 0u);
+  EXPECT_EQ(chains[0].mappings.size(), 2u);
+}
+
 TEST(CompilerParts, AConvSplitOverSlicesAddsItsPartialSums) {
   // conv1 of two_convs (3x3, 16 -> 32, pad 1, 8x8, int8, batch norm folded) as one tile of 8 x 8
   // pixels and 32 channels, its 16 input channels split into 2 parts of 8 on the 2 slices of

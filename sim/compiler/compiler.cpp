@@ -113,8 +113,10 @@ std::uint64_t smallest_lram_kib(const Graph& graph, const std::vector<LayerGroup
 // eighth of the local memory.
 bool can_keep_output(const Graph& graph, const HwConfig& config, const LayerGroup& group,
                      const Mapping& m) {
-  const bool tiled = m.kind == MappingKind::kSpatial || m.kind == MappingKind::kVector ||
-                     m.kind == MappingKind::kGlobalPool || m.kind == MappingKind::kMatMul;
+  // A K-split conv's tiles hold their outputs as 4-byte accumulators: not kept.
+  const bool tiled = (m.kind == MappingKind::kSpatial && m.k_step == 0) ||
+                     m.kind == MappingKind::kVector || m.kind == MappingKind::kGlobalPool ||
+                     m.kind == MappingKind::kMatMul;
   return tiled && graph.tensors[group.output].bytes() <= config.lram_bytes / 8;
 }
 
@@ -223,7 +225,7 @@ class DeviceCompiler {
     for (const Chain& c : chains != nullptr ? *chains : std::vector<Chain>{}) {
       for (std::size_t j = c.first; j < c.first + c.mappings.size(); ++j) {
         plan_mappings[j] = Mapping{};
-        plan_needs[j] = c.reserved_bytes;
+        plan_needs[j] = c.reserved_bytes + c.ring_bytes;
       }
     }
     std::vector<std::vector<bool>> planned;
@@ -267,9 +269,13 @@ class DeviceCompiler {
       for (std::size_t j = 0; j < count; ++j) members.push_back(&groups_[first + j]);
       return members;
     };
-    const ChainCost chain_cost = [&](const Chain& c) {
+    const ChainCost chain_cost = [&](const Chain& c) -> std::optional<std::uint64_t> {
       Emitter alone(graph_, config_, layouts_);
-      alone.emit_chain(members_of(c.first, c.mappings.size()), c);
+      try {
+        alone.emit_chain(members_of(c.first, c.mappings.size()), c);
+      } catch (const InputError&) {  // past the command limit: not this chain
+        return std::nullopt;
+      }
       return estimated_cycles(alone.finish(), config_);
     };
     const PlainCost plain_cost = [&](std::size_t first, std::size_t count) {
@@ -411,7 +417,17 @@ Schedule compile_one_device(const Graph& graph, const HwConfig& config,
   // spans groups (an input kept on chip, room for resident tensors). So when the search picks
   // any, the model is also compiled without them, and the faster under the estimate is kept:
   // without, on a tie.
-  Mapped with_ksplit = compiler.map_all(true);
+  // K-split tiles take more commands: a model near the size limit compiles without them.
+  std::optional<Mapped> ksplit_mapped;
+  try {
+    ksplit_mapped = compiler.map_all(true);
+  } catch (const InputError&) {
+    Mapped plain = compiler.map_all(false);  // throws the model's own error, if any
+    Emitted only = compiler.emit_best(plain);
+    compiler.give_reasons(plain, only);
+    return compiler.with_chains(plain, std::move(only));
+  }
+  Mapped& with_ksplit = *ksplit_mapped;
   Emitted best = compiler.emit_best(with_ksplit);
   if (!with_ksplit.ksplit_convs) {
     compiler.give_reasons(with_ksplit, best);

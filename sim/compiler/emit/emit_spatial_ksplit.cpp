@@ -43,6 +43,7 @@ void Emitter::emit_spatial_ksplit(const LayerGroup& group, const SpatialLayer& s
     const std::uint64_t total = s.n * tiles_per_image;
     for (std::uint64_t first = 0; first < total; first += group_slices_) {
       std::vector<OutTile> batch;
+      std::uint64_t batch_bytes = 0;  // the batch's earlier tiles, not on the ring yet
       for (std::uint64_t i = first; i < total && i < first + group_slices_; ++i) {
         OutTile o;
         o.img = i / tiles_per_image;
@@ -50,7 +51,8 @@ void Emitter::emit_spatial_ksplit(const LayerGroup& group, const SpatialLayer& s
         o.slice = next_slice();
         const std::uint64_t tr = o.v.r1 - o.v.r0, tc = o.v.c1 - o.v.c0;
         o.bytes = s.accumulator_bytes(tr, tc, cu) + 2 * s.step_bytes(tr, tc, cu, step_c);
-        o.ring_wait = ring_wait(o.bytes);
+        batch_bytes += o.bytes;
+        o.ring_wait = ring_wait(batch_bytes);
         o.out_buffer = buffer_name();
         batch.push_back(std::move(o));
       }

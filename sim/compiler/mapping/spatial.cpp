@@ -412,6 +412,8 @@ GroupWork ksplit_work(const SpatialLayer& s, const Mapping& m, std::uint32_t sli
           w.tiles.push_back(t);
         }
         w.stores.push_back({count, s.output_bytes(rows, cols, units)});
+        w.hold_bytes = std::max(w.hold_bytes, s.accumulator_bytes(rows, cols, units) +
+                                                  s.step_bytes(rows, cols, units, m.k_step));
       }
     }
   }

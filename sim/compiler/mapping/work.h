@@ -42,6 +42,9 @@ struct GroupWork {
   std::vector<SharedLoad> shared;
   // Stores not counted with a tile: a K-split output tile is stored once after its last step.
   std::vector<SharedLoad> stores;
+  // What a tile holds besides its class's loads and stores (a K-split conv's accumulator and its
+  // next step's operands): local memory only, no traffic.
+  std::uint64_t hold_bytes = 0;
   std::uint32_t slices = 1;       // the slices the tiles go round-robin over
   std::uint32_t shared_live = 2;  // shared chunks live at once: bounds the slices busy at once
 };

@@ -117,6 +117,13 @@ std::vector<Chain> fitting_chains(const HwConfig& config, const std::vector<Spat
       for (std::size_t i = 0; i + 1 < s.size(); ++i) {
         c.reserved_bytes += c.live_tiles[i] * s[i].output_bytes(rows[i], s[i].ow, s[i].units);
       }
+      // On the ring besides: a first-member tile's input or a last-member tile's output and
+      // residual share, per slice.
+      c.ring_bytes =
+          slices * std::max(s.front().input_bytes(rows.front(), s.front().ow,
+                                                  s.front().chunk_in_c(s.front().units)),
+                            s.back().output_bytes(rows.back(), s.back().ow, s.back().units) +
+                                s.back().residual_bytes(rows.back(), s.back().ow, s.back().units));
       if (c.reserved_bytes > cap) continue;
       for (std::size_t i = 0; i < s.size(); ++i) {
         Mapping m;
@@ -144,8 +151,9 @@ std::vector<Chain> plan_chains(const Graph& graph, const HwConfig& config,
   std::size_t i = 0;
   while (i + 1 < mappings.size()) {
     std::vector<SpatialLayer> members(1);
+    // A fused residual is loaded by the last member's tiles only: a member with one ends a chain.
     if (!chain_member(graph, groups[i], budgets, members[0]) ||
-        !layouts.is_image(members[0].input)) {
+        !layouts.is_image(members[0].input) || groups[i].residual) {
       ++i;
       continue;
     }
@@ -157,6 +165,7 @@ std::vector<Chain> plan_chains(const Graph& graph, const HwConfig& config,
         break;
       }
       members.push_back(next);
+      if (groups[j].residual) break;
     }
     // Of every length from 2 members up, the cheapest rows and slices; the length that saves
     // the most against the members one after another.

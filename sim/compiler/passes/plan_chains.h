@@ -42,6 +42,9 @@ struct Chain {
   std::uint64_t reserved_bytes = 0;
   // The slices its tiles go round-robin over (0: all), as Mapping::slices.
   std::uint32_t slices = 0;
+  // What its tiles need of the ring at the least (as ring_need): a first member's input or a
+  // last member's output, on each slice.
+  std::uint64_t ring_bytes = 0;
 };
 
 // Whether `group`'s output is read by `next`'s head alone, as its input: it is no graph output,
@@ -57,10 +60,11 @@ using PlainCost = std::function<std::optional<std::uint64_t>(std::size_t first, 
 // The chains of `groups` (of which the first mappings.size() are mapped), earliest first, none
 // overlapping. Members: spatial groups of one image, not cut within a group, whose input (the
 // first member's) is laid out as an image; each member after the first reads the one before as
-// its spatial input and nothing else reads that. Of the longest such run from each group (shorter
-// while it fits at no rows), every row count and slice count that fits (fitting_chains in
-// plan_chains.cpp) is costed alone, and the cheapest is kept if it beats the members one after
-// another. Fewer slices are among the options, so that more slices never make a chain slower.
+// its spatial input and nothing else reads that; only the last may have a fused residual. From
+// each group, every run length from two members up and every row and slice count that fits
+// (fitting_chains in plan_chains.cpp) is costed alone, and the one that saves the most against
+// the members one after another is kept, if any saves. Fewer slices are among the options, so
+// that more slices never make a chain slower.
 std::vector<Chain> plan_chains(const Graph& graph, const HwConfig& config,
                                const std::vector<LayerGroup>& groups, const TensorLayouts& layouts,
                                const std::vector<Mapping>& mappings, const ChainCost& chain_cost,

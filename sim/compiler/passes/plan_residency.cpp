@@ -9,8 +9,9 @@ namespace npusim {
 namespace {
 
 // Whether a group mapped as `m` writes its output through its tiles' stores.
+// (A K-split conv's tiles hold 4-byte accumulators, not its output: it is not one.)
 bool tiles_output(const Mapping& m) {
-  return m.kind == MappingKind::kSpatial || m.kind == MappingKind::kVector ||
+  return (m.kind == MappingKind::kSpatial && m.k_step == 0) || m.kind == MappingKind::kVector ||
          m.kind == MappingKind::kGlobalPool || m.kind == MappingKind::kMatMul ||
          m.kind == MappingKind::kMatMulKSplit;
 }
@@ -159,7 +160,7 @@ class Planner {
 std::uint64_t ring_need(const GroupWork& work) {
   std::uint64_t tile = 0, tiles = 0;
   for (const TileClass& c : work.tiles) {
-    tile = std::max(tile, c.load_bytes + c.store_bytes);
+    tile = std::max(tile, c.load_bytes + c.store_bytes + work.hold_bytes);
     tiles += c.count;
   }
   return std::min<std::uint64_t>(work.slices, tiles) * tile;

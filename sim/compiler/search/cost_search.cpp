@@ -213,7 +213,12 @@ Ranked rank(const MapSpace& space, const HwConfig& config, const std::vector<Map
               : std::optional<std::uint64_t>(ranked[r].first);
     if (cycles) consider(choice, m, *cycles, first);
   }
-  if (first) choice.mapping = candidates[ranked.front().second];
+  // None emitted checks: the closed form's best stands, as the closed form's.
+  if (first) {
+    choice.mapping = candidates[ranked.front().second];
+    choice.cycles = ranked.front().first;
+    out.emitted = false;
+  }
   return out;
 }
 
