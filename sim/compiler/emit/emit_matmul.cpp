@@ -142,6 +142,7 @@ void Emitter::emit_matmul_ksplit(const LayerGroup& group, const Mapping& mapping
     }
     for (std::size_t first = 0; first < origins.size(); first += group_slices_) {
       std::vector<OutTile> batch;
+      std::uint64_t batch_bytes = 0;  // the batch's earlier tiles, not on the ring yet
       for (std::size_t t = first; t < origins.size() && t < first + group_slices_; ++t) {
         OutTile o;
         o.r0 = origins[t].first;
@@ -151,7 +152,8 @@ void Emitter::emit_matmul_ksplit(const LayerGroup& group, const Mapping& mapping
         o.slice = next_slice();
         // The slice holds the output and two steps' inputs.
         o.bytes = (o.r1 - o.r0) * o.nc * ey + 2 * ((o.r1 - o.r0) * kc * ea + kc * o.nc * eb);
-        o.ring_wait = ring_wait(o.bytes);
+        batch_bytes += o.bytes;
+        o.ring_wait = ring_wait(batch_bytes);
         o.out_buffer = buffer_name();
         batch.push_back(std::move(o));
       }
