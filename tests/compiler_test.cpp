@@ -715,6 +715,89 @@ TEST(CompilerParts, AChainEndsAtAMemberWithAFusedResidual) {
   EXPECT_EQ(chains[0].mappings.size(), 2u);
 }
 
+TEST(CompilerParts, AChainWaitsForItsReaderToFreeRowsBeforeRunningAhead) {
+  // conv_a (1x1, 8 -> 16, 8x8) and a depthwise 3x3 conv, stride 2, pad 1 (-> 4x4), as a chain of
+  // 1-row tiles on `default` (2 slices): depthwise row t reads conv_a's rows [2t - 1, 2t + 2).
+  const Graph g = parse_graph_json(Json::parse(R"({"format": "npusim-graph", "version": 1,
+    "name": "dw",
+    "tensors": [{"name": "x", "shape": [1, 8, 8, 8]},
+                {"name": "wa", "shape": [16, 8, 1, 1], "constant": true},
+                {"name": "a", "shape": [1, 16, 8, 8]},
+                {"name": "wd", "shape": [16, 1, 3, 3], "constant": true},
+                {"name": "y", "shape": [1, 16, 4, 4]}],
+    "inputs": ["x"], "outputs": ["y"],
+    "layers": [
+      {"name": "conv_a", "op": "Conv", "inputs": ["x", "wa"], "outputs": ["a"],
+       "attrs": {"kernel_shape": [1, 1]}},
+      {"name": "dw", "op": "Conv", "inputs": ["a", "wd"], "outputs": ["y"],
+       "attrs": {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1],
+                 "group": 16}}]})"),
+                                   "dw.json");
+  const HwConfig config = parse_hw_config("{}", "default.json");
+  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
+  const TensorLayouts layouts = assign_layouts(g, groups);
+  ASSERT_EQ(groups.size(), 2u);
+  const ChainCost chain_cost = [](const Chain& c) {
+    return std::optional<std::uint64_t>(c.mappings[0].tile_rows == 1 && c.slices == 0 ? 1 : 10);
+  };
+  const PlainCost plain_cost = [](std::size_t, std::size_t) {
+    return std::optional<std::uint64_t>(100);
+  };
+  const std::vector<Chain> chains =
+      plan_chains(g, config, groups, layouts, std::vector<Mapping>(2), chain_cost, plain_cost);
+  ASSERT_EQ(chains.size(), 1u);
+  const Chain& chain = chains[0];
+  // Depthwise row 0 reads conv_a's rows [0, 2), row 1 [1, 4), row 2 [3, 6), row 3 (the last)
+  // all of them. After row t no later row reads conv_a's rows before 2t + 1: after row 0 its
+  // tile 0, after row 1 tiles 0-2. Row t frees what row t - 2 (the chain's 2 slices back) left:
+  // row 2 frees tile 0; row 3, the last, all 8. So 7 of conv_a's tiles are live at most (tiles
+  // 0-6 before row 2's free), and conv_a's tile 7 waits for row 2.
+  std::vector<std::string> steps;
+  for (const ChainStep& st : chain.order) {
+    steps.push_back(std::to_string(st.member) + ":" + std::to_string(st.tile) + "/" +
+                    std::to_string(st.freed_before));
+  }
+  EXPECT_EQ(steps,
+            (std::vector<std::string>{"0:0/0", "0:1/0", "1:0/0", "0:2/0", "0:3/0", "1:1/0", "0:4/0",
+                                      "0:5/0", "1:2/1", "0:6/0", "0:7/0", "1:3/8"}));
+  ASSERT_EQ(chain.live_tiles[0], 7u);
+
+  Emitter emitter(g, config, layouts);
+  emitter.emit_chain({&groups[0], &groups[1]}, chain);
+  Schedule s = emitter.finish();
+  std::vector<std::uint32_t> conv_a, dw;  // computes, in order
+  for (std::uint32_t i = 0; i < s.commands.size(); ++i) {
+    if (!on_slice(s.commands[i].engine)) continue;
+    (s.commands[i].layer == groups[0].name ? conv_a : dw).push_back(i);
+  }
+  ASSERT_EQ(conv_a.size(), 8u);
+  ASSERT_EQ(dw.size(), 4u);
+  auto waits_for = [&](std::uint32_t c, std::uint32_t on) {
+    const IndexList& d = s.commands[c].deps;
+    return std::find(d.begin(), d.end(), on) != d.end();
+  };
+  // Halo and stride: depthwise row 1 waits for conv_a's tiles 1-3, which wrote rows [1, 4).
+  for (const std::size_t t : {1u, 2u, 3u}) EXPECT_TRUE(waits_for(dw[1], conv_a[t])) << t;
+  EXPECT_FALSE(waits_for(dw[1], conv_a[0]));
+  // Row 2 frees conv_a's tile 0 after its reader, row 0; conv_a's tile 7 waits for that free.
+  EXPECT_EQ(s.commands[dw[2]].free.size(), 1u);
+  EXPECT_TRUE(waits_for(dw[2], dw[0]));
+  EXPECT_TRUE(waits_for(conv_a[7], dw[2]));
+  EXPECT_FALSE(waits_for(conv_a[6], dw[2]));
+  // The intermediate a (8 x 8 x 16 = 1024 bytes) never moves: DMA_IN is x (8 x 8 x 8 = 512) and
+  // the weights (16 x 8 = 128 and 16 x 9 = 144); DMA_OUT is y (4 x 4 x 16 = 256).
+  std::uint64_t in = 0, out = 0;
+  for (const Command& c : s.commands) {
+    if (c.engine == EngineKind::kDmaIn) in += c.bytes;
+    if (c.engine == EngineKind::kDmaOut) out += c.bytes;
+  }
+  EXPECT_EQ(in, 512u + 128u + 144u);
+  EXPECT_EQ(out, 256u);
+  Diagnostics diag("dw.json");
+  finalize_schedule(s, config, diag);
+  ASSERT_TRUE(diag.empty());
+}
+
 TEST(CompilerParts, AConvSplitOverSlicesAddsItsPartialSums) {
   // conv1 of two_convs (3x3, 16 -> 32, pad 1, 8x8, int8, batch norm folded) as one tile of 8 x 8
   // pixels and 32 channels, its 16 input channels split into 2 parts of 8 on the 2 slices of
