@@ -299,10 +299,20 @@ class DeviceCompiler {
     }
     Emitted e = emit_best(chained, &chains);
     if (!e.cycles) e.cycles = estimated_cycles(e.schedule, config_);
+    // Each chain: its first group, members, rows per tile and slices (the members' own explain
+    // lines show the mappings they have without chains).
+    std::string which;
+    for (const Chain& c : chains) {
+      which += (which.empty() ? "" : "; ") + groups_[c.first].name + " x" +
+               std::to_string(c.mappings.size()) + " rows " +
+               std::to_string(c.mappings.front().tile_rows) +
+               (c.slices == 0 ? "" : " slices " + std::to_string(c.slices));
+    }
     e.report = "chains\t" + std::to_string(chains.size()) + " chain(s) of " +
                std::to_string(members) + " groups: " +
                (e.cycles ? std::to_string(*e.cycles) + " cycles estimated" : "does not check") +
-               (e.report.empty() ? "" : " (" + e.report.substr(e.report.find('\t') + 1) + ")");
+               (e.report.empty() ? "" : " (" + e.report.substr(e.report.find('\t') + 1) + ")") +
+               " [" + which + "]";
     return e;
   }
 
