@@ -555,6 +555,41 @@ TEST(CompilerParts, AConvSplitAlongKAccumulatesStepByStepOnItsSlice) {
   EXPECT_EQ(schedule_macs(s), 294912u);
 }
 
+TEST(CompilerParts, AKSplitStepLoadsAfterTheStepTwoBackHasFreedItsOperands) {
+  // conv1 of two_convs as one tile of 8 x 8 pixels and 32 channels in 4 steps of 4 input
+  // channels: a tile holds two steps' operands, so step s >= 2's loads wait for step s - 2's
+  // Conv, which frees its own.
+  const HwConfig config = parse_hw_config("{}", "default.json");
+  Mapping m;
+  m.kind = MappingKind::kSpatial;
+  m.tile_rows = 8;
+  m.tile_cols = 8;
+  m.tile_channel_units = 32;
+  m.k_step = 4;
+  Schedule s = emit_conv1(config, m);
+  // Per step: weights (32 x 4 x 9 = 1152 bytes), input (8 x 8 x 4 = 256), the Conv; then the
+  // store of 8 x 8 x 32 = 2048 bytes.
+  ASSERT_EQ(s.commands.size(), 13u);
+  for (std::size_t step = 0; step < 4; ++step) {
+    EXPECT_EQ(s.commands[3 * step].bytes, 1152u);
+    EXPECT_EQ(s.commands[3 * step + 1].bytes, 256u);
+    EXPECT_EQ(std::get<ConvShape>(s.commands[3 * step + 2].shape).in_c, 4u);
+  }
+  for (const std::uint32_t load : {6u, 7u}) {
+    EXPECT_EQ(s.commands[load].deps, (std::vector<std::uint32_t>{2}));  // step 0's Conv
+  }
+  for (const std::uint32_t load : {9u, 10u}) {
+    EXPECT_EQ(s.commands[load].deps, (std::vector<std::uint32_t>{5}));  // step 1's Conv
+  }
+  // Step 3's Conv: its loads and step 2's Conv, which it accumulates onto.
+  EXPECT_EQ(s.commands[11].deps, (std::vector<std::uint32_t>{8, 9, 10}));
+  EXPECT_EQ(s.commands[12].bytes, 2048u);
+  Diagnostics diag("two.json");
+  finalize_schedule(s, config, diag);
+  ASSERT_TRUE(diag.empty());
+  EXPECT_EQ(schedule_macs(s), 294912u);
+}
+
 TEST(CompilerParts, AnFp32DeepConvKeepsWideChunksBySplittingAlongK) {
   // ResNet-50's layer4 3x3 conv in fp32: 512 -> 512 channels at 7 x 7, pad 1, on `default`
   // (512 KiB, 16 x 16 arrays). One output channel's weights are 3 x 3 x 512 x 4 = 18432 bytes,
