@@ -76,6 +76,7 @@ void Emitter::emit_chain(const std::vector<const LayerGroup*>& members, const Ch
     std::vector<CommandIndex> deps;
     std::vector<std::string> in_buffers;
     if (weights[i] != kNone) deps.push_back(weights[i]);
+    if (room != kNone) deps.push_back(room);  // a pool's tiles have no weights to wait behind
     // Room for the member's new tile: the steps that freed its tiles up to live_tiles back (frees
     // on different slices may end out of order).
     if (!last_member && step.tile >= chain.live_tiles[i]) {
