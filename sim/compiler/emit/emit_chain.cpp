@@ -167,11 +167,7 @@ void Emitter::emit_chain(const std::vector<const LayerGroup*>& members, const Ch
   resident_bytes_ -= chain.reserved_bytes;
   push_ring(last_store, chain.reserved_bytes);
   end_slices();
-  // Other outputs of the last member's last layer (a pool's indices) come from the same stores.
-  const LayerGroup& tail = *members.back();
-  for (std::uint32_t out : g_.layers[tail.layers.back()].outputs) {
-    if (out != tail.output) writers_.add_all_of(out, tail.output);
-  }
+  track_other_outputs(*members.back());
   program_ = programs.back();
 }
 

@@ -103,7 +103,12 @@ void Emitter::emit_group(const LayerGroup& group, const Mapping& mapping, bool k
     release_resident(t, static_cast<CommandIndex>(sched_.commands.size() - 1));
   }
   if (sched_.commands.size() == first_command) sched_.programs.pop_back();
-  // Other outputs of the group's last layer (a quantize's scale, say) come from the same stores.
+  track_other_outputs(group);
+}
+
+// Other outputs of the group's last layer (a quantize's scale, a pool's indices) come from the
+// same stores.
+void Emitter::track_other_outputs(const LayerGroup& group) {
   for (std::uint32_t out : g_.layers[group.layers.back()].outputs) {
     if (out != group.output) writers_.add_all_of(out, group.output);
   }

@@ -105,6 +105,8 @@ class Emitter {
   // `store`, the last of the group that read the kept output, frees it: it waits for every
   // writer of it, and from there the ring counts its bytes.
   void release_kept(CommandIndex store);
+  // The other outputs of the group's last layer are written by the group's stores.
+  void track_other_outputs(const LayerGroup& group);
   // Adds `deps` (earlier commands) to an emitted command's dependencies.
   void add_deps(CommandIndex command, const std::vector<CommandIndex>& deps);
   std::uint32_t next_slice();
