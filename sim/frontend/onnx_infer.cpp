@@ -559,6 +559,7 @@ std::vector<Value> split(const Ctx& c) {
   const std::size_t ax = static_cast<std::size_t>(
       normalize_axis(attr_int(c.node, "axis", 0), static_cast<std::int64_t>(x.shape.size())));
   const std::size_t n = static_cast<std::size_t>(c.node.output_size());
+  if (n == 0) fail("split has no outputs");  // the parts would be cut 0 ways
   Dims sizes;
   if (c.opset < 13) {
     sizes = attr_ints(c.node, "split", {});
