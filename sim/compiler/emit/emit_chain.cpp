@@ -89,11 +89,7 @@ void Emitter::emit_chain(const std::vector<const LayerGroup*>& members, const Ch
     }
     // Its input, and for the last member its residual share: transient tiles on the ring.
     std::vector<Piece> pieces;
-    const std::uint64_t x_row_bytes = m.w * m.c * m.in_elem_bytes;
-    if (i == 0) {
-      pieces.push_back({m.input, v.lo * x_row_bytes, v.hi * x_row_bytes,
-                        (v.hi - v.lo) * m.w * m.chunk_in_c(m.units) * m.in_elem_bytes});
-    }
+    if (i == 0) pieces.push_back(spatial_input(m, 0, v, m.chunk_in_c(m.units)));
     if (last_member) {
       pieces = with_residual(g_, group, layouts_, m, pieces, 0, v.r0, v.r1, 0, m.ow,
                              m.units * m.out_per_unit);

@@ -31,21 +31,10 @@ void Emitter::emit_spatial(const LayerGroup& group, const Mapping& mapping) {
   const std::uint64_t rows = mapping.tile_rows, cols = mapping.tile_cols;
   const std::uint64_t chunk_units = mapping.tile_channel_units;
   const std::uint64_t chunks = ceil_div(s.units, chunk_units);
-  const std::uint64_t ex = s.in_elem_bytes;
-  // A conv reads its input as an image; one that is not laid out as one is read whole.
-  const bool x_image = layouts_.is_image(s.input);
-  const std::uint64_t x_bytes = g_.tensors[s.input].bytes();
-  const std::uint64_t x_row_bytes = s.w * s.c * ex;  // NHWC in DRAM: a row is contiguous
   const std::uint64_t y_row_bytes = s.ow * s.k * s.out_elem_bytes;
   const std::uint64_t tiles_per_image = ceil_div(s.oh, rows) * ceil_div(s.ow, cols);
   using Window = TileWindow;
   auto window = [&](std::uint64_t t) { return s.window(t, rows, cols); };
-  // Ranges cover whole rows: a column tile's bytes lie within them.
-  auto input_piece = [&](std::uint64_t img, const Window& v, std::uint64_t in_c) {
-    return Piece{s.input, x_image ? (img * s.h + v.lo) * x_row_bytes : 0,
-                 x_image ? (img * s.h + v.hi) * x_row_bytes : x_bytes,
-                 (v.hi - v.lo) * (v.wh - v.wl) * in_c * ex};
-  };
   auto emit_tile = [&](std::uint64_t img, const Window& v, std::uint64_t cu,
                        const std::vector<Piece>& pieces, CommandIndex shared,
                        std::vector<CommandIndex>& computes, bool last) {
@@ -76,7 +65,7 @@ void Emitter::emit_spatial(const LayerGroup& group, const Mapping& mapping) {
         const Window v = window(t);
         const bool last = img == s.n - 1 && t == tiles_per_image - 1;
         std::vector<Piece> pieces;
-        if (!reads_kept) pieces.push_back(input_piece(img, v, s.chunk_in_c(cu)));
+        if (!reads_kept) pieces.push_back(spatial_input(s, img, v, s.chunk_in_c(cu)));
         emit_tile(img, v, cu, pieces, weights, computes, last);
         if (reads_kept) add_deps(computes.back(), kept_last);
       }

@@ -44,8 +44,6 @@ void Emitter::emit_spatial_input_outer(const LayerGroup& group, const SpatialLay
   const std::uint64_t part_c = split ? s.part_channels(mapping.k_parts) : s.c;
   const std::uint64_t per_chunk = split ? s.part_count(mapping.k_parts) : 1;
   const std::uint64_t wave_chunks = std::max<std::uint64_t>(1, group_slices_ / per_chunk);
-  const bool x_image = layouts_.is_image(s.input);
-  const std::uint64_t x_row_bytes = s.w * s.c * s.in_elem_bytes;
   const std::uint64_t y_row_bytes = s.ow * s.k * s.out_elem_bytes;
   const std::uint64_t tiles_per_image = ceil_div(s.oh, rows) * ceil_div(s.ow, cols);
   auto chunk_size = [&](std::uint64_t ch) {
@@ -86,10 +84,8 @@ void Emitter::emit_spatial_input_outer(const LayerGroup& group, const SpatialLay
           weights_pieces_ = last_per_queue(kept_->writers);
           weights_buffers_.clear();  // release_kept frees them
         } else if (first == 0) {
-          load_shared_input(
-              group, s.input, x_image ? (img * s.h + v.lo) * x_row_bytes : 0,
-              x_image ? (img * s.h + v.hi) * x_row_bytes : g_.tensors[s.input].bytes(),
-              (v.hi - v.lo) * (v.wh - v.wl) * s.c * s.in_elem_bytes);
+          const Piece block = spatial_input(s, img, v, s.c);
+          load_shared_input(group, s.input, block.lo, block.hi, block.bytes);
         }
         // 3. The wave's computes and stores.
         for (std::uint64_t ch = first; ch < last; ++ch) {

@@ -22,10 +22,6 @@ void Emitter::emit_spatial_ksplit(const LayerGroup& group, const SpatialLayer& s
   const std::uint64_t rows = mapping.tile_rows, cols = mapping.tile_cols;
   const std::uint64_t chunk_units = mapping.tile_channel_units, step_c = mapping.k_step;
   const std::uint64_t chunks = ceil_div(s.units, chunk_units);
-  const std::uint64_t ex = s.in_elem_bytes;
-  const bool x_image = layouts_.is_image(s.input);
-  const std::uint64_t x_bytes = g_.tensors[s.input].bytes();
-  const std::uint64_t x_row_bytes = s.w * s.c * ex;  // NHWC in DRAM: a row is contiguous
   const std::uint64_t y_row_bytes = s.ow * s.k * s.out_elem_bytes;
   const std::uint64_t tiles_per_image = ceil_div(s.oh, rows) * ceil_div(s.ow, cols);
   struct OutTile {
@@ -78,11 +74,7 @@ void Emitter::emit_spatial_ksplit(const LayerGroup& group, const SpatialLayer& s
           const OutTile& o = batch[t];
           std::vector<CommandIndex> waits;
           if (wait_of(o) != kNone) waits.push_back(wait_of(o));
-          // Ranges cover whole rows: the step's channels of a column tile lie within them.
-          const Piece input{s.input, x_image ? (o.img * s.h + o.v.lo) * x_row_bytes : 0,
-                            x_image ? (o.img * s.h + o.v.hi) * x_row_bytes : x_bytes,
-                            (o.v.hi - o.v.lo) * (o.v.wh - o.v.wl) * kn * ex};
-          std::vector<Piece> pieces = {input};
+          std::vector<Piece> pieces = {spatial_input(s, o.img, o.v, kn)};
           if (last_step) {
             pieces = with_residual(g_, group, layouts_, s, pieces, o.img, o.v.r0, o.v.r1, o.v.c0,
                                    o.v.c1, cu * s.out_per_unit);

@@ -207,6 +207,15 @@ void Emitter::load_piece(const LayerGroup& group, const Piece& piece,
   to.push_back(emit(std::move(c), "DI", di_, group, std::move(deps)));
 }
 
+Piece Emitter::spatial_input(const SpatialLayer& s, std::uint64_t img, const TileWindow& v,
+                             std::uint64_t in_c) const {
+  const std::uint64_t row_bytes = s.w * s.c * s.in_elem_bytes;
+  const bool image = layouts_.is_image(s.input);
+  return Piece{s.input, image ? (img * s.h + v.lo) * row_bytes : 0,
+               image ? (img * s.h + v.hi) * row_bytes : g_.tensors[s.input].bytes(),
+               (v.hi - v.lo) * (v.wh - v.wl) * in_c * s.in_elem_bytes};
+}
+
 // The computes that wrote [lo, hi) of resident `tensor`, the last of each queue: a reader waits
 // for those, as a load waits for the stores of its bytes.
 void Emitter::on_chip_writers(std::uint32_t tensor, std::uint64_t lo, std::uint64_t hi,

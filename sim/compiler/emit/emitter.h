@@ -83,6 +83,11 @@ class Emitter {
   // chip instead, and `buffers` nothing.
   void load_piece(const LayerGroup& group, const Piece& piece, std::vector<CommandIndex> deps,
                   std::vector<std::string>& buffers, std::vector<CommandIndex>& to);
+  // The input of a spatial tile of image `img` over window `v`, `in_c` channels of it: its
+  // rows of an NHWC image (a column tile's bytes lie within them), or all of an input laid out
+  // otherwise, which is read whole.
+  Piece spatial_input(const SpatialLayer& s, std::uint64_t img, const TileWindow& v,
+                      std::uint64_t in_c) const;
   // An operand block shared by a group's tiles, [lo, hi) of `tensor` in `bytes`: loaded like a
   // weight chunk after its writers, or, resident, its on-chip writers stand for the chunk.
   void on_chip_writers(std::uint32_t tensor, std::uint64_t lo, std::uint64_t hi,
