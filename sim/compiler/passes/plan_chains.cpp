@@ -174,11 +174,13 @@ std::vector<Chain> plan_chains(const Graph& graph, const HwConfig& config,
     for (std::size_t count = 2; count <= members.size(); ++count) {
       const std::vector<SpatialLayer> run(members.begin(),
                                           members.begin() + static_cast<std::ptrdiff_t>(count));
+      std::vector<Chain> options = fitting_chains(config, run, i);
+      if (options.empty()) continue;  // the plain cost is the dear part: emitted only if needed
       const std::optional<std::uint64_t> plain = plain_cost(i, count);
       if (!plain) continue;
-      for (Chain& option : fitting_chains(config, run, i)) {
+      for (Chain& option : options) {
         const std::optional<std::uint64_t> cycles = chain_cost(option);
-        if (cycles && *cycles<*plain&& * plain - *cycles> best_saving) {
+        if (cycles && *cycles < *plain && (*plain - *cycles) > best_saving) {
           best_saving = *plain - *cycles;
           best = std::move(option);
         }
