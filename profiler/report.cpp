@@ -100,7 +100,18 @@ const Json* ops_of(const Json& stats, const std::string& section, const std::str
   const Json& s = member(stats, "", section.c_str(), file);
   if (s.is_object() && s.contains("ops")) return &s["ops"];
   const auto level = stats.find("stats_level");
-  if (level != stats.end() && level->is_number_integer()) {
+  const auto aggregated = stats.find("aggregated");
+  if (aggregated != stats.end() && aggregated->is_boolean() && aggregated->get<bool>()) {
+    // Past --trace-detail auto's command threshold the per-op list is summed per layer per
+    // engine (op_groups): its spans cannot give the unions the report is made of.
+    const auto commands = stats.find("commands");
+    why = file + ": its per-op figures were aggregated into /" + section + "/op_groups (" +
+          (commands != stats.end() && commands->is_number_unsigned()
+               ? std::to_string(commands->get<std::uint64_t>()) + " commands"
+               : std::string("a large run")) +
+          ", past --trace-detail auto's threshold); rerun with --trace-detail full for them, or "
+          "use npusim report --layers";
+  } else if (level != stats.end() && level->is_number_integer()) {
     why =
         file + ": written at stats level " + std::to_string(level->get<std::int64_t>()) +
         ", without per-op figures; they need stats level 70 or more (npusim run --stats-level 70)";

@@ -547,6 +547,33 @@ TEST_F(ProfilerCli, ReportFiguresOfARun) {
             std::string::npos);
 }
 
+// Past --trace-detail auto's threshold stats.json sums the per-op list per layer per engine:
+// report says so and names the two ways out, each of which works.
+TEST_F(ProfilerCli, ReportOnAggregatedStatsNamesTraceDetailFullAndLayers) {
+  const std::string model = (kSource / "models/fc.json").string();
+  ASSERT_EQ(npusim({"estimate", model, "-o", "agg", "-q", "--trace-detail-commands", "1"}).exit_code,
+            0);
+  Result r = npusim({"report", "agg"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err.rfind("npusim: error: agg/stats.json: its per-op figures were aggregated into "
+                        "/estimate/op_groups (",
+                        0),
+            0u)
+      << r.err;
+  EXPECT_NE(r.err.find(" commands, past --trace-detail auto's threshold); rerun with "
+                       "--trace-detail full for them, or use npusim report --layers\n"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(npusim({"report", "agg", "--layers"}).exit_code, 0);
+  ASSERT_EQ(npusim({"estimate", model, "-o", "full", "-q", "--trace-detail", "full",
+                    "--trace-detail-commands", "1"})
+                .exit_code,
+            0);
+  r = npusim({"report", "full"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("op types by cycles"), std::string::npos) << r.out;
+}
+
 TEST_F(ProfilerCli, ReportRejectsLowStatsLevelAndBadUsage) {
   const std::string model = (kSource / "models/fc.json").string();
   ASSERT_EQ(npusim({"estimate", model, "-o", "low", "-q", "--stats-level", "40"}).exit_code, 0);
