@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -210,6 +211,127 @@ TEST(Fusion, ResNet50ResidualAddsFuse) {
       }
     }
   }
+}
+
+// Caffe's pre-activation pattern, as DenseNet exports it: BatchNorm, then its Scale layer as a
+// Mul and an Add of per-channel constants, then Relu; once after a conv, once on its own:
+//   conv(x, w) -> BN -> Mul(s1 [16,1,1]) -> Add(b1 [1,16,1,1]) -> Relu -> y
+//   BN(y) -> Mul(y, s2 [16,1,1]) -> Add(b2 [16,1,1]) -> Relu -> z  (z: the graph output)
+// `side` gives the second Mul a second, non-constant operand instead of s2.
+Graph scale_blocks(bool side = false) {
+  const std::string second_mul = side ? R"(["n2", "x"])" : R"(["n2", "s2"])";
+  const Json doc = Json::parse(R"({
+    "format": "npusim-graph", "version": 1, "name": "scale",
+    "tensors": [
+      {"name": "x", "shape": [1, 16, 8, 8]},
+      {"name": "w", "shape": [16, 16, 1, 1], "constant": true},
+      {"name": "g1", "shape": [16], "constant": true}, {"name": "h1", "shape": [16], "constant": true},
+      {"name": "m1", "shape": [16], "constant": true}, {"name": "v1", "shape": [16], "constant": true},
+      {"name": "s1", "shape": [16, 1, 1], "constant": true},
+      {"name": "b1", "shape": [1, 16, 1, 1], "constant": true},
+      {"name": "c", "shape": [1, 16, 8, 8]}, {"name": "n1", "shape": [1, 16, 8, 8]},
+      {"name": "p1", "shape": [1, 16, 8, 8]}, {"name": "q1", "shape": [1, 16, 8, 8]},
+      {"name": "y", "shape": [1, 16, 8, 8]},
+      {"name": "g2", "shape": [16], "constant": true}, {"name": "h2", "shape": [16], "constant": true},
+      {"name": "m2", "shape": [16], "constant": true}, {"name": "v2", "shape": [16], "constant": true},
+      {"name": "s2", "shape": [16, 1, 1], "constant": true},
+      {"name": "b2", "shape": [16, 1, 1], "constant": true},
+      {"name": "n2", "shape": [1, 16, 8, 8]}, {"name": "p2", "shape": [1, 16, 8, 8]},
+      {"name": "q2", "shape": [1, 16, 8, 8]}, {"name": "z", "shape": [1, 16, 8, 8]}
+    ],
+    "inputs": ["x"], "outputs": ["z"],
+    "layers": [
+      {"name": "conv", "op": "Conv", "inputs": ["x", "w"], "outputs": ["c"], "attrs": {"kernel_shape": [1, 1]}},
+      {"name": "bn1", "op": "BatchNormalization", "inputs": ["c", "g1", "h1", "m1", "v1"], "outputs": ["n1"]},
+      {"name": "mul1", "op": "Mul", "inputs": ["n1", "s1"], "outputs": ["p1"]},
+      {"name": "add1", "op": "Add", "inputs": ["b1", "p1"], "outputs": ["q1"]},
+      {"name": "relu1", "op": "Relu", "inputs": ["q1"], "outputs": ["y"]},
+      {"name": "bn2", "op": "BatchNormalization", "inputs": ["y", "g2", "h2", "m2", "v2"], "outputs": ["n2"]},
+      {"name": "mul2", "op": "Mul", "inputs": )" + second_mul + R"(, "outputs": ["p2"]},
+      {"name": "add2", "op": "Add", "inputs": ["p2", "b2"], "outputs": ["q2"]},
+      {"name": "relu2", "op": "Relu", "inputs": ["q2"], "outputs": ["z"]}
+    ]})");
+  return parse_graph_json(doc, "scale.json");
+}
+
+TEST(Fusion, ChannelScaleFoldsIntoTheConvAndElementWiseChainsRunOnEachTile) {
+  const Graph g = scale_blocks();
+  CompileOptions through_dram;  // a resident y would not be stored at all
+  through_dram.residency = false;
+  const Schedule s = compile_schedule(g, load_hw_config("default"), through_dram);
+  ASSERT_THAT(program_names(s), ::testing::ElementsAre("fused(conv+bn1+mul1+add1+relu1)",
+                                                       "fused(bn2+mul2+add2+relu2)"));
+  // Each group stores its output once: 16 * 8 * 8 = 1024 int8 bytes; nothing in between.
+  EXPECT_EQ(bytes_of(s, EngineKind::kDmaOut, "fused(conv+bn1+mul1+add1+relu1)"), 1024u);
+  EXPECT_EQ(bytes_of(s, EngineKind::kDmaOut), 2u * 1024u);
+  // The chain loads y once (1024 bytes) and its constants once: BN's 4 x 16, s2's 16, b2's 16.
+  EXPECT_EQ(bytes_of(s, EngineKind::kDmaIn, "fused(bn2+mul2+add2+relu2)"), 1024u + 6u * 16u);
+  // The conv group loads x (1024 bytes) and w (16 * 16 = 256 bytes) only: the scale and shift
+  // fold into the conv's weights and bias, as the batch norm does.
+  EXPECT_EQ(bytes_of(s, EngineKind::kDmaIn, "fused(conv+bn1+mul1+add1+relu1)"), 1024u + 256u);
+  // On each tile of the chain: BatchNorm, Mul, Add, Relu in that order on one slice, each on the
+  // tile's elements, each after the one before; over the tiles, every op covers all 1024.
+  std::vector<std::string> ops;
+  std::map<std::string, std::uint64_t> elements;
+  for (std::uint32_t i = 0; i < s.commands.size(); ++i) {
+    const Command& c = s.commands[i];
+    if (c.layer != "fused(bn2+mul2+add2+relu2)" || c.engine != EngineKind::kVector) continue;
+    const std::string op(op_table()[c.op].name);
+    elements[op] += std::get<ElementsShape>(c.shape).elements;
+    if (op != "BatchNorm") {
+      ASSERT_EQ(c.deps.size(), 1u) << c.id;
+      const Command& before = s.commands[c.deps[0]];
+      EXPECT_EQ(before.engine, EngineKind::kVector) << c.id;
+      EXPECT_EQ(before.slice, c.slice) << c.id;
+      EXPECT_TRUE(c.alloc.empty() && c.free.empty()) << c.id;  // in place
+    }
+    ops.push_back(op);
+  }
+  ASSERT_EQ(ops.size() % 4, 0u);
+  for (std::size_t i = 0; i < ops.size(); i += 4) {
+    EXPECT_THAT(std::vector<std::string>(ops.begin() + static_cast<std::ptrdiff_t>(i),
+                                         ops.begin() + static_cast<std::ptrdiff_t>(i + 4)),
+                ::testing::ElementsAre("BatchNorm", "Mul", "Add", "Relu"));
+  }
+  for (const char* op : {"BatchNorm", "Mul", "Add", "Relu"}) EXPECT_EQ(elements[op], 1024u) << op;
+  EXPECT_EQ(schedule_macs(s), graph_macs(g));
+}
+
+// A Mul by another activation is not element-wise with constants: the chain stops before it.
+TEST(Fusion, AnElementWiseChainStopsAtANonConstantOperand) {
+  const Graph g = scale_blocks(true);
+  std::vector<std::string> names;
+  for (const LayerGroup& group : fuse_layer_groups(g)) names.push_back(group.name);
+  EXPECT_THAT(names, ::testing::ElementsAre("fused(conv+bn1+mul1+add1+relu1)", "bn2",
+                                            "fused(mul2+add2+relu2)"));
+}
+
+// DenseNet-121 (Caffe-converted: each BatchNorm followed by its Scale as Mul and Add). Blocks of
+// 6, 12, 24 and 16 dense layers = 58, each BN-Scale-Relu -> 1x1 conv -> BN-Scale-Relu -> 3x3
+// conv; three transitions BN-Scale-Relu -> 1x1 conv -> average pool; the stem conv ->
+// BN-Scale-Relu -> max pool; and a final BN-Scale-Relu before the global pool. So:
+//   conv + BN + Mul + Add + Relu groups: the stem and the 58 bottleneck 1x1 convs = 59;
+//   BN + Mul + Add + Relu chains on their own: 58 before dense layers + 3 before transitions +
+//   the final one = 62.
+TEST(Fusion, DenseNetScaleLayersFuseIntoConvsAndChains) {
+  const Graph g = import_onnx(kShared + "light_densenet121.onnx", {});
+  std::size_t conv_groups = 0, chains = 0;
+  const std::vector<std::string> conv_ops = {"Conv", "BatchNormalization", "Mul", "Add", "Relu"};
+  const std::vector<std::string> chain_ops = {"BatchNormalization", "Mul", "Add", "Relu"};
+  for (const LayerGroup& group : fuse_layer_groups(g)) {
+    std::vector<std::string> ops;
+    for (std::uint32_t l : group.layers) ops.push_back(g.layers[l].op);
+    conv_groups += ops == conv_ops;
+    chains += ops == chain_ops;
+    // No Mul or Add of a Scale is left on its own.
+    if (ops.size() == 1) {
+      EXPECT_TRUE(ops[0] != "Mul" && ops[0] != "Add") << group.name;
+    }
+  }
+  EXPECT_EQ(conv_groups, 59u);
+  EXPECT_EQ(chains, 62u);
+  const Schedule s = compile_schedule(g, load_hw_config("server"));
+  EXPECT_EQ(schedule_macs(s), graph_macs(g));
 }
 
 // A real QDQ export (tf2onnx, MobileNet-EdgeTPU, three inverted-residual blocks on a

@@ -32,7 +32,7 @@ void Emitter::emit_vector(const LayerGroup& group, const Mapping& mapping) {
                             VectorLayer::share(y, r0, r1, rows_total),
                             v.output_aligned ? VectorLayer::share(y, 0, r0, rows_total) : 0,
                             v.output_aligned ? VectorLayer::share(y, 0, r1, rows_total) : y,
-                            last ? &computes : nullptr));
+                            last ? &computes : nullptr, v.then_ops));
   }
 }
 

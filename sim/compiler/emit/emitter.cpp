@@ -395,7 +395,8 @@ Emitter::CommandIndex Emitter::tile(std::uint32_t slice, const LayerGroup& group
                                     const std::vector<Piece>& pieces, const std::string& op,
                                     Shape shape, CommandIndex weights, std::uint64_t out_bytes,
                                     std::uint64_t out_lo, std::uint64_t out_hi,
-                                    const std::vector<CommandIndex>* other_readers) {
+                                    const std::vector<CommandIndex>* other_readers,
+                                    const std::vector<std::string>& then_ops) {
   std::uint64_t tile_bytes = std::max<std::uint64_t>(out_bytes, 1);
   for (const Piece& p : pieces) tile_bytes += p.bytes;
   const CommandIndex ring_wait = this->ring_wait(tile_bytes);
@@ -415,7 +416,10 @@ Emitter::CommandIndex Emitter::tile(std::uint32_t slice, const LayerGroup& group
   const std::string out_buffer = buffer_name();
   s.alloc.push_back({out_buffer, std::max<std::uint64_t>(out_bytes, 1)});
   s.free = in_buffers;
-  const CommandIndex compute = emit(std::move(s), "S", s_, group, std::move(compute_deps));
+  CommandIndex compute = emit(std::move(s), "S", s_, group, std::move(compute_deps));
+  for (const std::string& then : then_ops) {
+    compute = emit(this->compute(then, slice, shape), "S", s_, group, {compute});
+  }
   const CommandIndex store = store_tile(group, {compute}, out_buffer, out_bytes, out_lo, out_hi,
                                         weights != kNone ? other_readers : nullptr);
   push_ring(store, tile_bytes);

@@ -97,10 +97,13 @@ class Emitter {
   std::vector<CommandIndex> last_per_queue(const std::vector<CommandIndex>& computes) const;
   CommandIndex load_weights(std::uint64_t bytes, const LayerGroup& group,
                             std::vector<CommandIndex> after = {});
+  // One tile: its pieces loaded, `op` on `slice`, then each of `then_ops` (fused element-wise
+  // layers) on the same slice and shape in place, then the store. Returns the last compute.
   CommandIndex tile(std::uint32_t slice, const LayerGroup& group, const std::vector<Piece>& pieces,
                     const std::string& op, Shape shape, CommandIndex weights,
                     std::uint64_t out_bytes, std::uint64_t out_lo, std::uint64_t out_hi,
-                    const std::vector<CommandIndex>* other_readers);
+                    const std::vector<CommandIndex>* other_readers,
+                    const std::vector<std::string>& then_ops = {});
   CommandIndex store_tile(const LayerGroup& group, std::vector<CommandIndex> after,
                           const std::string& out_buffer, std::uint64_t out_bytes,
                           std::uint64_t out_lo, std::uint64_t out_hi,

@@ -78,7 +78,7 @@ std::uint64_t commands_of(const Graph& g, const LayerGroup& group, const Mapping
     }
     case MappingKind::kVector: {
       const VectorLayer v = describe_vector(g, group, layouts);
-      std::uint64_t per_tile = 2;  // the compute and the store
+      std::uint64_t per_tile = 2 + v.then_ops.size();  // the computes and the store
       for (const VectorOperand& o : v.operands) per_tile += o.feed == Feed::kOnce ? 0 : 1;
       const std::uint64_t tiles = ceil_div(mul(v.base_rows, m.row_pieces), m.tile_rows);
       return add(v.once_bytes > 0 ? 1 : 0, mul(per_tile, tiles));

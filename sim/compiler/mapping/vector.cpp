@@ -75,7 +75,18 @@ VectorLayer describe_vector(const Graph& graph, const LayerGroup& group,
   // Only ops that keep element order read the rows they write: a transpose or gather reads from
   // anywhere in its input.
   const bool keeps_order = classify_op(l.op) == OpClass::kVector || l.op == "Cast";
-  for (std::uint32_t t : l.inputs) {
+  // The head's inputs, then the fused layers' other operands (constants: fuse_layer_groups).
+  std::vector<std::uint32_t> inputs = l.inputs;
+  for (std::size_t i = 1; i < group.layers.size(); ++i) {
+    const Layer& fused = graph.layers[group.layers[i]];
+    if (fused.op == "Quantize") continue;  // its scale and zero point are folded in, as on arrays
+    const std::uint32_t chain = graph.layers[group.layers[i - 1]].outputs.at(0);
+    for (std::uint32_t t : fused.inputs) {
+      if (t != chain) inputs.push_back(t);
+    }
+    v.then_ops.push_back(vector_schedule_op(fused.op));
+  }
+  for (std::uint32_t t : inputs) {
     const Tensor& in = graph.tensors[t];
     const bool same_layout = layouts.is_image(t) == layouts.is_image(v.driver);
     VectorOperand operand{t, Feed::kWhole, 0, in.bytes()};

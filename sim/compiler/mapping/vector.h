@@ -45,8 +45,12 @@ struct VectorLayer {
   std::uint64_t row_elements = 0;  // elements per driver row
   std::uint64_t output_bytes = 0;
   bool output_aligned = false;          // the output's rows are the driver's (same layout and size)
-  std::vector<VectorOperand> operands;  // one per input, in order
+  std::vector<VectorOperand> operands;  // one per input of every layer, in order, but the chain's
   std::uint64_t once_bytes = 0;         // the kOnce constants
+  // The schedule ops of the element-wise layers fused after the head (fuse_layer_groups.h), run
+  // on each tile after it on the same slice, in place; a fused Quantize costs nothing and is not
+  // here.
+  std::vector<std::string> then_ops;
 
   // ceil(bytes * (r1 - r0) / rows_total): a share of rows [r0, r1) out of rows_total.
   static std::uint64_t share(std::uint64_t bytes, std::uint64_t r0, std::uint64_t r1,

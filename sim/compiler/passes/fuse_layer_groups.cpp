@@ -54,8 +54,13 @@ class Grouper {
     const OpClass cls = classify_op(head.op);
     if (cls == OpClass::kArray) {
       fuse_affine(group);
-      if (head.op == "Conv") fuse_residual(group);
+      if (head.op == "Conv") {
+        fuse_channel_scale(group);
+        fuse_residual(group);
+      }
       if (!fuse_activation(group)) fuse_gated_activation(group);
+    } else if (is_elementwise(head) && head.outputs.size() == 1) {
+      fuse_elementwise_chain(group);
     }
     if (cls == OpClass::kArray || (cls == OpClass::kVector && head.op != "Quantize" &&
                                    head.op != "Dequantize" && head.outputs.size() == 1)) {
@@ -84,6 +89,70 @@ class Grouper {
         group.extra_constants.push_back(other);
         append(group, *next);
       }
+    }
+  }
+
+  // Conv[+BN] -> Mul(y, s) -> Add(y, b), s and b constants per output channel (or scalars), as
+  // Caffe's Scale layer after a BatchNorm exports: folded into the conv's weights and bias as a
+  // batch norm is, so they load nothing. Sub and Div by such a constant fold the same way.
+  void fuse_channel_scale(LayerGroup& group) const {
+    for (const char* op : {"Mul", "Div", "Add", "Sub"}) {
+      const auto next = sole_consumer(group.output);
+      if (!next) return;
+      const Layer& l = g_.layers[*next];
+      if (l.op != op || l.inputs.size() != 2 || l.inputs[0] != group.output) {
+        // Mul and Add commute: the constant may come first.
+        const bool commutes = l.op == op && (l.op == "Mul" || l.op == "Add") &&
+                              l.inputs.size() == 2 && l.inputs[1] == group.output;
+        if (!commutes) continue;
+      }
+      const std::uint32_t c = l.inputs[0] == group.output ? l.inputs[1] : l.inputs[0];
+      if (!per_channel_constant(c, group.output)) continue;
+      append(group, *next);
+    }
+  }
+
+  // A constant that broadcasts over an NCHW tensor `y` along its channels only: one element per
+  // channel, its shape right-aligned to y's with 1 everywhere but at C (or a scalar).
+  bool per_channel_constant(std::uint32_t c, std::uint32_t y) const {
+    const Tensor& ct = g_.tensors[c];
+    const Tensor& yt = g_.tensors[y];
+    if (!ct.constant || yt.shape.size() != 4 || ct.shape.size() > 4) return false;
+    if (ct.elements() == 1) return true;
+    const std::size_t offset = 4 - ct.shape.size();
+    for (std::size_t d = 0; d < ct.shape.size(); ++d) {
+      const std::uint64_t want = d + offset == 1 ? yt.shape[1] : 1;
+      if (ct.shape[d] != want) return false;
+    }
+    return true;
+  }
+
+  // Element-wise vector layers (docs/compiler.md, "Groups and fusion"): each output element
+  // comes from the same element of its inputs, so a chain of them runs on each tile in turn.
+  static bool is_elementwise(const Layer& l) {
+    static const std::vector<std::string_view> kOps = {
+        "BatchNormalization", "Add", "Sub", "Mul", "Div", "Relu", "Clip", "LeakyRelu",
+        "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "Gelu", "Erf", "Exp", "Sqrt",
+        "Reciprocal", "Rsqrt", "Neg", "Abs", "Log"};
+    return std::find(kOps.begin(), kOps.end(), l.op) != kOps.end();
+  }
+
+  // An element-wise vector head, then each element-wise layer that is the only reader of the
+  // chain so far and whose other operands are constants, of the chain's shape and dtype: one
+  // trip through local memory instead of one per layer. Each still costs its own vector op.
+  void fuse_elementwise_chain(LayerGroup& group) const {
+    for (;;) {
+      const auto next = sole_consumer(group.output);
+      if (!next) return;
+      const Layer& l = g_.layers[*next];
+      const Tensor& y = g_.tensors[group.output];
+      if (!is_elementwise(l) || l.outputs.size() != 1) return;
+      const Tensor& out = g_.tensors[l.outputs[0]];
+      if (out.shape != y.shape || out.dtype != y.dtype) return;
+      for (std::uint32_t t : l.inputs) {
+        if (t != group.output && !g_.tensors[t].constant) return;
+      }
+      append(group, *next);
     }
   }
 

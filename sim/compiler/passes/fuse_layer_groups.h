@@ -1,8 +1,10 @@
 // Pass: cuts the graph's layers into layer groups, the unit the compiler tiles and emits. A group
 // is one layer, or an array layer with the layers it fuses into its epilogue, in this order: a
-// Conv's BatchNormalization or a MatMul's Add of a constant bias; a Conv's residual Add of an
-// earlier activation; one activation, or x * sigmoid(x) / x * hardsigmoid(x) (SiLU, HardSwish,
-// the Mul reading x a second time); a Quantize. A vector layer's group may end with a Quantize.
+// Conv's BatchNormalization or a MatMul's Add of a constant bias; a Conv's Mul/Div then Add/Sub
+// of per-channel constants (Caffe's Scale); a Conv's residual Add of an earlier activation; one
+// activation, or x * sigmoid(x) / x * hardsigmoid(x) (SiLU, HardSwish, the Mul reading x a second
+// time); a Quantize. An element-wise vector layer takes a chain of element-wise layers whose other
+// operands are constants; a vector layer's group may end with a Quantize.
 // A layer fuses only when it is the only reader of the previous one's output (the x * f(x) form:
 // the f and the Mul are x's only two readers) and that output is not a graph output
 // (docs/compiler.md, "Groups and fusion").
