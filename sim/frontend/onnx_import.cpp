@@ -394,6 +394,10 @@ class Importer {
     const int count = graph.node_size();
     std::map<std::string, int> producer;
     for (int n = 0; n < count; ++n) {
+      // Every ONNX op's first output is required; the importer names each layer by it.
+      if (nd(n).output_size() == 0 || nd(n).output(0).empty()) {
+        fail_node(n, "has no first output (every ONNX operator has one)");
+      }
       for (const auto& out : nd(n).output()) {
         if (out.empty()) continue;
         if (values_.count(out) != 0 || !producer.emplace(out, n).second) {
