@@ -217,9 +217,10 @@ TEST(Fusion, ResNet50ResidualAddsFuse) {
 // Mul and an Add of per-channel constants, then Relu; once after a conv, once on its own:
 //   conv(x, w) -> BN -> Mul(s1 [16,1,1]) -> Add(b1 [1,16,1,1]) -> Relu -> y
 //   BN(y) -> Mul(y, s2 [16,1,1]) -> Add(b2 [16,1,1]) -> Relu -> z  (z: the graph output)
-// `side` gives the second Mul a second, non-constant operand instead of s2.
-Graph scale_blocks(bool side = false) {
-  const std::string second_mul = side ? R"(["n2", "x"])" : R"(["n2", "s2"])";
+// `other` is the second Mul's other operand: s2, x (not a constant) or s3 [16, 8, 1] (a constant
+// that broadcasts neither per channel nor over leading dimensions).
+Graph scale_blocks(const std::string& other = "s2") {
+  const std::string second_mul = R"(["n2", ")" + other + R"("])";
   const Json doc = Json::parse(R"({
     "format": "npusim-graph", "version": 1, "name": "scale",
     "tensors": [
@@ -235,6 +236,7 @@ Graph scale_blocks(bool side = false) {
       {"name": "g2", "shape": [16], "constant": true}, {"name": "h2", "shape": [16], "constant": true},
       {"name": "m2", "shape": [16], "constant": true}, {"name": "v2", "shape": [16], "constant": true},
       {"name": "s2", "shape": [16, 1, 1], "constant": true},
+      {"name": "s3", "shape": [16, 8, 1], "constant": true},
       {"name": "b2", "shape": [16, 1, 1], "constant": true},
       {"name": "n2", "shape": [1, 16, 8, 8]}, {"name": "p2", "shape": [1, 16, 8, 8]},
       {"name": "q2", "shape": [1, 16, 8, 8]}, {"name": "z", "shape": [1, 16, 8, 8]}
@@ -247,7 +249,8 @@ Graph scale_blocks(bool side = false) {
       {"name": "add1", "op": "Add", "inputs": ["b1", "p1"], "outputs": ["q1"]},
       {"name": "relu1", "op": "Relu", "inputs": ["q1"], "outputs": ["y"]},
       {"name": "bn2", "op": "BatchNormalization", "inputs": ["y", "g2", "h2", "m2", "v2"], "outputs": ["n2"]},
-      {"name": "mul2", "op": "Mul", "inputs": )" + second_mul + R"(, "outputs": ["p2"]},
+      {"name": "mul2", "op": "Mul", "inputs": )" +
+                               second_mul + R"(, "outputs": ["p2"]},
       {"name": "add2", "op": "Add", "inputs": ["p2", "b2"], "outputs": ["q2"]},
       {"name": "relu2", "op": "Relu", "inputs": ["q2"], "outputs": ["z"]}
     ]})");
@@ -297,13 +300,17 @@ TEST(Fusion, ChannelScaleFoldsIntoTheConvAndElementWiseChainsRunOnEachTile) {
   EXPECT_EQ(schedule_macs(s), graph_macs(g));
 }
 
-// A Mul by another activation is not element-wise with constants: the chain stops before it.
-TEST(Fusion, AnElementWiseChainStopsAtANonConstantOperand) {
-  const Graph g = scale_blocks(true);
-  std::vector<std::string> names;
-  for (const LayerGroup& group : fuse_layer_groups(g)) names.push_back(group.name);
-  EXPECT_THAT(names, ::testing::ElementsAre("fused(conv+bn1+mul1+add1+relu1)", "bn2",
-                                            "fused(mul2+add2+relu2)"));
+// A Mul by another activation, or by a constant every tile would load whole, is not taken: the
+// chain stops before it.
+TEST(Fusion, AnElementWiseChainStopsAtANonConstantOrOddlyBroadcastOperand) {
+  for (const std::string other : {"x", "s3"}) {
+    const Graph g = scale_blocks(other);
+    std::vector<std::string> names;
+    for (const LayerGroup& group : fuse_layer_groups(g)) names.push_back(group.name);
+    EXPECT_THAT(names, ::testing::ElementsAre("fused(conv+bn1+mul1+add1+relu1)", "bn2",
+                                              "fused(mul2+add2+relu2)"))
+        << other;
+  }
 }
 
 // DenseNet-121 (Caffe-converted: each BatchNorm followed by its Scale as Mul and Add). Blocks of

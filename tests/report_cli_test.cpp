@@ -551,8 +551,8 @@ TEST_F(ProfilerCli, ReportFiguresOfARun) {
 // report says so and names the two ways out, each of which works.
 TEST_F(ProfilerCli, ReportOnAggregatedStatsNamesTraceDetailFullAndLayers) {
   const std::string model = (kSource / "models/fc.json").string();
-  ASSERT_EQ(npusim({"estimate", model, "-o", "agg", "-q", "--trace-detail-commands", "1"}).exit_code,
-            0);
+  ASSERT_EQ(
+      npusim({"estimate", model, "-o", "agg", "-q", "--trace-detail-commands", "1"}).exit_code, 0);
   Result r = npusim({"report", "agg"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err.rfind("npusim: error: agg/stats.json: its per-op figures were aggregated into "

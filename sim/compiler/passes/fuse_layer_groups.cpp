@@ -127,13 +127,46 @@ class Grouper {
     return true;
   }
 
+  // A constant a chain may take besides its head's: a scalar, one value per channel (NCHW), or
+  // one that broadcasts over `y`'s leading dimensions (its dims, leading 1s dropped, are y's last
+  // ones: a bias, an attention mask, or y's whole shape), which the tiles stream by rows. Not an
+  // arbitrary broadcast, which every tile would load whole.
+  bool small_constant(std::uint32_t c, std::uint32_t y) const {
+    const Tensor& ct = g_.tensors[c];
+    const Tensor& yt = g_.tensors[y];
+    if (!ct.constant) return false;
+    if (ct.elements() == 1 || per_channel_constant(c, y)) return true;
+    auto first =
+        std::find_if(ct.shape.begin(), ct.shape.end(), [](std::uint64_t d) { return d != 1; });
+    const auto dims = static_cast<std::size_t>(ct.shape.end() - first);
+    return dims <= yt.shape.size() &&
+           std::equal(first, ct.shape.end(), yt.shape.end() - static_cast<std::ptrdiff_t>(dims));
+  }
+
   // Element-wise vector layers (docs/compiler.md, "Groups and fusion"): each output element
   // comes from the same element of its inputs, so a chain of them runs on each tile in turn.
   static bool is_elementwise(const Layer& l) {
-    static const std::vector<std::string_view> kOps = {
-        "BatchNormalization", "Add", "Sub", "Mul", "Div", "Relu", "Clip", "LeakyRelu",
-        "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "Gelu", "Erf", "Exp", "Sqrt",
-        "Reciprocal", "Rsqrt", "Neg", "Abs", "Log"};
+    static const std::vector<std::string_view> kOps = {"BatchNormalization",
+                                                       "Add",
+                                                       "Sub",
+                                                       "Mul",
+                                                       "Div",
+                                                       "Relu",
+                                                       "Clip",
+                                                       "LeakyRelu",
+                                                       "Sigmoid",
+                                                       "HardSigmoid",
+                                                       "HardSwish",
+                                                       "Tanh",
+                                                       "Gelu",
+                                                       "Erf",
+                                                       "Exp",
+                                                       "Sqrt",
+                                                       "Reciprocal",
+                                                       "Rsqrt",
+                                                       "Neg",
+                                                       "Abs",
+                                                       "Log"};
     return std::find(kOps.begin(), kOps.end(), l.op) != kOps.end();
   }
 
@@ -150,7 +183,7 @@ class Grouper {
       const Tensor& out = g_.tensors[l.outputs[0]];
       if (out.shape != y.shape || out.dtype != y.dtype) return;
       for (std::uint32_t t : l.inputs) {
-        if (t != group.output && !g_.tensors[t].constant) return;
+        if (t != group.output && !small_constant(t, group.output)) return;
       }
       append(group, *next);
     }
