@@ -101,7 +101,10 @@ const Json* ops_of(const Json& stats, const std::string& section, const std::str
   if (s.is_object() && s.contains("ops")) return &s["ops"];
   const auto level = stats.find("stats_level");
   const auto aggregated = stats.find("aggregated");
-  if (aggregated != stats.end() && aggregated->is_boolean() && aggregated->get<bool>()) {
+  const bool low_level =
+      level != stats.end() && level->is_number_integer() && level->get<std::int64_t>() < 70;
+  if (!low_level && aggregated != stats.end() && aggregated->is_boolean() &&
+      aggregated->get<bool>()) {
     // Past --trace-detail auto's command threshold the per-op list is summed per layer per
     // engine (op_groups): its spans cannot give the unions the report is made of.
     const auto commands = stats.find("commands");

@@ -286,7 +286,11 @@ TEST(Fusion, ChannelScaleFoldsIntoTheConvAndElementWiseChainsRunOnEachTile) {
       const Command& before = s.commands[c.deps[0]];
       EXPECT_EQ(before.engine, EngineKind::kVector) << c.id;
       EXPECT_EQ(before.slice, c.slice) << c.id;
-      EXPECT_TRUE(c.alloc.empty() && c.free.empty()) << c.id;  // in place
+      EXPECT_TRUE(c.alloc.empty()) << c.id;  // in place, in the head's output buffer
+      // The last op frees the tile's pieces, which every op of the chain may read.
+      EXPECT_EQ(c.free.empty(), op != "Relu") << c.id;
+    } else {
+      EXPECT_TRUE(c.free.empty()) << c.id;
     }
     ops.push_back(op);
   }
@@ -311,6 +315,48 @@ TEST(Fusion, AnElementWiseChainStopsAtANonConstantOrOddlyBroadcastOperand) {
                                               "fused(mul2+add2+relu2)"))
         << other;
   }
+}
+
+// The chain loads its smaller constants once, with the weights; it stops before a layer that
+// would take them past the cap the compiler gives (its weight-chunk budget). Here: bn2's four
+// [16] int8 parameters (64 bytes) and s2 (16) make 80; b2 would make 96. So with a cap of 80,
+// add2 starts a chain of its own.
+TEST(Fusion, AnElementWiseChainKeepsItsConstantsWithinTheWeightBudget) {
+  const Graph g = scale_blocks();
+  std::vector<std::string> names;
+  for (const LayerGroup& group : fuse_layer_groups(g, 80)) names.push_back(group.name);
+  EXPECT_THAT(names, ::testing::ElementsAre("fused(conv+bn1+mul1+add1+relu1)", "fused(bn2+mul2)",
+                                            "fused(add2+relu2)"));
+  names.clear();
+  for (const LayerGroup& group : fuse_layer_groups(g, 96)) names.push_back(group.name);
+  EXPECT_THAT(names, ::testing::ElementsAre("fused(conv+bn1+mul1+add1+relu1)",
+                                            "fused(bn2+mul2+add2+relu2)"));
+}
+
+// A batch norm inside a chain: its [C] parameters are per channel (axis 1), whatever the last
+// dimension is (C = 16, W = 8 here).
+TEST(Fusion, ABatchNormJoinsAChainByItsChannels) {
+  const Json doc = Json::parse(R"({
+    "format": "npusim-graph", "version": 1, "name": "relu_bn",
+    "tensors": [
+      {"name": "x", "shape": [1, 16, 4, 8]}, {"name": "r", "shape": [1, 16, 4, 8]},
+      {"name": "g", "shape": [16], "constant": true}, {"name": "h", "shape": [16], "constant": true},
+      {"name": "m", "shape": [16], "constant": true}, {"name": "v", "shape": [16], "constant": true},
+      {"name": "y", "shape": [1, 16, 4, 8]}
+    ],
+    "inputs": ["x"], "outputs": ["y"],
+    "layers": [
+      {"name": "relu", "op": "Relu", "inputs": ["x"], "outputs": ["r"]},
+      {"name": "bn", "op": "BatchNormalization", "inputs": ["r", "g", "h", "m", "v"], "outputs": ["y"]}
+    ]})");
+  const Graph g = parse_graph_json(doc, "relu_bn.json");
+  std::vector<std::string> names;
+  for (const LayerGroup& group : fuse_layer_groups(g)) names.push_back(group.name);
+  EXPECT_THAT(names, ::testing::ElementsAre("fused(relu+bn)"));
+  // One trip: x in (16 * 4 * 8 = 512 int8 bytes) and the parameters (64), y out (512).
+  const Schedule s = compile_schedule(g, load_hw_config("default"));
+  EXPECT_EQ(bytes_of(s, EngineKind::kDmaIn), 512u + 64u);
+  EXPECT_EQ(bytes_of(s, EngineKind::kDmaOut), 512u);
 }
 
 // DenseNet-121 (Caffe-converted: each BatchNorm followed by its Scale as Mul and Add). Blocks of

@@ -572,6 +572,16 @@ TEST_F(ProfilerCli, ReportOnAggregatedStatsNamesTraceDetailFullAndLayers) {
   r = npusim({"report", "full"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("op types by cycles"), std::string::npos) << r.out;
+  // Aggregated and below level 70: there are no op_groups either, so the level is the reason.
+  ASSERT_EQ(npusim({"estimate", model, "-o", "agg40", "-q", "--trace-detail-commands", "1",
+                    "--stats-level", "40"})
+                .exit_code,
+            0);
+  r = npusim({"report", "agg40"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "npusim: error: agg40/stats.json: written at stats level 40, without per-op figures; "
+            "they need stats level 70 or more (npusim run --stats-level 70)\n");
 }
 
 TEST_F(ProfilerCli, ReportRejectsLowStatsLevelAndBadUsage) {

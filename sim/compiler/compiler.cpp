@@ -171,13 +171,20 @@ struct Emitted {
 };
 
 // The steps of compiling one device's graph: map the groups, emit them, plan residency.
+// The groups (fuse_layer_groups), element-wise chains within the weight-chunk budget; the layouts
+// of the groups made without that budget tell which of their constants stream by rows.
+std::vector<LayerGroup> make_groups(const Graph& graph, const HwConfig& config) {
+  const TensorLayouts layouts = assign_layouts(graph, fuse_layer_groups(graph));
+  return fuse_layer_groups(graph, budgets_of(config).weight_chunk_bytes, &layouts.image);
+}
+
 class DeviceCompiler {
  public:
   DeviceCompiler(const Graph& graph, const HwConfig& config, const CompileOptions& options)
       : graph_(graph),
         config_(config),
         options_(options),
-        groups_(fuse_layer_groups(graph)),
+        groups_(make_groups(graph, config)),
         layouts_(assign_layouts(graph, groups_)),
         search_(make_search(options.search)),
         cost_search_(dynamic_cast<const CostSearch*>(search_.get())),

@@ -415,10 +415,13 @@ Emitter::CommandIndex Emitter::tile(std::uint32_t slice, const LayerGroup& group
   Command s = compute(op, slice, shape);
   const std::string out_buffer = buffer_name();
   s.alloc.push_back({out_buffer, std::max<std::uint64_t>(out_bytes, 1)});
-  s.free = in_buffers;
+  // The last op to read the tile's pieces frees them (a fused op may read a streamed constant).
+  if (then_ops.empty()) s.free = in_buffers;
   CommandIndex compute = emit(std::move(s), "S", s_, group, std::move(compute_deps));
-  for (const std::string& then : then_ops) {
-    compute = emit(this->compute(then, slice, shape), "S", s_, group, {compute});
+  for (std::size_t i = 0; i < then_ops.size(); ++i) {
+    Command then = this->compute(then_ops[i], slice, shape);
+    if (i + 1 == then_ops.size()) then.free = in_buffers;
+    compute = emit(std::move(then), "S", s_, group, {compute});
   }
   const CommandIndex store = store_tile(group, {compute}, out_buffer, out_bytes, out_lo, out_hi,
                                         weights != kNone ? other_readers : nullptr);

@@ -13,7 +13,8 @@ const std::vector<std::string_view> kFusableActivations = {
 
 class Grouper {
  public:
-  explicit Grouper(const Graph& graph) : g_(graph) {
+  Grouper(const Graph& graph, std::uint64_t chain_constant_bytes, const std::vector<bool>* image)
+      : g_(graph), chain_constant_bytes_(chain_constant_bytes), image_(image) {
     for (std::uint32_t l = 0; l < g_.layers.size(); ++l) {
       for (std::uint32_t t : g_.layers[l].inputs) consumers_[t].push_back(l);
       for (std::uint32_t t : g_.layers[l].outputs) producer_[t] = l;
@@ -129,8 +130,8 @@ class Grouper {
 
   // A constant a chain may take besides its head's: a scalar, one value per channel (NCHW), or
   // one that broadcasts over `y`'s leading dimensions (its dims, leading 1s dropped, are y's last
-  // ones: a bias, an attention mask, or y's whole shape), which the tiles stream by rows. Not an
-  // arbitrary broadcast, which every tile would load whole.
+  // ones: a bias, an attention mask, or y's whole shape). Other broadcasts would be loaded whole
+  // with the weights however large they are.
   bool small_constant(std::uint32_t c, std::uint32_t y) const {
     const Tensor& ct = g_.tensors[c];
     const Tensor& yt = g_.tensors[y];
@@ -172,8 +173,14 @@ class Grouper {
 
   // An element-wise vector head, then each element-wise layer that is the only reader of the
   // chain so far and whose other operands are constants, of the chain's shape and dtype: one
-  // trip through local memory instead of one per layer. Each still costs its own vector op.
+  // trip through local memory instead of one per layer. Each still costs its own vector op. The
+  // chain's smaller constants are loaded once, with the weights: it stops before a layer that
+  // would take them past `chain_constant_bytes`, so it fits wherever its head alone does.
   void fuse_elementwise_chain(LayerGroup& group) const {
+    std::uint64_t constant_bytes = 0;
+    for (std::uint32_t t : g_.layers[group.layers[0]].inputs) {
+      constant_bytes += once_bytes(t, group.output);
+    }
     for (;;) {
       const auto next = sole_consumer(group.output);
       if (!next) return;
@@ -182,11 +189,35 @@ class Grouper {
       if (!is_elementwise(l) || l.outputs.size() != 1) return;
       const Tensor& out = g_.tensors[l.outputs[0]];
       if (out.shape != y.shape || out.dtype != y.dtype) return;
-      for (std::uint32_t t : l.inputs) {
-        if (t != group.output && !small_constant(t, group.output)) return;
+      std::uint64_t added = 0;
+      for (std::size_t i = 0; i < l.inputs.size(); ++i) {
+        const std::uint32_t t = l.inputs[i];
+        if (t == group.output) continue;
+        // A batch norm's scale, bias, mean and variance hold one value per channel (axis 1).
+        const bool ok = l.op == "BatchNormalization"
+                            ? i > 0 && g_.tensors[t].constant && y.shape.size() >= 2 &&
+                                  g_.tensors[t].elements() == y.shape[1]
+                            : small_constant(t, group.output);
+        if (!ok) return;
+        added += once_bytes(t, group.output);
       }
+      if (constant_bytes + added > chain_constant_bytes_) return;
+      constant_bytes += added;
       append(group, *next);
     }
+  }
+
+  // The bytes of `t` a chain may load once with its weights: a constant smaller than `y`, but for
+  // one the tiles stream by rows (vector.h, Feed::kRows): of y's last dimension, broadcast over
+  // its leading ones, when y is not an NHWC image. Without `image_` every smaller one counts.
+  std::uint64_t once_bytes(std::uint32_t t, std::uint32_t y) const {
+    const Tensor& tt = g_.tensors[t];
+    const Tensor& yt = g_.tensors[y];
+    if (!tt.constant || tt.elements() >= yt.elements()) return 0;
+    const bool by_rows = image_ != nullptr && !(*image_)[y] && tt.shape.size() >= 2 &&
+                         !yt.shape.empty() && tt.shape.back() == yt.shape.back() &&
+                         small_constant(t, y);
+    return by_rows ? 0 : tt.bytes();
   }
 
   // Conv[+BN] -> Add(y, r): r an activation of y's shape and dtype that is written before the
@@ -279,13 +310,18 @@ class Grouper {
   }
 
   const Graph& g_;
+  const std::uint64_t chain_constant_bytes_;
+  const std::vector<bool>* image_;  // per tensor: an NHWC image (assign_layouts), if known
   std::map<std::uint32_t, std::vector<std::uint32_t>> consumers_;
   std::map<std::uint32_t, std::uint32_t> producer_;  // tensor -> the layer that writes it
 };
 
 }  // namespace
 
-std::vector<LayerGroup> fuse_layer_groups(const Graph& graph) { return Grouper(graph).run(); }
+std::vector<LayerGroup> fuse_layer_groups(const Graph& graph, std::uint64_t chain_constant_bytes,
+                                          const std::vector<bool>* image) {
+  return Grouper(graph, chain_constant_bytes, image).run();
+}
 
 GroupKind group_kind(const Graph& graph, const LayerGroup& group) {
   const std::string& op = graph.layers[group.layers[0]].op;

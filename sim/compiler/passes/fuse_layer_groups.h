@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,7 +46,14 @@ enum class GroupKind : std::uint8_t {
 GroupKind group_kind(const Graph& graph, const LayerGroup& group);
 
 // The groups in the order the compiler emits them: by head, in layer order. Every layer is in
-// exactly one group.
-std::vector<LayerGroup> fuse_layer_groups(const Graph& graph);
+// exactly one group. An element-wise chain stops before a layer that would take the constants it
+// loads once (its head's included) past `chain_constant_bytes`: the compiler passes its
+// weight-chunk budget, so a chain fits wherever its head alone does. `image` (per tensor: an NHWC
+// image, as assign_layouts lays out groups made without it; fusion changes no tensor's layout)
+// tells which constants the tiles stream by rows rather than load once; without it, all count.
+std::vector<LayerGroup> fuse_layer_groups(
+    const Graph& graph,
+    std::uint64_t chain_constant_bytes = std::numeric_limits<std::uint64_t>::max(),
+    const std::vector<bool>* image = nullptr);
 
 }  // namespace npusim
