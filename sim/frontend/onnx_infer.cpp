@@ -429,7 +429,7 @@ Value concat(const Ctx& c) {
              " differ outside axis " + std::to_string(axis));
       }
     }
-    shape[ax] += x->shape[ax];
+    shape[ax] = checked_add(shape[ax], x->shape[ax]);
     have = have && x->data.has_value();
   }
   Value v = make(result_type(xs), shape);
@@ -930,7 +930,7 @@ Value pad(const Ctx& c) {
   for (std::size_t k = 0; k < axes.size(); ++k) {
     const std::size_t a =
         static_cast<std::size_t>(normalize_axis(axes[k], static_cast<std::int64_t>(r)));
-    shape[a] += pads[k] + pads[k + axes.size()];
+    shape[a] = checked_add(shape[a], checked_add(pads[k], pads[k + axes.size()]));
     if (shape[a] < 0) fail("pads " + dims_text(pads) + " remove more than the input has");
   }
   return make(x.elem_type, shape);
