@@ -359,6 +359,34 @@ TEST(Fusion, ABatchNormJoinsAChainByItsChannels) {
   EXPECT_EQ(bytes_of(s, EngineKind::kDmaOut), 512u);
 }
 
+// PyTorch's classic MNIST example pools before its ReLU: conv1 (1 -> 10 channels, 5x5) on
+// 28x28 -> 24x24, max pool 2 -> 12x12, relu; conv2 (10 -> 20, 5x5) -> 8x8, pool -> 4x4, relu.
+// The Relu is a clamp of the pool's output and fuses into it: no Relu command, and the pool's
+// group stores its output at most once (none when it stays on chip for the next conv): 10 * 12 *
+// 12 and 20 * 4 * 4 float32 elements.
+TEST(Fusion, APoolTakesTheReluAfterIt) {
+  const Graph g = import_onnx(kShared + "mnist_cnn_pytorch.onnx", {});
+  std::vector<std::string> names;
+  for (const LayerGroup& group : fuse_layer_groups(g)) names.push_back(group.name);
+  EXPECT_THAT(names, ::testing::Contains("fused(MaxPool_1+Relu_2)"));
+  EXPECT_THAT(names, ::testing::Contains("fused(MaxPool_4+Relu_5)"));
+  CompileOptions through_dram;
+  through_dram.residency = false;
+  through_dram.chains = false;
+  const Schedule s = compile_schedule(g, load_hw_config("default"), through_dram);
+  EXPECT_THAT(bytes_of(s, EngineKind::kDmaOut, "fused(MaxPool_1+Relu_2)"),
+              ::testing::AnyOf(0u, 10u * 12u * 12u * 4u));
+  EXPECT_THAT(bytes_of(s, EngineKind::kDmaOut, "fused(MaxPool_4+Relu_5)"),
+              ::testing::AnyOf(0u, 20u * 4u * 4u * 4u));
+  for (const Command& c : s.commands) {
+    EXPECT_TRUE(c.layer != "Relu_2" && c.layer != "Relu_5") << c.id;
+    if (c.engine == EngineKind::kVector) {
+      EXPECT_NE(op_table()[c.op].name, "Relu") << c.layer;
+    }
+  }
+  EXPECT_EQ(schedule_macs(s), graph_macs(g));
+}
+
 // DenseNet-121 (Caffe-converted: each BatchNorm followed by its Scale as Mul and Add). Blocks of
 // 6, 12, 24 and 16 dense layers = 58, each BN-Scale-Relu -> 1x1 conv -> BN-Scale-Relu -> 3x3
 // conv; three transitions BN-Scale-Relu -> 1x1 conv -> average pool; the stem conv ->

@@ -60,6 +60,8 @@ class Grouper {
         fuse_residual(group);
       }
       if (!fuse_activation(group)) fuse_gated_activation(group);
+    } else if (head.op == "MaxPool" || head.op == "AveragePool") {
+      fuse_clamp(group);
     } else if (is_elementwise(head) && head.outputs.size() == 1) {
       fuse_elementwise_chain(group);
     }
@@ -252,6 +254,16 @@ class Grouper {
     }
     append(group, *next);
     return true;
+  }
+
+  // A pool's Relu or Clip (PyTorch's classic MNIST net pools before its ReLU): a clamp of each
+  // output the pool writes, as its max starts from the clamp's floor, so it costs nothing.
+  void fuse_clamp(LayerGroup& group) const {
+    const auto next = sole_consumer(group.output);
+    if (next && (g_.layers[*next].op == "Relu" || g_.layers[*next].op == "Clip") &&
+        g_.layers[*next].outputs.size() == 1) {
+      append(group, *next);
+    }
   }
 
   // x * f(x), f Sigmoid (SiLU / Swish, as YOLOv5, YOLOX and EfficientNet export it) or HardSigmoid
