@@ -26,6 +26,8 @@ std::int64_t checked_mul(std::int64_t a, std::int64_t b) {
   if (__builtin_mul_overflow(a, b, &r)) fail("a size or window exceeds 64 bits");
   return r;
 }
+// ceil(a / b) for a >= 0, b > 0, without the a + b - 1 that could pass 64 bits.
+std::int64_t ceil_div_positive(std::int64_t a, std::int64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
 // A dim computed in floating point (a Resize's scales): finite and within int64, else an error.
 std::int64_t dim_from_double(double d) {
   if (!(d >= 0 && d < 9.2e18)) fail("scales give an output dim out of range");
@@ -525,11 +527,18 @@ Value slice(const Ctx& c) {
     if (st > 0) {
       s = std::clamp<std::int64_t>(s, 0, dim);
       e = std::clamp<std::int64_t>(e, 0, dim);
-      shape[a] = e > s ? (e - s + st - 1) / st : 0;
+      shape[a] = e > s ? ceil_div_positive(e - s, st) : 0;
+    } else if (dim == 0) {  // nothing to take, and clamping to [0, dim - 1] would be empty
+      s = 0;
+      shape[a] = 0;
     } else {
       s = std::clamp<std::int64_t>(s, 0, dim - 1);
       e = std::clamp<std::int64_t>(e, -1, dim - 1);
-      shape[a] = s > e ? (s - e - st - 1) / (-st) : 0;
+      // |st|, where -INT64_MIN would overflow: any span within a dim is one step of either.
+      const std::int64_t back = st == std::numeric_limits<std::int64_t>::min()
+                                    ? std::numeric_limits<std::int64_t>::max()
+                                    : -st;
+      shape[a] = s > e ? ceil_div_positive(s - e, back) : 0;
     }
     begin[a] = s;
     step[a] = st;
@@ -569,8 +578,12 @@ std::vector<Value> split(const Ctx& c) {
   const std::int64_t dim = x.shape[ax];
   if (sizes.empty()) {
     const std::int64_t parts = static_cast<std::int64_t>(n);
-    const std::int64_t chunk = (dim + parts - 1) / parts;  // opset 18: the last part is smaller
-    for (std::int64_t k = 0; k < parts; ++k) sizes.push_back(std::min(chunk, dim - k * chunk));
+    // ceil(dim / parts), without dim + parts - 1 (dim comes from the file); opset 18: the last
+    // part is smaller.
+    const std::int64_t chunk = ceil_div_positive(dim, parts);
+    for (std::int64_t k = 0; k < parts; ++k) {
+      sizes.push_back(std::min(chunk, dim - checked_mul(k, chunk)));
+    }
   }
   if (sizes.size() != n)
     fail("split has " + std::to_string(sizes.size()) + " parts for " + std::to_string(n) +
@@ -578,7 +591,7 @@ std::vector<Value> split(const Ctx& c) {
   std::int64_t total = 0;
   for (std::int64_t s : sizes) {
     if (s < 0) fail("split " + dims_text(sizes) + " has a negative part");
-    total += s;
+    total = checked_add(total, s);
   }
   if (total != dim)
     fail("split " + dims_text(sizes) + " does not add up to " + std::to_string(dim));
