@@ -27,7 +27,9 @@ std::int64_t checked_mul(std::int64_t a, std::int64_t b) {
   return r;
 }
 // ceil(a / b) for a >= 0, b > 0, without the a + b - 1 that could pass 64 bits.
-std::int64_t ceil_div_positive(std::int64_t a, std::int64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
+std::int64_t ceil_div_positive(std::int64_t a, std::int64_t b) {
+  return a / b + (a % b != 0 ? 1 : 0);
+}
 // A dim computed in floating point (a Resize's scales): finite and within int64, else an error.
 std::int64_t dim_from_double(double d) {
   if (!(d >= 0 && d < 9.2e18)) fail("scales give an output dim out of range");
