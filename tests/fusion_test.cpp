@@ -387,6 +387,38 @@ TEST(Fusion, APoolTakesTheReluAfterIt) {
   EXPECT_EQ(schedule_macs(s), graph_macs(g));
 }
 
+// Refused: a Clip whose min is computed (an epilogue loads nothing for it, so the Sigmoid's
+// output would be read by no one), after a pool and after a conv; and a Relu after a pool with a
+// second output (the group's other outputs are its last layer's).
+TEST(Fusion, APoolOrConvKeepsAComputedClipBoundAndAPoolWithTwoOutputsItsRelu) {
+  const Json doc = Json::parse(R"({
+    "format": "npusim-graph", "version": 1, "name": "refused",
+    "tensors": [
+      {"name": "x", "shape": [1, 8, 8, 8]}, {"name": "w", "shape": [8, 8, 1, 1], "constant": true},
+      {"name": "lo_in", "shape": [1]}, {"name": "lo", "shape": [1]},
+      {"name": "p", "shape": [1, 8, 4, 4]}, {"name": "pc", "shape": [1, 8, 4, 4]},
+      {"name": "c", "shape": [1, 8, 4, 4]}, {"name": "cc", "shape": [1, 8, 4, 4]},
+      {"name": "q", "shape": [1, 8, 2, 2]}, {"name": "idx", "shape": [1, 8, 2, 2]},
+      {"name": "qr", "shape": [1, 8, 2, 2]}, {"name": "s", "shape": [1, 8, 2, 2]}
+    ],
+    "inputs": ["x", "lo_in"], "outputs": ["qr", "s"],
+    "layers": [
+      {"name": "lo_of", "op": "Sigmoid", "inputs": ["lo_in"], "outputs": ["lo"]},
+      {"name": "pool", "op": "MaxPool", "inputs": ["x"], "outputs": ["p"], "attrs": {"kernel_shape": [2, 2], "strides": [2, 2]}},
+      {"name": "clip1", "op": "Clip", "inputs": ["p", "lo"], "outputs": ["pc"]},
+      {"name": "conv", "op": "Conv", "inputs": ["pc", "w"], "outputs": ["c"], "attrs": {"kernel_shape": [1, 1]}},
+      {"name": "clip2", "op": "Clip", "inputs": ["c", "lo"], "outputs": ["cc"]},
+      {"name": "pool2", "op": "MaxPool", "inputs": ["cc"], "outputs": ["q", "idx"], "attrs": {"kernel_shape": [2, 2], "strides": [2, 2]}},
+      {"name": "relu", "op": "Relu", "inputs": ["q"], "outputs": ["qr"]},
+      {"name": "sig", "op": "Sigmoid", "inputs": ["idx"], "outputs": ["s"]}
+    ]})");
+  const Graph g = parse_graph_json(doc, "refused.json");
+  std::vector<std::string> names;
+  for (const LayerGroup& group : fuse_layer_groups(g)) names.push_back(group.name);
+  EXPECT_THAT(names, ::testing::ElementsAre("lo_of", "pool", "clip1", "conv", "clip2", "pool2",
+                                            "relu", "sig"));
+}
+
 // DenseNet-121 (Caffe-converted: each BatchNorm followed by its Scale as Mul and Add). Blocks of
 // 6, 12, 24 and 16 dense layers = 58, each BN-Scale-Relu -> 1x1 conv -> BN-Scale-Relu -> 3x3
 // conv; three transitions BN-Scale-Relu -> 1x1 conv -> average pool; the stem conv ->

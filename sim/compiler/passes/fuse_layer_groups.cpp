@@ -44,9 +44,11 @@ class Grouper {
   }
 
   // An array layer's group is its head, then as many of these epilogue stages as match, in
-  // order: a batch norm (Conv) or a constant bias Add (MatMul); the residual Add of an earlier
-  // activation (Conv); one activation, or x * f(x) with f Sigmoid or HardSigmoid (SiLU, HardSwish);
-  // a Quantize (requantisation). A vector layer's group may end with a Quantize too.
+  // order: a batch norm (Conv) or a constant bias Add (MatMul); a per-channel scale and shift
+  // (Conv); the residual Add of an earlier activation (Conv); one activation, or x * f(x) with f
+  // Sigmoid or HardSigmoid (SiLU, HardSwish); a Quantize (requantisation). A pool takes a Relu or
+  // Clip; an element-wise vector layer a chain of element-wise layers; a vector layer's group may
+  // end with a Quantize too.
   LayerGroup make_group(std::uint32_t first) const {
     LayerGroup group;
     group.layers = {first};
@@ -248,20 +250,34 @@ class Grouper {
 
   bool fuse_activation(LayerGroup& group) const {
     const auto next = sole_consumer(group.output);
-    if (!next || std::find(kFusableActivations.begin(), kFusableActivations.end(),
-                           g_.layers[*next].op) == kFusableActivations.end()) {
+    if (!next ||
+        std::find(kFusableActivations.begin(), kFusableActivations.end(), g_.layers[*next].op) ==
+            kFusableActivations.end() ||
+        !constant_bounds(g_.layers[*next])) {
       return false;
     }
     append(group, *next);
     return true;
   }
 
-  // A pool's Relu or Clip (PyTorch's classic MNIST net pools before its ReLU): a clamp of each
-  // output the pool writes, as its max starts from the clamp's floor, so it costs nothing.
+  // An activation whose operands past the first (a Clip's min and max) are constants: an epilogue
+  // loads nothing for it, so a computed bound must not be fused away.
+  bool constant_bounds(const Layer& l) const {
+    for (std::size_t i = 1; i < l.inputs.size(); ++i) {
+      if (!g_.tensors[l.inputs[i]].constant) return false;
+    }
+    return true;
+  }
+
+  // A pool's Relu or Clip with constant bounds (PyTorch's classic MNIST net pools before its
+  // ReLU): a clamp of each output as the pool writes it, counted free like an array's epilogue
+  // (exactly free for a max pool's floor, which its running max can start from). Only for a pool
+  // with one output: the group's other outputs are its last layer's.
   void fuse_clamp(LayerGroup& group) const {
     const auto next = sole_consumer(group.output);
-    if (next && (g_.layers[*next].op == "Relu" || g_.layers[*next].op == "Clip") &&
-        g_.layers[*next].outputs.size() == 1) {
+    if (next && g_.layers[group.layers[0]].outputs.size() == 1 &&
+        (g_.layers[*next].op == "Relu" || g_.layers[*next].op == "Clip") &&
+        g_.layers[*next].outputs.size() == 1 && constant_bounds(g_.layers[*next])) {
       append(group, *next);
     }
   }
