@@ -196,7 +196,12 @@ std::vector<std::size_t> broadcast_map(const Dims& in, const Dims& out) {
   return map;
 }
 
-bool small(const Dims& shape) { return product(shape) <= kMaxFoldElements; }
+// A shape whose values are worth folding: at most kMaxFoldElements, and no negative dim making
+// the product negative (such a shape is refused where it is made; this keeps a slip harmless).
+bool small(const Dims& shape) {
+  const std::int64_t n = product(shape);
+  return n >= 0 && n <= kMaxFoldElements;
+}
 
 // Element type of an op's result: that of its first non-constant operand. A folded constant may
 // keep a narrower type than the graph computes in (an int8 weight whose DequantizeLinear folded).
@@ -1067,6 +1072,9 @@ Dims broadcast_dims(const Dims& a, const Dims& b) {
   for (std::size_t k = 0; k < out.size(); ++k) {
     const std::int64_t da = k < a.size() ? a[a.size() - 1 - k] : 1;
     const std::int64_t db = k < b.size() ? b[b.size() - 1 - k] : 1;
+    if (da < 0 || db < 0) {
+      fail("shapes " + dims_text(a) + " and " + dims_text(b) + " have a negative dim");
+    }
     if (da != db && da != 1 && db != 1) {
       fail("shapes " + dims_text(a) + " and " + dims_text(b) + " do not broadcast");
     }
