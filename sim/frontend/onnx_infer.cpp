@@ -8,6 +8,8 @@
 #include <map>
 #include <numeric>
 
+#include "sim/util/math.h"
+
 namespace npusim::onnx_detail {
 namespace {
 
@@ -26,9 +28,12 @@ std::int64_t checked_mul(std::int64_t a, std::int64_t b) {
   if (__builtin_mul_overflow(a, b, &r)) fail("a size or window exceeds 64 bits");
   return r;
 }
-// ceil(a / b) for a >= 0, b > 0, without the a + b - 1 that could pass 64 bits.
-std::int64_t ceil_div_positive(std::int64_t a, std::int64_t b) {
-  return a / b + (a % b != 0 ? 1 : 0);
+// ceil(a / b) for a >= 0 and b != 0 taken as |b| (INT64_MIN included), with util's ceil_div,
+// which needs no a + b - 1 that could pass 64 bits.
+std::int64_t ceil_div_by_magnitude(std::int64_t a, std::int64_t b) {
+  const std::uint64_t magnitude =
+      b < 0 ? std::uint64_t{0} - static_cast<std::uint64_t>(b) : static_cast<std::uint64_t>(b);
+  return static_cast<std::int64_t>(ceil_div(static_cast<std::uint64_t>(a), magnitude));
 }
 // A dim computed in floating point (a Resize's scales): finite and within int64, else an error.
 std::int64_t dim_from_double(double d) {
@@ -534,18 +539,14 @@ Value slice(const Ctx& c) {
     if (st > 0) {
       s = std::clamp<std::int64_t>(s, 0, dim);
       e = std::clamp<std::int64_t>(e, 0, dim);
-      shape[a] = e > s ? ceil_div_positive(e - s, st) : 0;
+      shape[a] = e > s ? ceil_div_by_magnitude(e - s, st) : 0;
     } else if (dim == 0) {  // nothing to take, and clamping to [0, dim - 1] would be empty
       s = 0;
       shape[a] = 0;
     } else {
       s = std::clamp<std::int64_t>(s, 0, dim - 1);
       e = std::clamp<std::int64_t>(e, -1, dim - 1);
-      // |st|, where -INT64_MIN would overflow: any span within a dim is one step of either.
-      const std::int64_t back = st == std::numeric_limits<std::int64_t>::min()
-                                    ? std::numeric_limits<std::int64_t>::max()
-                                    : -st;
-      shape[a] = s > e ? ceil_div_positive(s - e, back) : 0;
+      shape[a] = s > e ? ceil_div_by_magnitude(s - e, st) : 0;
     }
     begin[a] = s;
     step[a] = st;
@@ -587,7 +588,7 @@ std::vector<Value> split(const Ctx& c) {
     const std::int64_t parts = static_cast<std::int64_t>(n);
     // ceil(dim / parts), without dim + parts - 1 (dim comes from the file); opset 18: the last
     // part is smaller.
-    const std::int64_t chunk = ceil_div_positive(dim, parts);
+    const std::int64_t chunk = ceil_div_by_magnitude(dim, parts);
     for (std::int64_t k = 0; k < parts; ++k) {
       sizes.push_back(std::min(chunk, dim - checked_mul(k, chunk)));
     }

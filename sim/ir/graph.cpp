@@ -152,6 +152,16 @@ std::optional<std::uint32_t> Graph::find_tensor(std::string_view tensor_name) co
   return std::nullopt;
 }
 
+bool is_elementwise_op(std::string_view op) {
+  // clang-format off
+  static const std::vector<std::string_view> ops = {
+      "BatchNormalization", "Add", "Sub", "Mul", "Div", "Relu", "Clip", "LeakyRelu", "Sigmoid",
+      "HardSigmoid", "HardSwish", "Tanh", "Gelu", "Erf", "Exp", "Sqrt", "Reciprocal", "Rsqrt",
+      "Neg", "Abs", "Log"};
+  // clang-format on
+  return std::find(ops.begin(), ops.end(), op) != ops.end();
+}
+
 OpClass classify_op(std::string_view op) {
   static const std::vector<std::pair<std::string_view, OpClass>> table = {
       {"Conv", OpClass::kArray},

@@ -93,6 +93,9 @@ struct Graph {
 // What the compiler does with a graph op.
 enum class OpClass : std::uint8_t { kArray, kVector, kCopy, kView, kBatchNorm, kHost, kUnknown };
 OpClass classify_op(std::string_view op);
+// Element-wise graph ops: each output element comes from the same element of each (broadcast)
+// input, so a chain of them can run on a tile in turn (docs/compiler.md, "Groups and fusion").
+bool is_elementwise_op(std::string_view op);
 
 // Multiply-accumulates of a layer as a model architect counts them (Conv and MatMul; 0 for the
 // rest). The compiled schedule's MACs must add up to the sum over the graph.

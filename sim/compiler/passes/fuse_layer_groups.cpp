@@ -64,7 +64,7 @@ class Grouper {
       if (!fuse_activation(group)) fuse_gated_activation(group);
     } else if (head.op == "MaxPool" || head.op == "AveragePool") {
       fuse_clamp(group);
-    } else if (is_elementwise(head) && head.outputs.size() == 1) {
+    } else if (is_elementwise_op(head.op) && head.outputs.size() == 1) {
       fuse_elementwise_chain(group);
     }
     if (cls == OpClass::kArray || (cls == OpClass::kVector && head.op != "Quantize" &&
@@ -105,12 +105,11 @@ class Grouper {
       const auto next = sole_consumer(group.output);
       if (!next) return;
       const Layer& l = g_.layers[*next];
-      if (l.op != op || l.inputs.size() != 2 || l.inputs[0] != group.output) {
-        // Mul and Add commute: the constant may come first.
-        const bool commutes = l.op == op && (l.op == "Mul" || l.op == "Add") &&
-                              l.inputs.size() == 2 && l.inputs[1] == group.output;
-        if (!commutes) continue;
-      }
+      if (l.op != op || l.inputs.size() != 2) continue;
+      // y first; Mul and Add commute, so for them the constant may come first.
+      const bool y_first = l.inputs[0] == group.output;
+      const bool y_second = l.inputs[1] == group.output && (l.op == "Mul" || l.op == "Add");
+      if (!y_first && !y_second) continue;
       const std::uint32_t c = l.inputs[0] == group.output ? l.inputs[1] : l.inputs[0];
       if (!per_channel_constant(c, group.output)) continue;
       append(group, *next);
@@ -148,33 +147,6 @@ class Grouper {
            std::equal(first, ct.shape.end(), yt.shape.end() - static_cast<std::ptrdiff_t>(dims));
   }
 
-  // Element-wise vector layers (docs/compiler.md, "Groups and fusion"): each output element
-  // comes from the same element of its inputs, so a chain of them runs on each tile in turn.
-  static bool is_elementwise(const Layer& l) {
-    static const std::vector<std::string_view> kOps = {"BatchNormalization",
-                                                       "Add",
-                                                       "Sub",
-                                                       "Mul",
-                                                       "Div",
-                                                       "Relu",
-                                                       "Clip",
-                                                       "LeakyRelu",
-                                                       "Sigmoid",
-                                                       "HardSigmoid",
-                                                       "HardSwish",
-                                                       "Tanh",
-                                                       "Gelu",
-                                                       "Erf",
-                                                       "Exp",
-                                                       "Sqrt",
-                                                       "Reciprocal",
-                                                       "Rsqrt",
-                                                       "Neg",
-                                                       "Abs",
-                                                       "Log"};
-    return std::find(kOps.begin(), kOps.end(), l.op) != kOps.end();
-  }
-
   // An element-wise vector head, then each element-wise layer that is the only reader of the
   // chain so far and whose other operands are constants, of the chain's shape and dtype: one
   // trip through local memory instead of one per layer. Each still costs its own vector op. The
@@ -190,7 +162,7 @@ class Grouper {
       if (!next) return;
       const Layer& l = g_.layers[*next];
       const Tensor& y = g_.tensors[group.output];
-      if (!is_elementwise(l) || l.outputs.size() != 1) return;
+      if (!is_elementwise_op(l.op) || l.outputs.size() != 1) return;
       const Tensor& out = g_.tensors[l.outputs[0]];
       if (out.shape != y.shape || out.dtype != y.dtype) return;
       std::uint64_t added = 0;
