@@ -988,7 +988,6 @@ void finalize_schedule(Schedule& sched, const HwConfig& config, Diagnostics& dia
       cmd.isolated_cycles = c.cycles;
       cmd.macs = c.macs;
       cmd.vector_macs = c.vector_macs;
-      cmd.energy = c.energy;
     } catch (const std::overflow_error&) {
       diag.error(cptr(i) + "/shape",
                  cmd.engine == EngineKind::kHost

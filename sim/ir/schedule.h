@@ -8,7 +8,6 @@
 #include <variant>
 #include <vector>
 
-#include "profiler/energy.h"
 #include "profiler/interned_string.h"
 #include "sim/config/hw_config.h"
 #include "sim/ir/ops.h"
@@ -84,7 +83,8 @@ struct Command {
   // Cycles on its unit with DRAM to itself: compute_cycles for slice commands, the isolated
   // transfer time for DMA commands. The estimator's duration.
   std::uint64_t isolated_cycles = 0;
-  profiler::DynamicEnergy energy{};  // from the same counts (sim/cost/energy.h)
+  // Its dynamic energy is not kept here: make_workload asks the cost model for it, so that a
+  // schedule of millions of commands holds it once, in the profiler's workload.
 };
 
 struct TensorInfo {
