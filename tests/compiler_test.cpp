@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
 #include <optional>
 #include <sstream>
 
@@ -968,6 +969,102 @@ TEST(CompilerParts, AnOutputOnlyTheNextGroupReadsIsNotWrittenToDram) {
   finalize_schedule(s, config, diag);
   ASSERT_TRUE(diag.empty());
   EXPECT_EQ(schedule_macs(s), graph_macs(g));
+}
+
+// ---- layers that move no data (docs/compiler.md, "Views") -------------------------------------
+
+// conv1 (1x1, 8 -> 8) on a 4x4 int8 image (graph JSON's default dtype), then `middle` (the layers that rearrange its output
+// into `s`), then conv2 (1x1, c2_in -> 4) reading s.
+Graph rearranged(const std::string& extra_tensors, const std::string& middle, int c2_in) {
+  const std::string c2 = std::to_string(c2_in);
+  return parse_graph_json(Json::parse(R"({"format": "npusim-graph", "version": 1, "name": "v",
+    "tensors": [{"name": "x", "shape": [1, 8, 4, 4]}, {"name": "w1", "shape": [8, 8, 1, 1], "constant": true},
+                {"name": "y", "shape": [1, 8, 4, 4]}, {"name": "s", "shape": [1, )" + c2 + R"(, 4, 4]},
+                {"name": "w2", "shape": [4, )" + c2 + R"(, 1, 1], "constant": true},
+                {"name": "z", "shape": [1, 4, 4, 4]})" + extra_tensors + R"(],
+    "inputs": ["x"], "outputs": ["z"],
+    "layers": [{"name": "conv1", "op": "Conv", "inputs": ["x", "w1"], "outputs": ["y"], "attrs": {"kernel_shape": [1, 1]}},
+               )" + middle + R"(,
+               {"name": "conv2", "op": "Conv", "inputs": ["s", "w2"], "outputs": ["z"], "attrs": {"kernel_shape": [1, 1]}}]})"),
+                          "v.json");
+}
+
+TEST(Compiler, AChannelShuffleAndAGatherOfOneIndexMoveNoData) {
+  // ShuffleNet's channel shuffle, Reshape [1,2,4,4,4] -> Transpose [0,2,1,3,4] -> Reshape, keeps
+  // each 4x4 plane whole: conv2's DMA reads the planes in the shuffled order, as it reads a
+  // Concat's parts, so nothing is copied. Through DRAM (no residency) the loads are x (8*16 =
+  // 128 B), w1 (8*8 = 64 B), s (128 B) and w2 (4*8 = 32 B): 352 B; the stores y and z,
+  // 128 + 4*16 = 192 B. The same graph with a Reshape where the Transpose is moves the same.
+  const std::string shuffle_tensors =
+      R"(, {"name": "r", "shape": [1, 2, 4, 4, 4]}, {"name": "t", "shape": [1, 4, 2, 4, 4]})";
+  const auto middle = [](const std::string& op, const std::string& attrs) {
+    return R"({"name": "r", "op": "Reshape", "inputs": ["y"], "outputs": ["r"]},
+               {"name": "tr", "op": ")" +
+           op + R"(", "inputs": ["r"], "outputs": ["t"])" + attrs + R"(},
+               {"name": "back", "op": "Reshape", "inputs": ["t"], "outputs": ["s"]})";
+  };
+  CompileOptions through_dram;
+  through_dram.residency = false;
+  const HwConfig config = parse_hw_config("{}", "default.json");
+  const Schedule shuffled = compile_schedule(
+      rearranged(shuffle_tensors, middle("Transpose", R"(, "attrs": {"perm": [0, 2, 1, 3, 4]})"), 8),
+      config, through_dram);
+  const Schedule reshaped =
+      compile_schedule(rearranged(shuffle_tensors, middle("Reshape", ""), 8), config, through_dram);
+  const auto bytes = [](const Schedule& s, EngineKind engine) {
+    std::uint64_t total = 0;
+    for (const Command& c : s.commands) total += c.engine == engine ? c.bytes : 0;
+    return total;
+  };
+  for (const Command& c : shuffled.commands) EXPECT_NE(c.layer, "tr") << c.id;
+  EXPECT_EQ(bytes(shuffled, EngineKind::kDmaIn), 352u);
+  EXPECT_EQ(bytes(shuffled, EngineKind::kDmaOut), 192u);
+  EXPECT_EQ(bytes(reshaped, EngineKind::kDmaIn), 352u);
+  EXPECT_EQ(shuffled.commands.size(), reshaped.commands.size());
+
+  // The two halves of a shuffle, as FastestDet's export takes them: Reshape [2,4,4,4], then
+  // Gather index 1 of axis 0, the second half. conv2 reads its 4*16 = 64 B in place, as from the
+  // Slice it equals: loads 128 + 64 + 64 + w2 (4*4 = 16) = 272 B.
+  const std::string half_tensors =
+      R"(, {"name": "r", "shape": [2, 4, 4, 4]}, {"name": "i", "shape": [1], "constant": true},
+         {"name": "t", "shape": [1, 4, 4, 4]})";
+  const auto pick = [](const std::string& op, const std::string& inputs) {
+    return R"({"name": "r", "op": "Reshape", "inputs": ["y"], "outputs": ["r"]},
+               {"name": "tr", "op": ")" +
+           op + R"(", "inputs": [)" + inputs + R"(], "outputs": ["t"]},
+               {"name": "back", "op": "Reshape", "inputs": ["t"], "outputs": ["s"]})";
+  };
+  const Schedule gathered =
+      compile_schedule(rearranged(half_tensors, pick("Gather", R"("r", "i")"), 4), config,
+                       through_dram);
+  const Schedule sliced =
+      compile_schedule(rearranged(half_tensors, pick("Slice", R"("r")"), 4), config, through_dram);
+  for (const Command& c : gathered.commands) EXPECT_NE(c.layer, "tr") << c.id;
+  EXPECT_EQ(bytes(gathered, EngineKind::kDmaIn), 272u);
+  EXPECT_EQ(bytes(sliced, EngineKind::kDmaIn), 272u);
+}
+
+TEST(Compiler, OnlyRowKeepingTransposesAndOneIndexGathersAreViews) {
+  const Graph g = parse_graph_json(Json::parse(R"({"format": "npusim-graph", "version": 1, "name": "p",
+    "tensors": [{"name": "a", "shape": [2, 3, 4, 5]}, {"name": "i", "shape": [1], "constant": true},
+                {"name": "j", "shape": [2], "constant": true}, {"name": "k", "shape": [1]},
+                {"name": "o1", "shape": [2, 4, 3, 5]}, {"name": "o2", "shape": [2, 4, 5, 3]},
+                {"name": "o3", "shape": [2, 3, 4, 5]}, {"name": "o4", "shape": [3, 4, 5]},
+                {"name": "o5", "shape": [2, 3, 4, 5]}, {"name": "o6", "shape": [3, 4, 5]}],
+    "inputs": ["a", "k"], "outputs": ["o1", "o2", "o3", "o4", "o5", "o6"],
+    "layers": [{"name": "heads", "op": "Transpose", "inputs": ["a"], "outputs": ["o1"], "attrs": {"perm": [0, 2, 1, 3]}},
+               {"name": "k_t", "op": "Transpose", "inputs": ["a"], "outputs": ["o2"], "attrs": {"perm": [0, 2, 3, 1]}},
+               {"name": "bad", "op": "Transpose", "inputs": ["a"], "outputs": ["o3"], "attrs": {"perm": [0, 0, 2, 3]}},
+               {"name": "one", "op": "Gather", "inputs": ["a", "i"], "outputs": ["o4"]},
+               {"name": "two", "op": "Gather", "inputs": ["a", "j"], "outputs": ["o5"]},
+               {"name": "computed", "op": "Gather", "inputs": ["a", "k"], "outputs": ["o6"]}]})"),
+                                   "p.json");
+  std::map<std::string, bool> views;
+  for (const Layer& l : g.layers) views[l.name] = moves_no_data(g, l);
+  // Rows of 5 stay whole under [0,2,1,3]; [0,2,3,1] moves the last axis (a K^T: a real copy); a
+  // perm that repeats an axis is not a permutation; a Gather is a view with one constant index.
+  EXPECT_EQ(views, (std::map<std::string, bool>{{"heads", true}, {"k_t", false}, {"bad", false},
+                                                {"one", true}, {"two", false}, {"computed", false}}));
 }
 
 // ---- the cost search ----------------------------------------------------------------------------

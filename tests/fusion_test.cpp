@@ -447,6 +447,38 @@ TEST(Fusion, DenseNetScaleLayersFuseIntoConvsAndChains) {
   EXPECT_EQ(schedule_macs(s), graph_macs(g));
 }
 
+// FastestDet's ShuffleNetV2 backbone (stages of 4, 8 and 4 blocks) shuffles channels at the start
+// of each block that keeps its size, 3 + 7 + 3 = 13 of them, as PyTorch exports channel_shuffle:
+// Reshape [C/2*N, 2, H*W] -> Transpose [1, 0, 2] -> Reshape [2, N, C/2, H, W] -> Gather 0 and
+// Gather 1 (the halves). Each Transpose keeps the H*W rows whole and each Gather takes one
+// index, so none of the 13 + 26 copies a byte; the head's Transpose [0, 2, 3, 1] (NCHW -> NHWC)
+// moves the last axis and stays a copy.
+TEST(Fusion, FastestDetsChannelShufflesMoveNoData) {
+  const Graph g = import_onnx(kShared + "fastestdet.onnx", {});
+  std::size_t shuffles = 0, halves = 0, copies = 0;
+  for (const Layer& l : g.layers) {
+    if (l.op != "Transpose" && l.op != "Gather") continue;
+    if (!moves_no_data(g, l)) {
+      ++copies;
+      EXPECT_EQ(l.name, "/detect_head/Transpose");
+    } else {
+      ++(l.op == "Transpose" ? shuffles : halves);
+    }
+  }
+  EXPECT_EQ(shuffles, 13u);
+  EXPECT_EQ(halves, 26u);
+  EXPECT_EQ(copies, 1u);
+  const Schedule s = compile_schedule(g, load_hw_config("default"));
+  for (const Command& c : s.commands) {
+    const std::string& layer = c.layer;
+    EXPECT_TRUE(layer.find("/Gather") == std::string::npos &&
+                (layer.find("/Transpose") == std::string::npos ||
+                 layer == "/detect_head/Transpose"))
+        << layer;
+  }
+  EXPECT_EQ(schedule_macs(s), graph_macs(g));
+}
+
 // A real QDQ export (tf2onnx, MobileNet-EdgeTPU, three inverted-residual blocks on a
 // [1, 32, 56, 56] float input): 9 QuantizeLinear, 6 Conv, 3 Add, and 9 DequantizeLinear of
 // activations. One Q quantises the graph input; each conv's output is quantised (6); the first

@@ -162,6 +162,35 @@ bool is_elementwise_op(std::string_view op) {
   return std::find(ops.begin(), ops.end(), op) != ops.end();
 }
 
+bool moves_no_data(const Graph& g, const Layer& l) {
+  if (classify_op(l.op) == OpClass::kView || l.op == "Concat" || l.op == "Split" ||
+      l.op == "Slice") {
+    return true;
+  }
+  // Only shapes the checks fixed: anything odd stays a copy, which handles it.
+  if (l.op == "Gather") {
+    // (The importer writes Where as a Gather of three inputs, with `onnx_op` set.)
+    return l.inputs.size() == 2 && l.outputs.size() == 1 && !l.attrs.strings.count("onnx_op") &&
+           !g.tensors[l.inputs[0]].constant && g.tensors[l.inputs[1]].constant &&
+           g.tensors[l.inputs[1]].elements() == 1;
+  }
+  if (l.op == "Transpose") {
+    if (l.inputs.size() != 1 || l.outputs.size() != 1) return false;
+    const std::size_t rank = g.tensors[l.inputs[0]].shape.size();
+    const std::vector<std::int64_t> perm = l.attrs.get_ints("perm", {});
+    if (rank < 2 || perm.size() != rank) return false;
+    std::vector<bool> seen(rank, false);
+    for (const std::int64_t p : perm) {
+      if (p < 0 || static_cast<std::size_t>(p) >= rank || seen[static_cast<std::size_t>(p)]) {
+        return false;
+      }
+      seen[static_cast<std::size_t>(p)] = true;
+    }
+    return perm.back() == static_cast<std::int64_t>(rank - 1);
+  }
+  return false;
+}
+
 OpClass classify_op(std::string_view op) {
   static const std::vector<std::pair<std::string_view, OpClass>> table = {
       {"Conv", OpClass::kArray},

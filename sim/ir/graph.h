@@ -97,6 +97,13 @@ OpClass classify_op(std::string_view op);
 // input, so a chain of them can run on a tile in turn (docs/compiler.md, "Groups and fusion").
 bool is_elementwise_op(std::string_view op);
 
+// Whether a layer moves no data: no command runs it, and its readers' DMA fetches the producers'
+// bytes in the order it describes (docs/compiler.md, "Views"). These are the views (Reshape, ...),
+// Concat, Split and Slice; a Gather of one constant index of a computed tensor (a Slice that drops
+// its axis); and a Transpose that keeps the last axis in place, whose readers fetch whole rows in
+// the permuted order (a channel shuffle, a split into attention heads).
+bool moves_no_data(const Graph& graph, const Layer& layer);
+
 // Multiply-accumulates of a layer as a model architect counts them (Conv and MatMul; 0 for the
 // rest). The compiled schedule's MACs must add up to the sum over the graph.
 std::uint64_t layer_macs(const Graph& graph, const Layer& layer);

@@ -8,10 +8,6 @@
 namespace npusim {
 namespace {
 
-bool moves_no_data(const std::string& op) {
-  return classify_op(op) == OpClass::kView || op == "Concat" || op == "Split" || op == "Slice";
-}
-
 bool is_graph_output(const Graph& g, std::uint32_t t) {
   return std::find(g.outputs.begin(), g.outputs.end(), t) != g.outputs.end();
 }
@@ -63,7 +59,7 @@ std::size_t fold_dequantize(Graph& g) {
         continue;
       }
     }
-    if (moves_no_data(l.op)) {
+    if (moves_no_data(g, l)) {
       // A view or in-place copy of integer tensors only: its outputs hold those integers.
       std::set<DType> dtypes;
       bool any_replaced = false;

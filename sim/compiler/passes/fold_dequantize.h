@@ -6,8 +6,8 @@
 // instead, and the layer is removed unless d is a graph output (then it stays, for that output
 // alone): the reader loads the integer tensor and
 // dequantises it as it loads (an integer Conv or MatMul needs no dequantised operand at all).
-// A view (`Reshape`, `Flatten`, `Squeeze`, `Unsqueeze`, `Identity`, `Dropout`) or in-place copy
-// (`Concat`, `Split`, `Slice`) that then reads only integer tensors of one dtype moves no data,
+// A layer that moves no data (moves_no_data: `Reshape`, `Concat`, `Slice`, a row-keeping
+// `Transpose`, ...) and then reads only integer tensors of one dtype,
 // so its outputs take that dtype, and so on down the chain. The matching `Quantize` that wrote q
 // stays a layer; fuse_layer_groups fuses it into its producer's epilogue, which then stores q.
 //

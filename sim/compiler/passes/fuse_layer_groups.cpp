@@ -324,11 +324,10 @@ std::vector<LayerGroup> fuse_layer_groups(const Graph& graph, std::uint64_t chai
 }
 
 GroupKind group_kind(const Graph& graph, const LayerGroup& group) {
-  const std::string& op = graph.layers[group.layers[0]].op;
+  const Layer& first = graph.layers[group.layers[0]];
+  const std::string& op = first.op;
   const OpClass cls = classify_op(op);
-  if (cls == OpClass::kView || op == "Concat" || op == "Split" || op == "Slice") {
-    return GroupKind::kView;
-  }
+  if (moves_no_data(graph, first)) return GroupKind::kView;
   if (cls == OpClass::kUnknown) return GroupKind::kUnknown;
   if (cls == OpClass::kHost) return GroupKind::kHost;
   if (cls == OpClass::kArray) return op == "Conv" ? GroupKind::kSpatial : GroupKind::kMatMul;
