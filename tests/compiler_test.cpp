@@ -973,20 +973,32 @@ TEST(CompilerParts, AnOutputOnlyTheNextGroupReadsIsNotWrittenToDram) {
 
 // ---- layers that move no data (docs/compiler.md, "Views") -------------------------------------
 
-// conv1 (1x1, 8 -> 8) on a 4x4 int8 image (graph JSON's default dtype), then `middle` (the layers that rearrange its output
-// into `s`), then conv2 (1x1, c2_in -> 4) reading s.
+// conv1 (1x1, 8 -> 8) on a 4x4 int8 image (graph JSON's default dtype), then `middle` (the layers
+// that rearrange its output into `s`), then conv2 (1x1, c2_in -> 4) reading s.
 Graph rearranged(const std::string& extra_tensors, const std::string& middle, int c2_in) {
   const std::string c2 = std::to_string(c2_in);
-  return parse_graph_json(Json::parse(R"({"format": "npusim-graph", "version": 1, "name": "v",
-    "tensors": [{"name": "x", "shape": [1, 8, 4, 4]}, {"name": "w1", "shape": [8, 8, 1, 1], "constant": true},
-                {"name": "y", "shape": [1, 8, 4, 4]}, {"name": "s", "shape": [1, )" + c2 + R"(, 4, 4]},
-                {"name": "w2", "shape": [4, )" + c2 + R"(, 1, 1], "constant": true},
-                {"name": "z", "shape": [1, 4, 4, 4]})" + extra_tensors + R"(],
-    "inputs": ["x"], "outputs": ["z"],
+  const std::string tensors =
+      R"({"name": "x", "shape": [1, 8, 4, 4]}, {"name": "w1", "shape": [8, 8, 1, 1], "constant": true},
+         {"name": "y", "shape": [1, 8, 4, 4]}, {"name": "z", "shape": [1, 4, 4, 4]})";
+  const std::string s_and_w2 = R"({"name": "s", "shape": [1, C, 4, 4]},
+         {"name": "w2", "shape": [4, C, 1, 1], "constant": true})";
+  std::string doc = R"({"format": "npusim-graph", "version": 1, "name": "v",
+    "tensors": [TENSORS, S_AND_W2 EXTRA], "inputs": ["x"], "outputs": ["z"],
     "layers": [{"name": "conv1", "op": "Conv", "inputs": ["x", "w1"], "outputs": ["y"], "attrs": {"kernel_shape": [1, 1]}},
-               )" + middle + R"(,
-               {"name": "conv2", "op": "Conv", "inputs": ["s", "w2"], "outputs": ["z"], "attrs": {"kernel_shape": [1, 1]}}]})"),
-                          "v.json");
+               MIDDLE,
+               {"name": "conv2", "op": "Conv", "inputs": ["s", "w2"], "outputs": ["z"], "attrs": {"kernel_shape": [1, 1]}}]})";
+  const auto put = [&doc](const std::string& key, const std::string& text) {
+    doc.replace(doc.find(key), key.size(), text);
+  };
+  put("TENSORS", tensors);
+  std::string sw = s_and_w2;
+  for (std::size_t at = sw.find(", C,"); at != std::string::npos; at = sw.find(", C,")) {
+    sw.replace(at, 4, ", " + c2 + ",");
+  }
+  put("S_AND_W2", sw);
+  put(" EXTRA", extra_tensors);
+  put("MIDDLE", middle);
+  return parse_graph_json(Json::parse(doc), "v.json");
 }
 
 TEST(Compiler, AChannelShuffleAndAGatherOfOneIndexMoveNoData) {
@@ -1007,7 +1019,8 @@ TEST(Compiler, AChannelShuffleAndAGatherOfOneIndexMoveNoData) {
   through_dram.residency = false;
   const HwConfig config = parse_hw_config("{}", "default.json");
   const Schedule shuffled = compile_schedule(
-      rearranged(shuffle_tensors, middle("Transpose", R"(, "attrs": {"perm": [0, 2, 1, 3, 4]})"), 8),
+      rearranged(shuffle_tensors, middle("Transpose", R"(, "attrs": {"perm": [0, 2, 1, 3, 4]})"),
+                 8),
       config, through_dram);
   const Schedule reshaped =
       compile_schedule(rearranged(shuffle_tensors, middle("Reshape", ""), 8), config, through_dram);
@@ -1034,9 +1047,8 @@ TEST(Compiler, AChannelShuffleAndAGatherOfOneIndexMoveNoData) {
            op + R"(", "inputs": [)" + inputs + R"(], "outputs": ["t"]},
                {"name": "back", "op": "Reshape", "inputs": ["t"], "outputs": ["s"]})";
   };
-  const Schedule gathered =
-      compile_schedule(rearranged(half_tensors, pick("Gather", R"("r", "i")"), 4), config,
-                       through_dram);
+  const Schedule gathered = compile_schedule(
+      rearranged(half_tensors, pick("Gather", R"("r", "i")"), 4), config, through_dram);
   const Schedule sliced =
       compile_schedule(rearranged(half_tensors, pick("Slice", R"("r")"), 4), config, through_dram);
   for (const Command& c : gathered.commands) EXPECT_NE(c.layer, "tr") << c.id;
@@ -1045,7 +1057,8 @@ TEST(Compiler, AChannelShuffleAndAGatherOfOneIndexMoveNoData) {
 }
 
 TEST(Compiler, OnlyRowKeepingTransposesAndOneIndexGathersAreViews) {
-  const Graph g = parse_graph_json(Json::parse(R"({"format": "npusim-graph", "version": 1, "name": "p",
+  const Graph g =
+      parse_graph_json(Json::parse(R"({"format": "npusim-graph", "version": 1, "name": "p",
     "tensors": [{"name": "a", "shape": [2, 3, 4, 5]}, {"name": "i", "shape": [1], "constant": true},
                 {"name": "j", "shape": [2], "constant": true}, {"name": "k", "shape": [1]},
                 {"name": "o1", "shape": [2, 4, 3, 5]}, {"name": "o2", "shape": [2, 4, 5, 3]},
@@ -1058,13 +1071,17 @@ TEST(Compiler, OnlyRowKeepingTransposesAndOneIndexGathersAreViews) {
                {"name": "one", "op": "Gather", "inputs": ["a", "i"], "outputs": ["o4"]},
                {"name": "two", "op": "Gather", "inputs": ["a", "j"], "outputs": ["o5"]},
                {"name": "computed", "op": "Gather", "inputs": ["a", "k"], "outputs": ["o6"]}]})"),
-                                   "p.json");
+                       "p.json");
   std::map<std::string, bool> views;
   for (const Layer& l : g.layers) views[l.name] = moves_no_data(g, l);
   // Rows of 5 stay whole under [0,2,1,3]; [0,2,3,1] moves the last axis (a K^T: a real copy); a
   // perm that repeats an axis is not a permutation; a Gather is a view with one constant index.
-  EXPECT_EQ(views, (std::map<std::string, bool>{{"heads", true}, {"k_t", false}, {"bad", false},
-                                                {"one", true}, {"two", false}, {"computed", false}}));
+  EXPECT_EQ(views, (std::map<std::string, bool>{{"heads", true},
+                                                {"k_t", false},
+                                                {"bad", false},
+                                                {"one", true},
+                                                {"two", false},
+                                                {"computed", false}}));
 }
 
 // ---- the cost search ----------------------------------------------------------------------------

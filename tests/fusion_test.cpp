@@ -471,9 +471,9 @@ TEST(Fusion, FastestDetsChannelShufflesMoveNoData) {
   const Schedule s = compile_schedule(g, load_hw_config("default"));
   for (const Command& c : s.commands) {
     const std::string& layer = c.layer;
-    EXPECT_TRUE(layer.find("/Gather") == std::string::npos &&
-                (layer.find("/Transpose") == std::string::npos ||
-                 layer == "/detect_head/Transpose"))
+    EXPECT_TRUE(
+        layer.find("/Gather") == std::string::npos &&
+        (layer.find("/Transpose") == std::string::npos || layer == "/detect_head/Transpose"))
         << layer;
   }
   EXPECT_EQ(schedule_macs(s), graph_macs(g));
