@@ -1084,6 +1084,53 @@ TEST(Compiler, OnlyRowKeepingTransposesAndOneIndexGathersAreViews) {
                                                 {"computed", false}}));
 }
 
+// ---- int4 weights ------------------------------------------------------------------------------
+
+TEST(Compiler, Int4MatMulWeightsLoadTwoToAByteAndNothingElseMayBeInt4) {
+  // A [16, 64] int8 times B [64, 32] int4 (weight-only quantisation): B's 2048 weights load as
+  // 1024 bytes, A as 1024: 2048 bytes in through DRAM; Y [16, 32] int8 stores 512.
+  const std::string doc = R"({"format": "npusim-graph", "version": 1, "name": "q",
+    "tensors": [{"name": "a", "shape": [16, 64]}, {"name": "b", "shape": [64, 32], "dtype": "int4", "constant": true},
+                {"name": "y", "shape": [16, 32]}],
+    "inputs": ["a"], "outputs": ["y"],
+    "layers": [{"name": "mm", "op": "MatMul", "inputs": ["a", "b"], "outputs": ["y"]}]})";
+  const Graph g = parse_graph_json(Json::parse(doc), "q.json");
+  EXPECT_EQ(g.tensors[1].bytes(), 1024u);
+  EXPECT_EQ(g.weights_bytes(), 1024u);
+  CompileOptions through_dram;
+  through_dram.residency = false;
+  const Schedule s = compile_schedule(g, parse_hw_config("{}", "default.json"), through_dram);
+  std::uint64_t in = 0, out = 0;
+  for (const Command& c : s.commands) {
+    in += c.engine == EngineKind::kDmaIn ? c.bytes : 0;
+    out += c.engine == EngineKind::kDmaOut ? c.bytes : 0;
+  }
+  EXPECT_EQ(in, 2048u);
+  EXPECT_EQ(out, 512u);
+  EXPECT_EQ(schedule_macs(s), 16u * 64 * 32);
+
+  // The same B read by an Add, or int4 activations: bad input, naming the tensor.
+  std::string conv = doc;
+  const std::string matmul = R"("op": "MatMul")";
+  conv.replace(conv.find(matmul), matmul.size(), R"("op": "Add")");
+  try {
+    parse_graph_json(Json::parse(conv), "q.json");
+    ADD_FAILURE() << "an int4 operand of an Add was accepted";
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("int4 tensor 'b'"));
+  }
+  std::string act = doc;
+  const std::string input_a = R"({"name": "a", "shape": [16, 64]})";
+  act.replace(act.find(input_a), input_a.size(),
+              R"({"name": "a", "shape": [16, 64], "dtype": "int4"})");
+  try {
+    parse_graph_json(Json::parse(act), "q.json");
+    ADD_FAILURE() << "an int4 graph input was accepted";
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("tensor 'a'"));
+  }
+}
+
 // ---- the cost search ----------------------------------------------------------------------------
 
 namespace {

@@ -108,6 +108,36 @@ TEST(Llm, DecodeStepReadsTheWeightsAndTheKvCache) {
   }
 }
 
+// int4 weight-only quantisation: the projections' and the lm_head's weights pack two to a byte,
+// the norms and tables stay in the activation dtype (int8 here), the MACs do not change.
+TEST(Llm, Int4WeightsHalveTheProjectionBytesOfADecodeStep) {
+  std::string text = kTiny;
+  text.insert(text.rfind('}'), R"(, "weight_dtype": "int4")");
+  const LlmSpec s = parse_llm_spec(parse_json_text(text, "tiny4.json"), "tiny4.json");
+  EXPECT_EQ(s.weight_dtype, DType::kInt4);
+  EXPECT_EQ(s.constant_dtype(), DType::kInt8);
+  // Projections 2 x 589824 + lm_head 256 x 1000 = 1435648 weights -> 717824 bytes; norms
+  // 2 layers x 2 x 256 + final 256 = 1280 bytes at int8: 719104.
+  EXPECT_EQ(llm_weight_bytes(s), 719104u);
+  EXPECT_EQ(llm_weight_bytes(tiny()), 1436928u);  // int8: one byte each
+  TempModel model(text);
+  api::RunRequest req;
+  req.model = model.path();
+  const api::Measured m = api::Session::open(req).measure(true);
+  ASSERT_TRUE(m.failure.empty()) << m.failure;
+  ASSERT_TRUE(m.llm);
+  ASSERT_EQ(m.llm->steps.size(), 3u);
+  for (std::size_t i = 1; i < 3; ++i) {
+    const profiler::LlmStep& step = m.llm->steps[i];
+    // As for int8 (DecodeStepReadsTheWeightsAndTheKvCache): KV 512 x (16 + t), the RoPE tables
+    // 128 and the scale 1, activations within 32768 bytes.
+    const std::uint64_t floor = 719104 + std::uint64_t{512} * (16 + (i - 1)) + 128 + 1;
+    EXPECT_GE(step.dram_read_bytes, floor) << i;
+    EXPECT_LE(step.dram_read_bytes, floor + std::uint64_t{32768}) << i;
+    EXPECT_EQ(step.macs, llm_phase_macs(s, 1, 17 + (i - 1))) << i;
+  }
+}
+
 // Replay is exact: the assembled schedule simulated whole gives every command the times the
 // replay gives it (each layer starts on an idle NPU after a barrier).
 void expect_replay_equals_full_simulation(const api::Session& session) {
@@ -187,8 +217,12 @@ TEST(Llm, BadSpecsNameTheField) {
   EXPECT_NE(problems(base + R"("heads": 4, "kv_heads": 3})").find("/kv_heads"), std::string::npos);
   EXPECT_NE(problems(base + R"("heads": 3})").find("/heads"), std::string::npos);
   EXPECT_NE(problems(base + R"("heads": 4, "mlp": "relu"})").find("/mlp"), std::string::npos);
-  EXPECT_NE(problems(base + R"("heads": 4, "weight_dtype": "int4"})").find("/weight_dtype"),
+  EXPECT_NE(problems(base + R"("heads": 4, "weight_dtype": "int2"})").find("/weight_dtype"),
             std::string::npos);
+  // int4 is for weights only: activations and the KV cache are never packed.
+  EXPECT_NE(problems(base + R"("heads": 4, "activation_dtype": "int4"})").find("/activation_dtype"),
+            std::string::npos);
+  EXPECT_EQ(problems(base + R"("heads": 4, "weight_dtype": "int4"})"), "");
   EXPECT_NE(problems(base + R"("heads": 4, "layers": 0})").find("/layers"), std::string::npos);
   EXPECT_EQ(problems(base + R"("heads": 4})"), "");
 }

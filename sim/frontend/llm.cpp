@@ -42,8 +42,9 @@ class Builder {
     g_.inputs.push_back(t);
     return t;
   }
+  // A constant other than a projection's weights (norms, biases, tables).
   std::uint32_t weight(const std::string& name, Shape shape) {
-    return tensor(name, std::move(shape), s_.weight_dtype, true);
+    return tensor(name, std::move(shape), s_.constant_dtype(), true);
   }
   // One layer writing one new activation tensor named "<name>.out".
   std::uint32_t layer(const std::string& name, const std::string& op,
@@ -70,7 +71,7 @@ class Builder {
     Shape out = shape(x);
     const std::uint64_t k = out.back();
     out.back() = n;
-    std::vector<std::uint32_t> in = {x, weight(name + ".weight", {k, n})};
+    std::vector<std::uint32_t> in = {x, tensor(name + ".weight", {k, n}, s_.weight_dtype, true)};
     if (s_.bias && has_bias) in.push_back(weight(name + ".bias", {n}));
     return layer(name, "MatMul", std::move(in), out);
   }
@@ -272,14 +273,17 @@ Enum parse_choice(JsonObject& o, const std::string& key, const std::string& fall
   return choices.front().second;
 }
 
-DType parse_dtype_field(JsonObject& o, const std::string& key, const std::string& fallback) {
+// `int4`: whether int4 is allowed (the weights only).
+DType parse_dtype_field(JsonObject& o, const std::string& key, const std::string& fallback,
+                        bool int4) {
   const std::string text = o.get_string(key, fallback);
   const auto d = parse_dtype(text);
   const bool ok = d && (*d == DType::kInt8 || *d == DType::kFloat16 || *d == DType::kBFloat16 ||
-                        *d == DType::kFloat32);
+                        *d == DType::kFloat32 || (int4 && *d == DType::kInt4));
   if (!ok) {
-    o.diagnostics().error(o.pointer(key),
-                          "expected int8, float16, bfloat16 or float32, found '" + text + "'");
+    o.diagnostics().error(o.pointer(key), std::string("expected ") + (int4 ? "int4, " : "") +
+                                              "int8, float16, bfloat16 or float32, found '" + text +
+                                              "'");
     return DType::kInt8;
   }
   return *d;
@@ -328,8 +332,8 @@ LlmSpec parse_llm_spec(const Json& root, const std::string& origin) {
       diag.error("/replay", "expected true or false");
     }
   }
-  s.weight_dtype = parse_dtype_field(top, "weight_dtype", "int8");
-  s.activation_dtype = parse_dtype_field(top, "activation_dtype", "int8");
+  s.weight_dtype = parse_dtype_field(top, "weight_dtype", "int8", /*int4=*/true);
+  s.activation_dtype = parse_dtype_field(top, "activation_dtype", "int8", /*int4=*/false);
   s.batch = top.get_uint("batch", 1, 1, kMaxBatch);
   s.prefill_tokens = top.require_uint("prefill_tokens", 1, kMaxTokens).value_or(1);
   s.decode_tokens = top.get_uint("decode_tokens", 0, 0, kMaxTokens);
@@ -376,6 +380,14 @@ std::uint64_t llm_weight_elements(const LlmSpec& s) {
   }
   const std::uint64_t per_layer = layer_linear_macs(s) + 2 * norm + bias;
   return s.layers * per_layer + norm + s.hidden * s.vocab;
+}
+
+std::uint64_t llm_weight_bytes(const LlmSpec& s) {
+  // Every projection's and the lm_head's weight is [k, n] with n * k even in any real model; an
+  // odd one rounds up per tensor, which this sum does not: tests use even shapes.
+  const std::uint64_t projections = s.layers * layer_linear_macs(s) + s.hidden * s.vocab;
+  const std::uint64_t others = llm_weight_elements(s) - projections;
+  return packed_bytes(s.weight_dtype, projections) + others * dtype_bytes(s.constant_dtype());
 }
 
 std::uint64_t llm_phase_macs(const LlmSpec& s, std::uint64_t tokens, std::uint64_t context) {

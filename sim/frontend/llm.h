@@ -30,8 +30,15 @@ struct LlmSpec {
   LlmMlp mlp = LlmMlp::kSwiGlu;
   LlmPosition position = LlmPosition::kRope;
   bool bias = false;  // projections and MLP have biases (GPT-2)
+  // The projections' and the lm_head's weights. int8 and int4 are weight-only quantisation:
+  // with int4 the other constants (norms, biases, tables) take the activation dtype, as GPTQ
+  // and AWQ checkpoints keep them.
   DType weight_dtype = DType::kInt8;
   DType activation_dtype = DType::kInt8;  // also the KV cache's
+  // The dtype of the constants that are not projection weights.
+  DType constant_dtype() const {
+    return weight_dtype == DType::kInt4 ? activation_dtype : weight_dtype;
+  }
   // Compile and simulate one decoder layer per phase and replay it (docs/llm.md); false: the
   // whole model as one schedule.
   bool replay = true;
@@ -67,6 +74,9 @@ Graph build_llm_graph(const LlmSpec& spec, const LlmPhase& phase, LlmPart part);
 
 // Analytic counts (docs/llm.md), for tests and for people checking a run.
 std::uint64_t llm_weight_elements(const LlmSpec& spec);  // every weight the phases read
+// Their bytes: the projections' and the lm_head's in weight_dtype (int4 packed two to a byte),
+// the norms' and biases' in constant_dtype().
+std::uint64_t llm_weight_bytes(const LlmSpec& spec);
 // MACs of a phase with `tokens` new tokens per sequence attending to `context` positions each
 // (the prefill: tokens = context = prefill_tokens; decode step t: tokens 1, context
 // prefill_tokens + t + 1).

@@ -14,7 +14,7 @@ struct DTypeInfo {
   std::uint32_t bytes;
 };
 
-constexpr std::array<DTypeInfo, 9> kDTypes = {{
+constexpr std::array<DTypeInfo, 10> kDTypes = {{
     {DType::kInt8, "int8", 1},
     {DType::kUInt8, "uint8", 1},
     {DType::kInt16, "int16", 2},
@@ -24,6 +24,7 @@ constexpr std::array<DTypeInfo, 9> kDTypes = {{
     {DType::kBFloat16, "bfloat16", 2},
     {DType::kFloat32, "float32", 4},
     {DType::kBool, "bool", 1},
+    {DType::kInt4, "int4", 1},  // a byte per element where counted per element; see dtype_bits
 }};
 
 std::string shape_text(const std::vector<std::uint64_t>& shape) {
@@ -90,6 +91,12 @@ std::uint32_t dtype_bytes(DType dtype) {
   return 1;
 }
 
+std::uint32_t dtype_bits(DType dtype) { return dtype == DType::kInt4 ? 4 : 8 * dtype_bytes(dtype); }
+
+std::uint64_t packed_bytes(DType dtype, std::uint64_t elements) {
+  return dtype == DType::kInt4 ? elements / 2 + elements % 2 : elements * dtype_bytes(dtype);
+}
+
 const char* dtype_name(DType dtype) {
   for (const auto& d : kDTypes) {
     if (d.dtype == dtype) return d.name;
@@ -110,7 +117,7 @@ std::uint64_t Tensor::elements() const {
   return n;
 }
 
-std::uint64_t Tensor::bytes() const { return elements() * dtype_bytes(dtype); }
+std::uint64_t Tensor::bytes() const { return packed_bytes(dtype, elements()); }
 
 std::int64_t Attributes::get_int(const std::string& key, std::int64_t fallback) const {
   auto it = ints.find(key);
@@ -368,7 +375,14 @@ void check_graph(const Graph& g) {
                      " holds more than 2^48 bytes, the most a tensor may hold");
     }
   }
-  for (std::uint32_t t : g.inputs) available.at(t) = true;
+  for (std::uint32_t t : g.inputs) {
+    available.at(t) = true;
+    if (g.tensors[t].dtype == DType::kInt4) {
+      diag.error("tensor '" + g.tensors[t].name + "'",
+                 "is a graph input of dtype int4: int4 is for the constant weights of a MatMul "
+                 "only");
+    }
+  }
   for (const Layer& l : g.layers) {
     bool ok = true;
     for (std::uint32_t t : l.inputs) {
@@ -394,6 +408,21 @@ void check_graph(const Graph& g) {
       }
     }
     if (!ok) continue;
+    // int4 is packed two to a byte; only a MatMul's weight loads count it so.
+    for (std::size_t i = 0; i < l.inputs.size(); ++i) {
+      const Tensor& x = g.tensors[l.inputs[i]];
+      if (x.dtype == DType::kInt4 && !(l.op == "MatMul" && i == 1 && x.constant)) {
+        diag.error(where(l), "reads int4 tensor '" + x.name +
+                                 "': int4 is for the constant weights of a MatMul (its second "
+                                 "input) only, as weight-only quantisation stores them");
+      }
+    }
+    for (std::uint32_t t : l.outputs) {
+      if (g.tensors[t].dtype == DType::kInt4) {
+        diag.error(where(l), "writes int4 tensor '" + g.tensors[t].name +
+                                 "': int4 is for the constant weights of a MatMul only");
+      }
+    }
     const OpClass cls = classify_op(l.op);
     if (cls == OpClass::kUnknown) {
       diag.error(where(l), "unknown graph op '" + l.op + "'");

@@ -41,9 +41,17 @@ enum class DType : std::uint8_t {
   kFloat16,
   kBFloat16,
   kFloat32,
-  kBool
+  kBool,
+  // Two weights per byte: only the constant right operand of a MatMul may be int4 (weight-only
+  // quantisation, check_graph), because nothing else in the compiler counts half bytes.
+  kInt4
 };
+// Bytes per element where the compiler counts whole elements (1 for int4: check_graph keeps
+// int4 where only packed sizes are used); dtype_bits gives the packed size.
 std::uint32_t dtype_bytes(DType dtype);
+std::uint32_t dtype_bits(DType dtype);  // 4 for int4, else 8 * dtype_bytes
+// Bytes of `elements` packed elements of `dtype`, rounded up to a whole byte.
+std::uint64_t packed_bytes(DType dtype, std::uint64_t elements);
 const char* dtype_name(DType dtype);  // "int8", "float32", ...
 std::optional<DType> parse_dtype(std::string_view name);
 
@@ -54,7 +62,7 @@ struct Tensor {
   std::string layout;                // informational ("NCHW", "NC", ...)
   bool constant = false;             // a weight: in DRAM before the run, counted in weights_bytes
   std::uint64_t elements() const;    // product of dims (1 for a scalar)
-  std::uint64_t bytes() const;
+  std::uint64_t bytes() const;       // packed: an int4 tensor of n elements takes ceil(n / 2)
 };
 
 struct Attributes {

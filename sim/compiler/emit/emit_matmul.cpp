@@ -48,7 +48,7 @@ void Emitter::emit_matmul(const LayerGroup& group, const Mapping& mapping) {
   const std::uint64_t rows = mapping.tile_rows, cols = mapping.tile_cols;
   const std::uint64_t chunks = ceil_div(mm.n, cols);
   const std::uint64_t a_row_bytes = mm.k * mm.a_elem_bytes, y_row_bytes = mm.n * mm.out_elem_bytes;
-  const std::uint64_t b_batch_bytes = mm.k * mm.n * mm.b_elem_bytes;
+  const std::uint64_t b_batch_bytes = mm.b_bytes(mm.k * mm.n);
   const Tensor& a = g_.tensors[mm.a];
   const Tensor& b = g_.tensors[mm.b];
   if (mapping.order == LoopOrder::kInputOuter) {
@@ -117,9 +117,9 @@ void Emitter::emit_matmul_ksplit(const LayerGroup& group, const Mapping& mapping
   const MatMulLayer mm = describe_matmul(g_, group);
   const PassRanges ranges(mm, layouts_);
   const std::uint64_t rows = mapping.tile_rows, cols = mapping.tile_cols, kc = mapping.k_step;
-  const std::uint64_t ea = mm.a_elem_bytes, eb = mm.b_elem_bytes, ey = mm.out_elem_bytes;
+  const std::uint64_t ea = mm.a_elem_bytes, ey = mm.out_elem_bytes;
   const std::uint64_t a_row_bytes = mm.k * ea, y_row_bytes = mm.n * ey;
-  const std::uint64_t b_batch_bytes = mm.k * mm.n * eb;
+  const std::uint64_t b_batch_bytes = mm.b_bytes(mm.k * mm.n);
   const Tensor& a = g_.tensors[mm.a];
   const Tensor& b = g_.tensors[mm.b];
   // The output tiles of a pass go round-robin over the slices in batches of one per slice, and a
@@ -151,7 +151,7 @@ void Emitter::emit_matmul_ksplit(const LayerGroup& group, const Mapping& mapping
         o.nc = std::min(mm.n, o.c0 + cols) - o.c0;
         o.slice = next_slice();
         // The slice holds the output and two steps' inputs.
-        o.bytes = (o.r1 - o.r0) * o.nc * ey + 2 * ((o.r1 - o.r0) * kc * ea + kc * o.nc * eb);
+        o.bytes = (o.r1 - o.r0) * o.nc * ey + 2 * ((o.r1 - o.r0) * kc * ea + o.nc * mm.b_bytes(kc));
         batch_bytes += o.bytes;
         o.ring_wait = ring_wait(batch_bytes);
         o.out_buffer = buffer_name();
@@ -180,7 +180,7 @@ void Emitter::emit_matmul_ksplit(const LayerGroup& group, const Mapping& mapping
           std::vector<CommandIndex> b_deps;
           if (!b.constant && !b_on_chip) reader_deps(mm.b, b_lo, b_hi, b_deps);
           if (wait_of(o) != kNone) b_deps.push_back(wait_of(o));
-          Command load_b = dma(EngineKind::kDmaIn, (b_on_chip ? 0 : kn * o.nc * eb) + bias);
+          Command load_b = dma(EngineKind::kDmaIn, (b_on_chip ? 0 : o.nc * mm.b_bytes(kn)) + bias);
           b_bufs[t] = buffer_name();
           load_b.alloc.push_back({b_bufs[t], load_b.bytes});
           b_deps_of[t].push_back(emit(std::move(load_b), "DI", di_, group, std::move(b_deps)));

@@ -161,7 +161,7 @@ std::uint64_t MatMulLayer::tile_bytes(std::uint64_t rows, std::uint64_t cols) co
 
 std::uint64_t MatMulLayer::step_bytes(std::uint64_t rows, std::uint64_t cols,
                                       std::uint64_t k_step) const {
-  return rows * k_step * a_elem_bytes + k_step * cols * b_elem_bytes;
+  return rows * k_step * a_elem_bytes + cols * b_bytes(k_step);
 }
 
 MatMulLayer describe_matmul(const Graph& graph, const LayerGroup& group) {
@@ -174,7 +174,7 @@ MatMulLayer describe_matmul(const Graph& graph, const LayerGroup& group) {
   mm.b = l.inputs[1];
   mm.m = a.shape[a.shape.size() - 2], mm.k = a.shape.back(), mm.n = b.shape.back();
   mm.a_elem_bytes = dtype_bytes(a.dtype);
-  mm.b_elem_bytes = dtype_bytes(b.dtype);
+  mm.b_dtype = b.dtype;
   mm.out_elem_bytes = dtype_bytes(y.dtype);
   mm.a_batch = a.elements() / (mm.m * mm.k);
   mm.b_batch = b.elements() / (mm.k * mm.n);
@@ -185,7 +185,7 @@ MatMulLayer describe_matmul(const Graph& graph, const LayerGroup& group) {
   for (std::size_t i = 2; i < l.inputs.size(); ++i)
     mm.bias_bytes += graph.tensors[l.inputs[i]].bytes();
   for (std::uint32_t t : group.extra_constants) mm.bias_bytes += graph.tensors[t].bytes();
-  mm.bytes_per_col = mm.k * mm.b_elem_bytes + ceil_div(mm.bias_bytes, mm.n);
+  mm.bytes_per_col = mm.b_bytes(mm.k) + ceil_div(mm.bias_bytes, mm.n);
   return mm;
 }
 

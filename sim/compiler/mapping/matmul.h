@@ -13,13 +13,17 @@ namespace npusim {
 struct MatMulLayer {
   std::uint32_t a = 0, b = 0;         // the operand tensors: A [..., M, K], B [..., K, N]
   std::uint64_t m = 0, k = 0, n = 0;  // M, K, N
-  std::uint64_t a_elem_bytes = 1, b_elem_bytes = 1, out_elem_bytes = 1;
+  std::uint64_t a_elem_bytes = 1, out_elem_bytes = 1;
+  DType b_dtype = DType::kInt8;  // int4 weights pack two to a byte: sizes of B go through b_bytes
   std::uint64_t a_batch = 1, b_batch = 1, out_batch = 1;
   bool shared_b = false;            // B has no batch: A's batches are just more rows
   std::uint64_t passes = 1;         // 1 with a shared B, else one per output batch
   std::uint64_t rows_total = 0;     // rows per pass
   std::uint64_t bias_bytes = 0;     // the bias inputs and fused bias constants, loaded with B
   std::uint64_t bytes_per_col = 0;  // one column of B with its share of the bias
+
+  // Bytes of `elements` elements of B (a column of an int4 B rounds up to a whole byte).
+  std::uint64_t b_bytes(std::uint64_t elements) const { return packed_bytes(b_dtype, elements); }
 
   // A tile of `rows` rows and `cols` output columns: its rows of A and its output.
   std::uint64_t tile_bytes(std::uint64_t rows, std::uint64_t cols) const;
