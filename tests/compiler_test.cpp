@@ -1063,25 +1063,35 @@ TEST(Compiler, OnlyRowKeepingTransposesAndOneIndexGathersAreViews) {
                 {"name": "j", "shape": [2], "constant": true}, {"name": "k", "shape": [1]},
                 {"name": "o1", "shape": [2, 4, 3, 5]}, {"name": "o2", "shape": [2, 4, 5, 3]},
                 {"name": "o3", "shape": [2, 3, 4, 5]}, {"name": "o4", "shape": [3, 4, 5]},
-                {"name": "o5", "shape": [2, 3, 4, 5]}, {"name": "o6", "shape": [3, 4, 5]}],
-    "inputs": ["a", "k"], "outputs": ["o1", "o2", "o3", "o4", "o5", "o6"],
+                {"name": "o5", "shape": [2, 3, 4, 5]}, {"name": "o6", "shape": [3, 4, 5]},
+                {"name": "o7", "shape": [2, 3, 4]}, {"name": "o8", "shape": [2, 3, 4, 5]},
+                {"name": "o9", "shape": [2, 4, 3, 5], "dtype": "float32"}],
+    "inputs": ["a", "k"], "outputs": ["o1", "o2", "o3", "o4", "o5", "o6", "o7", "o8", "o9"],
     "layers": [{"name": "heads", "op": "Transpose", "inputs": ["a"], "outputs": ["o1"], "attrs": {"perm": [0, 2, 1, 3]}},
                {"name": "k_t", "op": "Transpose", "inputs": ["a"], "outputs": ["o2"], "attrs": {"perm": [0, 2, 3, 1]}},
                {"name": "bad", "op": "Transpose", "inputs": ["a"], "outputs": ["o3"], "attrs": {"perm": [0, 0, 2, 3]}},
                {"name": "one", "op": "Gather", "inputs": ["a", "i"], "outputs": ["o4"]},
                {"name": "two", "op": "Gather", "inputs": ["a", "j"], "outputs": ["o5"]},
-               {"name": "computed", "op": "Gather", "inputs": ["a", "k"], "outputs": ["o6"]}]})"),
+               {"name": "computed", "op": "Gather", "inputs": ["a", "k"], "outputs": ["o6"]},
+               {"name": "last_axis", "op": "Gather", "inputs": ["a", "i"], "outputs": ["o7"], "attrs": {"axis": -1}},
+               {"name": "misshaped", "op": "Transpose", "inputs": ["a"], "outputs": ["o8"], "attrs": {"perm": [0, 2, 1, 3]}},
+               {"name": "cast", "op": "Transpose", "inputs": ["a"], "outputs": ["o9"], "attrs": {"perm": [0, 2, 1, 3]}}]})"),
                        "p.json");
   std::map<std::string, bool> views;
   for (const Layer& l : g.layers) views[l.name] = moves_no_data(g, l);
   // Rows of 5 stay whole under [0,2,1,3]; [0,2,3,1] moves the last axis (a K^T: a real copy); a
-  // perm that repeats an axis is not a permutation; a Gather is a view with one constant index.
+  // perm that repeats an axis is not a permutation; a Gather is a view with one constant index
+  // on an axis before the last (on the last it picks one element per row). An output declared
+  // with another shape ([2,3,4,5] for [2,4,3,5]) or dtype than the op makes stays a copy.
   EXPECT_EQ(views, (std::map<std::string, bool>{{"heads", true},
                                                 {"k_t", false},
                                                 {"bad", false},
                                                 {"one", true},
                                                 {"two", false},
-                                                {"computed", false}}));
+                                                {"computed", false},
+                                                {"last_axis", false},
+                                                {"misshaped", false},
+                                                {"cast", false}}));
 }
 
 // ---- int4 weights ------------------------------------------------------------------------------
@@ -1110,11 +1120,11 @@ TEST(Compiler, Int4MatMulWeightsLoadTwoToAByteAndNothingElseMayBeInt4) {
   EXPECT_EQ(schedule_macs(s), 16u * 64 * 32);
 
   // The same B read by an Add, or int4 activations: bad input, naming the tensor.
-  std::string conv = doc;
+  std::string add = doc;
   const std::string matmul = R"("op": "MatMul")";
-  conv.replace(conv.find(matmul), matmul.size(), R"("op": "Add")");
+  add.replace(add.find(matmul), matmul.size(), R"("op": "Add")");
   try {
-    parse_graph_json(Json::parse(conv), "q.json");
+    parse_graph_json(Json::parse(add), "q.json");
     ADD_FAILURE() << "an int4 operand of an Add was accepted";
   } catch (const InputError& e) {
     EXPECT_THAT(e.what(), HasSubstr("int4 tensor 'b'"));

@@ -22,7 +22,7 @@ CommandCost Evaluator::cost(const Command& command) {
       c.cycles = c.compute_cycles = s.cycles;
       c.macs = s.macs;
       c.vector_macs = s.vector_macs;
-      c.energy = slice_energy(s, type_, config_.energy);
+      c.energy = energy_of(command, &s);
       return c;
     }
     case EngineKind::kHost:
@@ -34,19 +34,16 @@ CommandCost Evaluator::cost(const Command& command) {
       auto [it, inserted] = transfer_cycles_.try_emplace(command.bytes, 0);
       if (inserted) it->second = isolated_transfer_cycles(command.bytes, dma_, dram_);
       c.cycles = it->second;
-      c.energy = dma_energy(command.engine, command.bytes, config_.energy);
+      c.energy = energy_of(command, nullptr);
       return c;
     }
     case EngineKind::kExtHdma:
       c.cycles = link_transfer_cycles(command.bytes, host_link_);
-      // The device's DRAM end of the transfer; the link itself has no energy figure yet.
-      c.energy.dram_fj = saturating_mul(command.bytes, config_.energy.dram_fj_per_byte);
+      c.energy = energy_of(command, nullptr);
       return c;
     case EngineKind::kDevHdma:
       c.cycles = link_transfer_cycles(command.bytes, device_link_);
-      // Read from one device's DRAM, written to the peer's.
-      c.energy.dram_fj =
-          saturating_mul(saturating_mul(command.bytes, 2), config_.energy.dram_fj_per_byte);
+      c.energy = energy_of(command, nullptr);
       return c;
     case EngineKind::kSync:
       // One message over a device link: its latency.
@@ -54,6 +51,41 @@ CommandCost Evaluator::cost(const Command& command) {
       return c;
   }
   return c;
+}
+
+profiler::DynamicEnergy Evaluator::energy(const Command& command) const {
+  if (on_slice(command.engine)) {
+    if (std::holds_alternative<std::monostate>(command.shape)) return {};
+    const SliceCost s = slice_op_cost(command.op, command.shape, config_);
+    return energy_of(command, &s);
+  }
+  return energy_of(command, nullptr);
+}
+
+profiler::DynamicEnergy Evaluator::energy_of(const Command& command, const SliceCost* slice) const {
+  profiler::DynamicEnergy e;
+  switch (command.engine) {
+    case EngineKind::kArray:
+    case EngineKind::kVector:
+      if (slice != nullptr) e = slice_energy(*slice, type_, config_.energy);
+      break;
+    case EngineKind::kDmaIn:
+    case EngineKind::kDmaOut:
+      e = dma_energy(command.engine, command.bytes, config_.energy);
+      break;
+    case EngineKind::kExtHdma:
+      // The device's DRAM end of the transfer; the link itself has no energy figure yet.
+      e.dram_fj = saturating_mul(command.bytes, config_.energy.dram_fj_per_byte);
+      break;
+    case EngineKind::kDevHdma:
+      // Read from one device's DRAM, written to the peer's.
+      e.dram_fj = saturating_mul(saturating_mul(command.bytes, 2), config_.energy.dram_fj_per_byte);
+      break;
+    case EngineKind::kHost:  // the host's energy is not modelled
+    case EngineKind::kSync:
+      break;
+  }
+  return e;
 }
 
 }  // namespace npusim::cost

@@ -32,10 +32,16 @@ class Evaluator {
   Evaluator(const HwConfig& config, const ModelInfo& model);
   // Throws std::overflow_error when a figure does not fit 64 bits.
   CommandCost cost(const Command& command);
+  // Its dynamic energy alone, as cost() gives it, without timing its transfers: for a command
+  // that cost() has already accepted (the schedule's checks), so it does not throw.
+  profiler::DynamicEnergy energy(const Command& command) const;
   const DmaTiming& dma() const { return dma_; }
   const DramTiming& dram() const { return dram_; }
 
  private:
+  // The energy of `command`, whose slice cost is `slice` (nullptr for the other engines).
+  profiler::DynamicEnergy energy_of(const Command& command, const SliceCost* slice) const;
+
   const HwConfig& config_;
   DmaTiming dma_;
   DramTiming dram_;

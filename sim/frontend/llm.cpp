@@ -136,8 +136,9 @@ std::uint32_t attention(Builder& b, const LlmSpec& s, const Phase& ph, const std
   }
   std::uint32_t keys = 0, values = 0, queries = 0;
   if (ph.prefill()) {
-    // The caches are written in the layouts attention reads: K as [B, KV, d, T], V as
-    // [B, KV, T, d]. Queries of one KV group stack as rows: [B, KV, g·T, d].
+    // The caches in the layouts attention reads: K as [B, KV, d, T] (a copy), V as [B, KV, T, d]
+    // (a view, moves_no_data: V stays as v_proj stored it, [B, T, KV, d], and attention reads its
+    // rows of d in head order). Queries of one KV group stack as rows: [B, KV, g·T, d].
     keys = b.transpose(p + "k_cache", k, {0, 2, 3, 1});
     values = b.transpose(p + "v_cache", v, {0, 2, 1, 3});
     b.output(keys);

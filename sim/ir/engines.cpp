@@ -134,8 +134,8 @@ profiler::Workload make_workload(const Schedule& schedule, const HwConfig& confi
   w.engines = layout.all();
   for (const Program& p : schedule.programs) w.programs.push_back({p.name, p.loc});
   w.commands.reserve(schedule.commands.size());
-  // The schedule's checks already costed every command, so this cannot overflow.
-  cost::Evaluator evaluator(config, schedule.model);
+  // The schedule's checks costed every command on this config, so energy() cannot overflow.
+  const cost::Evaluator evaluator(config, schedule.model);
   for (const Command& c : schedule.commands) {
     profiler::CommandInfo info;
     info.id = c.id;
@@ -158,7 +158,7 @@ profiler::Workload make_workload(const Schedule& schedule, const HwConfig& confi
     info.lram_alloc_bytes = c.lram_alloc_bytes;
     info.lram_free_bytes = c.lram_free_bytes;
     info.isolated_cycles = c.isolated_cycles;
-    info.energy = evaluator.cost(c).energy;
+    info.energy = evaluator.energy(c);
     info.deps = c.deps;
     w.commands.push_back(std::move(info));
   }

@@ -39,7 +39,8 @@ profiler::LayerInfo layer_info(const LayerView& layer, const HwConfig& config);
 // Whether `schedule` on `config` has the multi-device engines (see EngineLayout).
 bool uses_multi_device_engines(const HwConfig& config, const Schedule& schedule);
 
-// The profiler's view of a schedule on a config.
+// The profiler's view of a schedule on a config. The schedule must have been checked against
+// this config (finalize_schedule), whose costs it reads.
 profiler::Workload make_workload(const Schedule& schedule, const HwConfig& config);
 
 }  // namespace npusim

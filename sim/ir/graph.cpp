@@ -24,7 +24,7 @@ constexpr std::array<DTypeInfo, 10> kDTypes = {{
     {DType::kBFloat16, "bfloat16", 2},
     {DType::kFloat32, "float32", 4},
     {DType::kBool, "bool", 1},
-    {DType::kInt4, "int4", 1},  // a byte per element where counted per element; see dtype_bits
+    {DType::kInt4, "int4", 1},  // a byte where counted per element; packed_bytes packs two
 }};
 
 std::string shape_text(const std::vector<std::uint64_t>& shape) {
@@ -90,8 +90,6 @@ std::uint32_t dtype_bytes(DType dtype) {
   }
   return 1;
 }
-
-std::uint32_t dtype_bits(DType dtype) { return dtype == DType::kInt4 ? 4 : 8 * dtype_bytes(dtype); }
 
 std::uint64_t packed_bytes(DType dtype, std::uint64_t elements) {
   return dtype == DType::kInt4 ? elements / 2 + elements % 2 : elements * dtype_bytes(dtype);
@@ -174,28 +172,45 @@ bool moves_no_data(const Graph& g, const Layer& l) {
       l.op == "Slice") {
     return true;
   }
-  // Only shapes the checks fixed: anything odd stays a copy, which handles it.
+  if ((l.op != "Gather" && l.op != "Transpose") || l.outputs.size() != 1 || l.inputs.empty()) {
+    return false;
+  }
+  // check_graph does not check these two ops' shapes: only an output that is exactly the
+  // rearranged input (same dtype, the shape the op makes) is a view; anything else stays a copy,
+  // whose tiles do the work for the output as declared.
+  const Tensor& x = g.tensors[l.inputs[0]];
+  const Tensor& y = g.tensors[l.outputs[0]];
+  const std::size_t rank = x.shape.size();
+  if (x.constant || x.dtype != y.dtype || rank < 2) return false;
   if (l.op == "Gather") {
+    // One constant index on an axis before the last: the reader takes whole rows of one index.
     // (The importer writes Where as a Gather of three inputs, with `onnx_op` set.)
-    return l.inputs.size() == 2 && l.outputs.size() == 1 && !l.attrs.strings.count("onnx_op") &&
-           !g.tensors[l.inputs[0]].constant && g.tensors[l.inputs[1]].constant &&
-           g.tensors[l.inputs[1]].elements() == 1;
-  }
-  if (l.op == "Transpose") {
-    if (l.inputs.size() != 1 || l.outputs.size() != 1) return false;
-    const std::size_t rank = g.tensors[l.inputs[0]].shape.size();
-    const std::vector<std::int64_t> perm = l.attrs.get_ints("perm", {});
-    if (rank < 2 || perm.size() != rank) return false;
-    std::vector<bool> seen(rank, false);
-    for (const std::int64_t p : perm) {
-      if (p < 0 || static_cast<std::size_t>(p) >= rank || seen[static_cast<std::size_t>(p)]) {
-        return false;
-      }
-      seen[static_cast<std::size_t>(p)] = true;
+    if (l.inputs.size() != 2 || l.attrs.strings.count("onnx_op") != 0) return false;
+    const Tensor& index = g.tensors[l.inputs[1]];
+    std::int64_t axis = l.attrs.get_int("axis", 0);
+    if (axis < 0) axis += static_cast<std::int64_t>(rank);
+    if (!index.constant || index.elements() != 1 || axis < 0 ||
+        axis >= static_cast<std::int64_t>(rank) - 1) {
+      return false;
     }
-    return perm.back() == static_cast<std::int64_t>(rank - 1);
+    return y.elements() == x.elements() / x.shape[static_cast<std::size_t>(axis)];
   }
-  return false;
+  // Transpose: a permutation that keeps the last axis in place.
+  const std::vector<std::int64_t> perm = l.attrs.get_ints("perm", {});
+  if (l.inputs.size() != 1 || perm.size() != rank ||
+      perm.back() != static_cast<std::int64_t>(rank - 1)) {
+    return false;
+  }
+  std::vector<bool> seen(rank, false);
+  std::vector<std::uint64_t> permuted;
+  for (const std::int64_t p : perm) {
+    if (p < 0 || static_cast<std::size_t>(p) >= rank || seen[static_cast<std::size_t>(p)]) {
+      return false;
+    }
+    seen[static_cast<std::size_t>(p)] = true;
+    permuted.push_back(x.shape[static_cast<std::size_t>(p)]);
+  }
+  return y.shape == permuted;
 }
 
 OpClass classify_op(std::string_view op) {

@@ -47,9 +47,8 @@ enum class DType : std::uint8_t {
   kInt4
 };
 // Bytes per element where the compiler counts whole elements (1 for int4: check_graph keeps
-// int4 where only packed sizes are used); dtype_bits gives the packed size.
+// int4 where only packed sizes are used, packed_bytes).
 std::uint32_t dtype_bytes(DType dtype);
-std::uint32_t dtype_bits(DType dtype);  // 4 for int4, else 8 * dtype_bytes
 // Bytes of `elements` packed elements of `dtype`, rounded up to a whole byte.
 std::uint64_t packed_bytes(DType dtype, std::uint64_t elements);
 const char* dtype_name(DType dtype);  // "int8", "float32", ...
@@ -107,9 +106,10 @@ bool is_elementwise_op(std::string_view op);
 
 // Whether a layer moves no data: no command runs it, and its readers' DMA fetches the producers'
 // bytes in the order it describes (docs/compiler.md, "Views"). These are the views (Reshape, ...),
-// Concat, Split and Slice; a Gather of one constant index of a computed tensor (a Slice that drops
-// its axis); and a Transpose that keeps the last axis in place, whose readers fetch whole rows in
-// the permuted order (a channel shuffle, a split into attention heads).
+// Concat, Split and Slice; a Gather of one constant index on an axis before the last, of a
+// computed tensor (a Slice that drops its axis); and a Transpose that keeps the last axis in
+// place, whose readers fetch whole rows in the permuted order (a channel shuffle, a split into
+// attention heads). Either only when its output has the input's dtype and the shape it makes.
 bool moves_no_data(const Graph& graph, const Layer& layer);
 
 // Multiply-accumulates of a layer as a model architect counts them (Conv and MatMul; 0 for the

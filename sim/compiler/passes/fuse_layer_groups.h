@@ -35,7 +35,7 @@ struct LayerGroup {
 // How a group compiles, by its head layer's op (docs/compiler.md, "What each kind of layer
 // becomes").
 enum class GroupKind : std::uint8_t {
-  kView,        // Reshape and the other views, Concat, Split, Slice: no command
+  kView,        // moves_no_data (Reshape, Concat, Slice, row-keeping Transpose, ...): no command
   kHost,        // one HOST command
   kSpatial,     // Conv, MaxPool, AveragePool: tiles of rows, columns and channel chunks
   kMatMul,      // row and column tiles of Gemm, or K-split tiles
