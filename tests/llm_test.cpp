@@ -136,6 +136,17 @@ TEST(Llm, Int4WeightsHalveTheProjectionBytesOfADecodeStep) {
     EXPECT_LE(step.dram_read_bytes, floor + std::uint64_t{32768}) << i;
     EXPECT_EQ(step.macs, llm_phase_macs(s, 1, 17 + (i - 1))) << i;
   }
+  // Sharded over two devices, each reads its part of every int4 weight, still packed: the step
+  // reads the same floor, plus what both devices read whole (the norms, 1280 bytes, and the
+  // tables, 129) and two devices' activations; weights counted a byte each would add 717824.
+  req.overrides = {"devices.count=2"};
+  const api::Measured two = api::Session::open(req).measure(true);
+  ASSERT_TRUE(two.failure.empty()) << two.failure;
+  ASSERT_TRUE(two.llm);
+  const std::uint64_t floor = 719104 + std::uint64_t{512} * 16 + 128 + 1;
+  EXPECT_GE(two.llm->steps[1].dram_read_bytes, floor);
+  EXPECT_LE(two.llm->steps[1].dram_read_bytes, floor + 1280 + 129 + 2 * std::uint64_t{32768});
+  EXPECT_EQ(two.llm->steps[1].macs, llm_phase_macs(s, 1, 17));
 }
 
 // Replay is exact: the assembled schedule simulated whole gives every command the times the
