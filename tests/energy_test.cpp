@@ -10,9 +10,12 @@
 
 #include "profiler/energy.h"
 #include "profiler/timeline.h"
+#include "sim/compiler/compiler.h"
 #include "sim/config/hw_config.h"
 #include "sim/cost/energy.h"
+#include "sim/cost/evaluator.h"
 #include "sim/estimator/estimator.h"
+#include "sim/frontend/graph_json.h"
 #include "sim/ir/engines.h"
 #include "sim/ir/schedule.h"
 
@@ -75,6 +78,37 @@ TEST(Energy, FcOnDefaultIsTheHandComputedFigure) {
   EXPECT_EQ(r.workload.commands[0].energy.total_fj(), 41943040000u + 655360000u);
   // 46047623.12 pJ over 101.81875 us: 452.2509 mW.
   EXPECT_NEAR(r.energy.average_power_mw(800000), 452.2509, 1e-4);
+}
+
+// The profiler's per-command energy comes from Evaluator::energy, the schedule's checks from
+// Evaluator::cost: the two must agree on every kind of command, links and barriers included (the
+// BERT layer on two devices has EXT_HDMA, DEV_HDMA and SYNC commands besides the slices' and
+// DMAs').
+TEST(Energy, TheWorkloadsEnergyIsTheCostModelsForEveryKindOfCommand) {
+  const HwConfig config = load_hw_config("server", {"devices.count=2"});
+  const Graph graph = parse_graph_json(read_json_file(kSource + "/models/zoo/bert_base_layer.json"),
+                                       "bert_base_layer.json");
+  const Schedule schedule = compile_schedule(graph, config);
+  const profiler::Workload w = make_workload(schedule, config);
+  cost::Evaluator evaluator(config, schedule.model);
+  std::vector<bool> seen(8, false);
+  ASSERT_EQ(w.commands.size(), schedule.commands.size());
+  for (std::size_t i = 0; i < schedule.commands.size(); ++i) {
+    const Command& c = schedule.commands[i];
+    seen[static_cast<std::size_t>(c.engine)] = true;
+    const profiler::DynamicEnergy want = evaluator.cost(c).energy;
+    const profiler::DynamicEnergy& got = w.commands[i].energy;
+    EXPECT_EQ(got.mac_fj, want.mac_fj) << c.id;
+    EXPECT_EQ(got.vector_fj, want.vector_fj) << c.id;
+    EXPECT_EQ(got.lram_read_fj, want.lram_read_fj) << c.id;
+    EXPECT_EQ(got.lram_write_fj, want.lram_write_fj) << c.id;
+    EXPECT_EQ(got.dram_fj, want.dram_fj) << c.id;
+  }
+  for (const EngineKind kind :
+       {EngineKind::kArray, EngineKind::kVector, EngineKind::kDmaIn, EngineKind::kDmaOut,
+        EngineKind::kExtHdma, EngineKind::kDevHdma, EngineKind::kSync}) {
+    EXPECT_TRUE(seen[static_cast<std::size_t>(kind)]) << static_cast<int>(kind);
+  }
 }
 
 TEST(Energy, TheTotalIsTheSumOfItsParts) {
