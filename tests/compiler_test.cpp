@@ -1071,32 +1071,33 @@ TEST(Compiler, AChannelShuffleAndAGatherOfOneIndexMoveNoData) {
 }
 
 TEST(Compiler, OnlyRowKeepingTransposesAndOneIndexGathersAreViews) {
+  // a [6, 4, 5] is row-major (a 4-d graph input would be an NHWC image: the test above).
   const Graph g =
       parse_graph_json(Json::parse(R"({"format": "npusim-graph", "version": 1, "name": "p",
-    "tensors": [{"name": "a", "shape": [2, 3, 4, 5]}, {"name": "i", "shape": [1], "constant": true},
+    "tensors": [{"name": "a", "shape": [6, 4, 5]}, {"name": "i", "shape": [1], "constant": true},
                 {"name": "j", "shape": [2], "constant": true}, {"name": "k", "shape": [1]},
-                {"name": "o1", "shape": [2, 4, 3, 5]}, {"name": "o2", "shape": [2, 4, 5, 3]},
-                {"name": "o3", "shape": [2, 3, 4, 5]}, {"name": "o4", "shape": [3, 4, 5]},
-                {"name": "o5", "shape": [2, 3, 4, 5]}, {"name": "o6", "shape": [3, 4, 5]},
-                {"name": "o7", "shape": [2, 3, 4]}, {"name": "o8", "shape": [2, 3, 4, 5]},
-                {"name": "o9", "shape": [2, 4, 3, 5], "dtype": "float32"}],
+                {"name": "o1", "shape": [4, 6, 5]}, {"name": "o2", "shape": [4, 5, 6]},
+                {"name": "o3", "shape": [6, 4, 5]}, {"name": "o4", "shape": [4, 5]},
+                {"name": "o5", "shape": [6, 4, 5]}, {"name": "o6", "shape": [4, 5]},
+                {"name": "o7", "shape": [6, 4]}, {"name": "o8", "shape": [6, 4, 5]},
+                {"name": "o9", "shape": [4, 6, 5], "dtype": "float32"}],
     "inputs": ["a", "k"], "outputs": ["o1", "o2", "o3", "o4", "o5", "o6", "o7", "o8", "o9"],
-    "layers": [{"name": "heads", "op": "Transpose", "inputs": ["a"], "outputs": ["o1"], "attrs": {"perm": [0, 2, 1, 3]}},
-               {"name": "k_t", "op": "Transpose", "inputs": ["a"], "outputs": ["o2"], "attrs": {"perm": [0, 2, 3, 1]}},
-               {"name": "bad", "op": "Transpose", "inputs": ["a"], "outputs": ["o3"], "attrs": {"perm": [0, 0, 2, 3]}},
+    "layers": [{"name": "heads", "op": "Transpose", "inputs": ["a"], "outputs": ["o1"], "attrs": {"perm": [1, 0, 2]}},
+               {"name": "k_t", "op": "Transpose", "inputs": ["a"], "outputs": ["o2"], "attrs": {"perm": [1, 2, 0]}},
+               {"name": "bad", "op": "Transpose", "inputs": ["a"], "outputs": ["o3"], "attrs": {"perm": [0, 0, 2]}},
                {"name": "one", "op": "Gather", "inputs": ["a", "i"], "outputs": ["o4"]},
                {"name": "two", "op": "Gather", "inputs": ["a", "j"], "outputs": ["o5"]},
                {"name": "computed", "op": "Gather", "inputs": ["a", "k"], "outputs": ["o6"]},
                {"name": "last_axis", "op": "Gather", "inputs": ["a", "i"], "outputs": ["o7"], "attrs": {"axis": -1}},
-               {"name": "misshaped", "op": "Transpose", "inputs": ["a"], "outputs": ["o8"], "attrs": {"perm": [0, 2, 1, 3]}},
-               {"name": "cast", "op": "Transpose", "inputs": ["a"], "outputs": ["o9"], "attrs": {"perm": [0, 2, 1, 3]}}]})"),
+               {"name": "misshaped", "op": "Transpose", "inputs": ["a"], "outputs": ["o8"], "attrs": {"perm": [1, 0, 2]}},
+               {"name": "cast", "op": "Transpose", "inputs": ["a"], "outputs": ["o9"], "attrs": {"perm": [1, 0, 2]}}]})"),
                        "p.json");
   std::map<std::string, bool> views;
   for (const Layer& l : g.layers) views[l.name] = moves_no_data(g, l);
-  // Rows of 5 stay whole under [0,2,1,3]; [0,2,3,1] moves the last axis (a K^T: a real copy); a
+  // Rows of 5 stay whole under [1,0,2]; [1,2,0] moves the last axis (a K^T: a real copy); a
   // perm that repeats an axis is not a permutation; a Gather is a view with one constant index
   // on an axis before the last (on the last it picks one element per row). An output declared
-  // with another shape ([2,3,4,5] for [2,4,3,5]) or dtype than the op makes stays a copy.
+  // with another shape ([6,4,5] for [4,6,5]) or dtype than the op makes stays a copy.
   EXPECT_EQ(views, (std::map<std::string, bool>{{"heads", true},
                                                 {"k_t", false},
                                                 {"bad", false},
@@ -1106,6 +1107,26 @@ TEST(Compiler, OnlyRowKeepingTransposesAndOneIndexGathersAreViews) {
                                                 {"last_axis", false},
                                                 {"misshaped", false},
                                                 {"cast", false}}));
+}
+
+TEST(Compiler, OnAnImageATransposeIsAViewOnlyWhenItKeepsThePlane) {
+  // A conv's output c [1, 4, 2, 3] is an NHWC image: its rows are pixels of 4 channels, not the
+  // NCHW rows of 3. A channel shuffle of it (Reshape [1, 2, 2, 2, 3], Transpose [0, 2, 1, 3, 4])
+  // keeps the 2 x 3 plane (trailing product 6): channels only, a view. Swapping C and H
+  // ([0, 2, 1, 3]) keeps the last axis but moves the plane: a copy.
+  const Graph g =
+      parse_graph_json(Json::parse(R"({"format": "npusim-graph", "version": 1, "name": "i",
+    "tensors": [{"name": "x", "shape": [1, 4, 2, 3]}, {"name": "w", "shape": [4, 4, 1, 1], "constant": true},
+                {"name": "c", "shape": [1, 4, 2, 3]}, {"name": "r", "shape": [1, 2, 2, 2, 3]},
+                {"name": "t1", "shape": [1, 2, 2, 2, 3]}, {"name": "t2", "shape": [1, 2, 4, 3]}],
+    "inputs": ["x"], "outputs": ["t1", "t2"],
+    "layers": [{"name": "conv", "op": "Conv", "inputs": ["x", "w"], "outputs": ["c"], "attrs": {"kernel_shape": [1, 1]}},
+               {"name": "r", "op": "Reshape", "inputs": ["c"], "outputs": ["r"]},
+               {"name": "shuffle", "op": "Transpose", "inputs": ["r"], "outputs": ["t1"], "attrs": {"perm": [0, 2, 1, 3, 4]}},
+               {"name": "spatial", "op": "Transpose", "inputs": ["c"], "outputs": ["t2"], "attrs": {"perm": [0, 2, 1, 3]}}]})"),
+                       "i.json");
+  EXPECT_TRUE(moves_no_data(g, g.layers[2]));
+  EXPECT_FALSE(moves_no_data(g, g.layers[3]));
 }
 
 // ---- int4 weights ------------------------------------------------------------------------------

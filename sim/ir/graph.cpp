@@ -167,6 +167,36 @@ bool is_elementwise_op(std::string_view op) {
   return std::find(ops.begin(), ops.end(), op) != ops.end();
 }
 
+namespace {
+
+// The layer that writes `t`, or nullptr (a graph input or a constant).
+const Layer* writer_of(const Graph& g, std::uint32_t t) {
+  for (const Layer& l : g.layers) {
+    if (std::find(l.outputs.begin(), l.outputs.end(), t) != l.outputs.end()) return &l;
+  }
+  return nullptr;
+}
+
+// Whether `t` is laid out as an NHWC image, as the compiler's assign_layouts decides it, told from
+// the graph alone: a 4-d graph input or output of a conv or pool, or the 4-d output of an op that
+// keeps its first input's layout (element-wise and normalisations, Resize, Pad, Concat).
+bool is_image(const Graph& g, std::uint32_t t) {
+  for (;;) {
+    if (g.tensors[t].shape.size() != 4) return false;
+    if (std::find(g.inputs.begin(), g.inputs.end(), t) != g.inputs.end()) return true;
+    const Layer* p = writer_of(g, t);
+    if (p == nullptr || p->inputs.empty()) return false;
+    if (p->op == "Conv" || p->op == "MaxPool" || p->op == "AveragePool") return true;
+    const OpClass cls = classify_op(p->op);
+    const bool keeps = cls == OpClass::kVector || cls == OpClass::kBatchNorm || p->op == "Concat" ||
+                       p->op == "Resize" || p->op == "Pad";
+    if (!keeps || g.tensors[p->inputs[0]].constant) return false;
+    t = p->inputs[0];
+  }
+}
+
+}  // namespace
+
 bool moves_no_data(const Graph& g, const Layer& l) {
   if (classify_op(l.op) == OpClass::kView || l.op == "Concat" || l.op == "Split" ||
       l.op == "Slice") {
@@ -210,7 +240,26 @@ bool moves_no_data(const Graph& g, const Layer& l) {
     seen[static_cast<std::size_t>(p)] = true;
     permuted.push_back(x.shape[static_cast<std::size_t>(p)]);
   }
-  return y.shape == permuted;
+  if (y.shape != permuted) return false;
+  // Behind single-input views (Reshape, ...), an NHWC image's bytes are not the view's rows:
+  // there the permutation must keep the H x W plane in place (trailing axes of exactly that
+  // product), so that it permutes channels only, which a compiler folds into the weights
+  // (docs/compiler.md, "Views").
+  std::uint32_t source = l.inputs[0];
+  for (const Layer* p = writer_of(g, source);
+       p != nullptr && p->inputs.size() == 1 && classify_op(p->op) == OpClass::kView;
+       p = writer_of(g, source)) {
+    source = p->inputs[0];
+  }
+  if (!is_image(g, source)) return true;
+  const std::vector<std::uint64_t>& image = g.tensors[source].shape;
+  const std::uint64_t plane = image[2] * image[3];
+  std::uint64_t trailing = 1;
+  for (std::size_t i = rank; i-- > 0 && trailing < plane;) {
+    if (perm[i] != static_cast<std::int64_t>(i)) return false;
+    trailing *= x.shape[i];
+  }
+  return trailing == plane;
 }
 
 OpClass classify_op(std::string_view op) {
