@@ -1129,6 +1129,112 @@ TEST(Compiler, OnAnImageATransposeIsAViewOnlyWhenItKeepsThePlane) {
   EXPECT_FALSE(moves_no_data(g, g.layers[3]));
 }
 
+// Attention's scores, S = Q K^T * c: K = X Wk [8, 8] is reshaped to [8 rows, 2 heads, 4] and
+// transposed to K^T [2, 4, 8] (perm `kt_perm`), read by `kt_reader`; `c` is a scalar.
+Graph attention_scores(const std::string& kt_perm, const std::string& kt_reader) {
+  return parse_graph_json(Json::parse(R"({"format": "npusim-graph", "version": 1, "name": "att",
+    "tensors": [{"name": "x", "shape": [8, 8]}, {"name": "wk", "shape": [8, 8], "constant": true},
+                {"name": "q", "shape": [2, 8, 4]}, {"name": "c", "shape": [1], "constant": true},
+                {"name": "k", "shape": [8, 8]}, {"name": "kr", "shape": [8, 2, 4]},
+                {"name": "kt", "shape": [2, 4, 8]}, {"name": "s", "shape": [2, 8, 8]},
+                {"name": "y", "shape": [2, 8, 8]}],
+    "inputs": ["x", "q"], "outputs": ["y"],
+    "layers": [{"name": "k", "op": "MatMul", "inputs": ["x", "wk"], "outputs": ["k"]},
+               {"name": "kr", "op": "Reshape", "inputs": ["k"], "outputs": ["kr"]},
+               {"name": "kt", "op": ")" + kt_perm + R"(, "inputs": ["kr"], "outputs": ["kt"]},
+               {"name": "scores", "op": "MatMul", "inputs": )" + kt_reader + R"(, "outputs": ["s"]},
+               {"name": "scale", "op": "Mul", "inputs": ["s", "c"], "outputs": ["y"]}]})"),
+                          "att.json");
+}
+
+TEST(Compiler, AttentionScoresReadKTransposedInPlaceAndTakeTheirScale) {
+  // K^T's column n of head h is K's row n, h's 4 elements: contiguous, so the scores' B loads
+  // fetch K^T from k's bytes and nothing is copied; the scalar scale folds into the MatMul's
+  // output. Through DRAM, the stores are k (8 * 8 = 64 B) and y (2 * 8 * 8 = 128 B): 192 B. A
+  // copied K^T would add its 64 B store (and a load), a separate scale s's 128 B store (and its
+  // load). The loads equal those of the same graph with a Reshape to [2, 4, 8] in the
+  // Transpose's place (same shapes, bytes read where they lie).
+  CompileOptions through_dram;
+  through_dram.residency = false;
+  const HwConfig config = parse_hw_config("{}", "default.json");
+  const Schedule s = compile_schedule(
+      attention_scores(R"(Transpose", "attrs": {"perm": [1, 2, 0]})", R"(["q", "kt"])"), config,
+      through_dram);
+  const Schedule reshaped =
+      compile_schedule(attention_scores(R"(Reshape")", R"(["q", "kt"])"), config, through_dram);
+  const auto bytes = [](const Schedule& sc, EngineKind engine) {
+    std::uint64_t total = 0;
+    for (const Command& c : sc.commands) total += c.engine == engine ? c.bytes : 0;
+    return total;
+  };
+  std::vector<std::string> programs;
+  for (const auto& p : s.programs) programs.push_back(p.name);
+  EXPECT_EQ(programs, (std::vector<std::string>{"k", "fused(scores+scale)"}));
+  EXPECT_EQ(bytes(s, EngineKind::kDmaOut), 192u);
+  EXPECT_EQ(bytes(s, EngineKind::kDmaIn), bytes(reshaped, EngineKind::kDmaIn));
+  EXPECT_EQ(s.commands.size(), reshaped.commands.size());
+  // Every load of the scores waits, directly or through a join, for every store of k.
+  std::vector<std::uint32_t> k_stores;
+  for (std::uint32_t i = 0; i < s.commands.size(); ++i) {
+    if (s.commands[i].layer == "k" && s.commands[i].engine == EngineKind::kDmaOut) {
+      k_stores.push_back(i);
+    }
+  }
+  ASSERT_FALSE(k_stores.empty());
+  std::size_t b_loads = 0;
+  for (std::uint32_t i = 0; i < s.commands.size(); ++i) {
+    if (s.commands[i].layer != "fused(scores+scale)" ||
+        s.commands[i].engine != EngineKind::kDmaIn) {
+      continue;
+    }
+    std::vector<bool> reached(s.commands.size(), false);
+    std::vector<std::uint32_t> stack = {i};
+    while (!stack.empty()) {
+      const std::uint32_t c = stack.back();
+      stack.pop_back();
+      for (const std::uint32_t d : s.commands[c].deps) {
+        if (!reached[d]) stack.push_back(d), reached[d] = true;
+      }
+    }
+    const bool after_k = std::all_of(k_stores.begin(), k_stores.end(),
+                                     [&](std::uint32_t k) { return reached[k]; });
+    b_loads += after_k ? 1 : 0;
+  }
+  EXPECT_GT(b_loads, 0u);
+  Schedule checked = s;
+  Diagnostics diag("att.json");
+  finalize_schedule(checked, config, diag);
+  EXPECT_TRUE(diag.empty());
+  EXPECT_EQ(schedule_macs(s), 8u * 8 * 8 + 2u * 8 * 8 * 4);
+
+  // With residency (the default), k stays on chip and the scores read K^T there: the loads are
+  // x, wk and q (64 B each), the one store y's 128 B; and the schedule checks.
+  Schedule resident = compile_schedule(
+      attention_scores(R"(Transpose", "attrs": {"perm": [1, 2, 0]})", R"(["q", "kt"])"), config);
+  EXPECT_EQ(bytes(resident, EngineKind::kDmaIn), 192u);
+  EXPECT_EQ(bytes(resident, EngineKind::kDmaOut), 128u);
+  Diagnostics resident_diag("att.json");
+  finalize_schedule(resident, config, resident_diag);
+  EXPECT_TRUE(resident_diag.empty());
+
+  // Read as the left operand, or by a Relu too, K^T's elements are not where a reader takes
+  // them: a copy.
+  const Graph g = parse_graph_json(Json::parse(R"({"format": "npusim-graph", "version": 1, "name": "p",
+    "tensors": [{"name": "a", "shape": [8, 2, 4]}, {"name": "b", "shape": [2, 8, 3]},
+                {"name": "q", "shape": [2, 3, 4]}, {"name": "t1", "shape": [2, 4, 8]},
+                {"name": "t2", "shape": [2, 4, 8]}, {"name": "m1", "shape": [2, 4, 3]},
+                {"name": "m2", "shape": [2, 3, 8]}, {"name": "r", "shape": [2, 4, 8]}],
+    "inputs": ["a", "b", "q"], "outputs": ["m1", "m2", "r"],
+    "layers": [{"name": "as_left", "op": "Transpose", "inputs": ["a"], "outputs": ["t1"], "attrs": {"perm": [1, 2, 0]}},
+               {"name": "two_readers", "op": "Transpose", "inputs": ["a"], "outputs": ["t2"], "attrs": {"perm": [1, 2, 0]}},
+               {"name": "left", "op": "MatMul", "inputs": ["t1", "b"], "outputs": ["m1"]},
+               {"name": "right", "op": "MatMul", "inputs": ["q", "t2"], "outputs": ["m2"]},
+               {"name": "relu", "op": "Relu", "inputs": ["t2"], "outputs": ["r"]}]})"),
+                                   "p.json");
+  EXPECT_FALSE(moves_no_data(g, g.layers[0]));
+  EXPECT_FALSE(moves_no_data(g, g.layers[1]));
+}
+
 // ---- int4 weights ------------------------------------------------------------------------------
 
 TEST(Compiler, Int4MatMulWeightsLoadTwoToAByteAndNothingElseMayBeInt4) {

@@ -479,6 +479,41 @@ TEST(Fusion, FastestDetsChannelShufflesMoveNoData) {
   EXPECT_EQ(schedule_macs(s), graph_macs(g));
 }
 
+TEST(Fusion, AttentionScoresTakeTheirScaleAndReadKTransposedInPlace) {
+  // bert_toy.onnx (a Hugging Face BERT export, two layers): each layer's scores are
+  // MatMul(Q, Transpose(K, perm [0, 2, 3, 1])) -> Div(scores, 2.83): the Div of a scalar folds
+  // into the MatMul's output scale, and the Transpose is only the MatMul's right operand, whose
+  // columns are K's rows: no copy. gpt2_attention_past.onnx (GPT-2's attention with a KV cache)
+  // divides its scores the same way; its key Transpose also feeds the `present` cache output, so
+  // it stays a copy.
+  const Graph bert = import_onnx(kShared + "bert_toy.onnx", {});
+  for (const Layer& l : bert.layers) {
+    if (l.name == "Transpose_80" || l.name == "Transpose_196") {
+      EXPECT_EQ(l.attrs.get_ints("perm", {}), (std::vector<std::int64_t>{0, 2, 3, 1}));
+      EXPECT_TRUE(moves_no_data(bert, l)) << l.name;
+    }
+    if (l.name == "Div_83" || l.name == "Div_199") {
+      EXPECT_TRUE(bert.tensors[l.inputs[1]].constant);
+      EXPECT_EQ(bert.tensors[l.inputs[1]].elements(), 1u);
+    }
+  }
+  const Schedule s = compile_schedule(bert, load_hw_config("default"));
+  const std::vector<std::string> names = program_names(s);
+  for (const std::string fused : {"fused(MatMul_81+Div_83)", "fused(MatMul_197+Div_199)"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), fused), names.end()) << fused;
+  }
+  for (const Command& c : s.commands) {
+    EXPECT_NE(c.layer, "Transpose_80");
+    EXPECT_NE(c.layer, "Transpose_196");
+  }
+  EXPECT_EQ(schedule_macs(s), graph_macs(bert));
+
+  const Graph gpt2 = import_onnx(kShared + "gpt2_attention_past.onnx", {});
+  const Schedule g = compile_schedule(gpt2, load_hw_config("server"));
+  EXPECT_THAT(program_names(g), ::testing::Contains("fused(MatMul_143+Div_145)"));
+  EXPECT_EQ(schedule_macs(g), graph_macs(gpt2));
+}
+
 // A real QDQ export (tf2onnx, MobileNet-EdgeTPU, three inverted-residual blocks on a
 // [1, 32, 56, 56] float input): 9 QuantizeLinear, 6 Conv, 3 Add, and 9 DequantizeLinear of
 // activations. One Q quantises the graph input; each conv's output is quantised (6); the first

@@ -177,6 +177,24 @@ const Layer* writer_of(const Graph& g, std::uint32_t t) {
   return nullptr;
 }
 
+// Whether every reader of `t` is a MatMul that takes it as its right operand (B) only, and `t`
+// is no graph output. A MatMul reads B by columns: column n of a Transpose that makes its input's
+// last axis the next-to-last is a run of the input's last axis, contiguous in memory, so a
+// strided DMA fetches the columns straight from the untransposed tensor (a GEMM with B
+// transposed, ONNX Gemm's transB): attention's K^T.
+bool only_right_operand(const Graph& g, std::uint32_t t) {
+  if (std::find(g.outputs.begin(), g.outputs.end(), t) != g.outputs.end()) return false;
+  bool read = false;
+  for (const Layer& l : g.layers) {
+    for (std::size_t i = 0; i < l.inputs.size(); ++i) {
+      if (l.inputs[i] != t) continue;
+      if (l.op != "MatMul" || i != 1) return false;
+      read = true;
+    }
+  }
+  return read;
+}
+
 // Whether `t` is laid out as an NHWC image, as the compiler's assign_layouts decides it, told from
 // the graph alone: a 4-d graph input or output of a conv or pool, or the 4-d output of an op that
 // keeps its first input's layout (element-wise and normalisations, Resize, Pad, Concat).
@@ -225,10 +243,12 @@ bool moves_no_data(const Graph& g, const Layer& l) {
     }
     return y.elements() == x.elements() / x.shape[static_cast<std::size_t>(axis)];
   }
-  // Transpose: a permutation that keeps the last axis in place.
+  // Transpose: a permutation that keeps the last axis in place, or that makes it the
+  // next-to-last for MatMuls' right operands alone.
   const std::vector<std::int64_t> perm = l.attrs.get_ints("perm", {});
+  const auto last_axis = static_cast<std::int64_t>(rank - 1);
   if (l.inputs.size() != 1 || perm.size() != rank ||
-      perm.back() != static_cast<std::int64_t>(rank - 1)) {
+      (perm.back() != last_axis && !(perm[rank - 2] == last_axis && only_right_operand(g, l.outputs[0])))) {
     return false;
   }
   std::vector<bool> seen(rank, false);
@@ -252,6 +272,7 @@ bool moves_no_data(const Graph& g, const Layer& l) {
     source = p->inputs[0];
   }
   if (!is_image(g, source)) return true;
+  if (perm.back() != last_axis) return false;  // an image's pixels are no MatMul's columns
   const std::vector<std::uint64_t>& image = g.tensors[source].shape;
   const std::uint64_t plane = image[2] * image[3];
   std::uint64_t trailing = 1;

@@ -109,8 +109,10 @@ bool is_elementwise_op(std::string_view op);
 // Concat, Split and Slice; a Gather of one constant index on an axis before the last, of a
 // computed tensor (a Slice that drops its axis); and a Transpose that keeps the last axis in
 // place, whose readers fetch whole rows in the permuted order (a channel shuffle, a split into
-// attention heads; on an NHWC image it must keep the H x W plane too). Either only when its
-// output has the input's dtype and the shape it makes.
+// attention heads; on an NHWC image it must keep the H x W plane too), or that makes the last
+// axis the next-to-last when only MatMuls read it, as their right operand (attention's K^T: each
+// of B's columns is a row of the input). Either only when its output has the input's dtype and
+// the shape it makes.
 bool moves_no_data(const Graph& graph, const Layer& layer);
 
 // Multiply-accumulates of a layer as a model architect counts them (Conv and MatMul; 0 for the

@@ -44,7 +44,8 @@ class Grouper {
   }
 
   // An array layer's group is its head, then as many of these epilogue stages as match, in
-  // order: a batch norm (Conv) or a constant bias Add (MatMul); a per-channel scale and shift
+  // order: a batch norm (Conv) or a constant bias Add (MatMul); a scalar scale (MatMul); a
+  // per-channel scale and shift
   // (Conv); the residual Add of an earlier activation (Conv); one activation, or x * f(x) with f
   // Sigmoid or HardSigmoid (SiLU, HardSwish); a Quantize (requantisation). A pool takes a Relu or
   // Clip; an element-wise vector layer a chain of element-wise layers; a vector layer's group may
@@ -57,6 +58,7 @@ class Grouper {
     const OpClass cls = classify_op(head.op);
     if (cls == OpClass::kArray) {
       fuse_affine(group);
+      if (head.op == "MatMul") fuse_output_scale(group);
       if (head.op == "Conv") {
         fuse_channel_scale(group);
         fuse_residual(group);
@@ -95,6 +97,23 @@ class Grouper {
         append(group, *next);
       }
     }
+  }
+
+  // MatMul[+bias] -> Mul(y, s) or Div(y, s), s a scalar constant: attention's 1/sqrt(d) scale of
+  // Q K^T. The output stage multiplies every element by the output's scale anyway (a dequantise
+  // or requantise factor); s folds into that factor, so it loads and costs nothing.
+  void fuse_output_scale(LayerGroup& group) const {
+    const auto next = sole_consumer(group.output);
+    if (!next) return;
+    const Layer& l = g_.layers[*next];
+    if ((l.op != "Mul" && l.op != "Div") || l.inputs.size() != 2 || l.outputs.size() != 1) return;
+    const bool y_first = l.inputs[0] == group.output;
+    if (!y_first && (l.op != "Mul" || l.inputs[1] != group.output)) return;
+    const Tensor& s = g_.tensors[y_first ? l.inputs[1] : l.inputs[0]];
+    const Tensor& y = g_.tensors[group.output];
+    const Tensor& out = g_.tensors[l.outputs[0]];
+    if (!s.constant || s.elements() != 1 || out.shape != y.shape || out.dtype != y.dtype) return;
+    append(group, *next);
   }
 
   // Conv[+BN] -> Mul(y, s) -> Add(y, b), s and b constants per output channel (or scalars), as
