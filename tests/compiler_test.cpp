@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -23,6 +25,7 @@
 #include "sim/ir/schedule_writer.h"
 #include "sim/util/error.h"
 #include "sim/util/math.h"
+#include "sim/util/parallel.h"
 
 namespace npusim {
 namespace {
@@ -1233,6 +1236,52 @@ TEST(Compiler, AttentionScoresReadKTransposedInPlaceAndTakeTheirScale) {
                                    "p.json");
   EXPECT_FALSE(moves_no_data(g, g.layers[0]));
   EXPECT_FALSE(moves_no_data(g, g.layers[1]));
+}
+
+// ---- threads -------------------------------------------------------------------------------------
+
+TEST(Parallel, ResultsComeInJobOrderAndTheFirstJobsErrorIsThrown) {
+  // 100 jobs on 3 threads, whatever order they finish in: job i's result at i.
+  ::setenv("NPUSIM_THREADS", "3", 1);
+  const std::vector<std::size_t> squares =
+      parallel_map(100, [](std::size_t i) { return i * i; });
+  ASSERT_EQ(squares.size(), 100u);
+  for (std::size_t i = 0; i < squares.size(); ++i) EXPECT_EQ(squares[i], i * i);
+  // Jobs 7 and 40 fail: every job still ran, and job 7's error is the one thrown, as a loop
+  // would have thrown it.
+  std::atomic<int> ran{0};
+  try {
+    parallel_map(50, [&](std::size_t i) {
+      ++ran;
+      if (i == 7 || i == 40) throw std::runtime_error("job " + std::to_string(i));
+      return i;
+    });
+    ADD_FAILURE() << "no error thrown";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "job 7");
+  }
+  EXPECT_EQ(ran.load(), 50);
+  ::unsetenv("NPUSIM_THREADS");
+}
+
+TEST(Parallel, ACompileIsTheSameOnOneThreadAsOnSeveral) {
+  // The cost search's shortlist and the residency plans are emitted and estimated in parallel;
+  // the schedule must not depend on it (ResNet-50 on server tries k-split convs, residency plans
+  // and chains: every parallel path).
+  const Graph g = load_graph_json(kZoo + "resnet50.json");
+  const HwConfig config = load_hw_config("server");
+  const auto compiled = [&](const char* threads, std::vector<std::string>& explain) {
+    ::setenv("NPUSIM_THREADS", threads, 1);
+    std::ostringstream json;
+    write_schedule_json(json, compile_schedule(g, config, &explain));
+    return json.str();
+  };
+  std::vector<std::string> explain_one, explain_four;
+  const std::string one = compiled("1", explain_one);
+  const std::string four = compiled("4", explain_four);
+  ::unsetenv("NPUSIM_THREADS");
+  EXPECT_EQ(one, four);
+  EXPECT_EQ(explain_one, explain_four);
 }
 
 // ---- int4 weights ------------------------------------------------------------------------------

@@ -39,6 +39,7 @@
 #include "sim/compiler/search/search.h"
 #include "sim/estimator/estimator.h"
 #include "sim/util/error.h"
+#include "sim/util/parallel.h"
 
 namespace npusim {
 namespace {
@@ -136,10 +137,12 @@ bool output_stays_on_chip(const Graph& graph, const HwConfig& config, const Laye
   return s.input == group.output && s.reads_input_whole(next_m);
 }
 
-// The estimator's total for `schedule`, finalized on a copy; nullopt when it does not check or
-// cannot be estimated (the caller then keeps the schedule without residency, whose own problems
-// finalize_schedule and the run report as they always did).
-std::optional<std::uint64_t> estimated_cycles(Schedule schedule, const HwConfig& config) {
+// The estimator's total for `schedule`, finalized in place (finalize_schedule only recomputes
+// the commands' costs and buffer sizes, so finalizing again later changes nothing; a copy per
+// candidate cost more than the estimate); nullopt when it does not check or cannot be estimated
+// (the caller then keeps the schedule without residency, whose own problems finalize_schedule
+// and the run report as they always did).
+std::optional<std::uint64_t> estimated_cycles(Schedule& schedule, const HwConfig& config) {
   Diagnostics diag(schedule.file);
   finalize_schedule(schedule, config, diag);
   if (!diag.empty()) return std::nullopt;
@@ -235,33 +238,50 @@ class DeviceCompiler {
         plan_needs[j] = c.reserved_bytes + c.ring_bytes;
       }
     }
-    std::vector<std::vector<bool>> planned;
-    std::string chosen = "none";
+    struct Plan {
+      std::vector<Residency> residency;
+      std::vector<bool> outputs;
+      std::string what;
+    };
+    std::vector<Plan> plans;
     for (const std::uint64_t share : {2, 4}) {
-      const std::vector<Residency> plan = plan_residency(
-          graph_, config_, groups_, plan_mappings, m.keep, plan_needs, config_.lram_bytes / share);
-      std::vector<bool> outputs(plan.size());
-      for (std::size_t g = 0; g < plan.size(); ++g) outputs[g] = plan[g].output;
-      const auto count = std::count(outputs.begin(), outputs.end(), true);
-      if (count == 0 || std::find(planned.begin(), planned.end(), outputs) != planned.end()) {
-        continue;
-      }
-      planned.push_back(outputs);
-      if (!best.cycles) best.cycles = estimated_cycles(best.schedule, config_);
-      if (!best.cycles) return best;
-      if (best.report.empty()) {
-        best.report = "without: " + std::to_string(*best.cycles) + " cycles estimated";
-      }
-      Schedule with = emit_all(m, plan, chains);
-      const std::optional<std::uint64_t> cycles = estimated_cycles(with, config_);
-      const std::string what =
-          std::to_string(count) + " tensor(s) in up to L/" + std::to_string(share);
+      Plan p{plan_residency(graph_, config_, groups_, plan_mappings, m.keep, plan_needs,
+                            config_.lram_bytes / share),
+             {},
+             ""};
+      p.outputs.resize(p.residency.size());
+      for (std::size_t g = 0; g < p.residency.size(); ++g) p.outputs[g] = p.residency[g].output;
+      const auto count = std::count(p.outputs.begin(), p.outputs.end(), true);
+      const bool repeated = std::any_of(plans.begin(), plans.end(),
+                                        [&](const Plan& q) { return q.outputs == p.outputs; });
+      if (count == 0 || repeated) continue;
+      p.what = std::to_string(count) + " tensor(s) in up to L/" + std::to_string(share);
+      plans.push_back(std::move(p));
+    }
+    if (plans.empty()) return best;
+    // The schedule without residency emitted (so every group is mapped: emit_all leaves `m` as
+    // it is), estimating it and emitting and estimating each plan are independent: on several
+    // cores at once, compared in order below as one after another would.
+    std::vector<Emitted> tried =
+        parallel_map(plans.size() + 1, [&](std::size_t i) -> Emitted {
+          if (i == 0) return {Schedule{}, estimated_cycles(best.schedule, config_), ""};
+          Schedule with = emit_all(m, plans[i - 1].residency, chains);
+          const std::optional<std::uint64_t> cycles = estimated_cycles(with, config_);
+          return {std::move(with), cycles, ""};
+        });
+    best.cycles = tried[0].cycles;
+    if (!best.cycles) return best;
+    best.report = "without: " + std::to_string(*best.cycles) + " cycles estimated";
+    std::string chosen = "none";
+    for (std::size_t i = 0; i < plans.size(); ++i) {
+      const std::optional<std::uint64_t>& cycles = tried[i + 1].cycles;
       // A plan whose schedule does not check would be a compiler bug: never kept, and said.
-      best.report += "; " + what + ": " + (cycles ? std::to_string(*cycles) : "does not check");
+      best.report +=
+          "; " + plans[i].what + ": " + (cycles ? std::to_string(*cycles) : "does not check");
       if (cycles && *cycles < *best.cycles) {
-        best.schedule = std::move(with);
+        best.schedule = std::move(tried[i + 1].schedule);
         best.cycles = cycles;
-        chosen = what;
+        chosen = plans[i].what;
       }
     }
     if (!best.report.empty()) best.report = "residency\t" + best.report + "; kept: " + chosen;
@@ -283,13 +303,15 @@ class DeviceCompiler {
       } catch (const InputError&) {  // past the command limit: not this chain
         return std::nullopt;
       }
-      return estimated_cycles(alone.finish(), config_);
+      Schedule schedule = alone.finish();
+      return estimated_cycles(schedule, config_);
     };
     const PlainCost plain_cost = [&](std::size_t first, std::size_t count) {
       Emitter alone(graph_, config_, layouts_);
       for (std::size_t j = first; j < first + count; ++j)
         alone.emit_group(groups_[j], m.mappings[j]);
-      return estimated_cycles(alone.finish(), config_);
+      Schedule schedule = alone.finish();
+      return estimated_cycles(schedule, config_);
     };
     const std::vector<Chain> chains =
         plan_chains(graph_, config_, groups_, layouts_, m.mappings, chain_cost, plain_cost);

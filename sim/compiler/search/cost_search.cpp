@@ -10,6 +10,7 @@
 #include "sim/estimator/estimator.h"
 #include "sim/util/error.h"
 #include "sim/util/math.h"
+#include "sim/util/parallel.h"
 
 namespace npusim {
 
@@ -204,14 +205,19 @@ Ranked rank(const MapSpace& space, const HwConfig& config, const std::vector<Map
     small = small && tiles <= kEmittedTiles;
   }
   out.emitted = small;
+  // Each shortlisted mapping is emitted and estimated alone, independently of the others: on
+  // several cores at once (most of a compile's time), then considered in order as before.
+  const std::vector<std::optional<std::uint64_t>> cycles =
+      parallel_map(picked.size(), [&](std::size_t p) -> std::optional<std::uint64_t> {
+        const std::size_t r = picked[p];
+        const Mapping& m = candidates[ranked[r].second];
+        if (!small) return ranked[r].first;
+        return emitted_cycles(*space.graph, *space.group, *space.layouts, config, m,
+                              space.input_on_chip(m) ? space.on_chip_input : std::nullopt);
+      });
   bool first = true;
-  for (const std::size_t r : picked) {
-    const Mapping& m = candidates[ranked[r].second];
-    const std::optional<std::uint64_t> cycles =
-        small ? emitted_cycles(*space.graph, *space.group, *space.layouts, config, m,
-                               space.input_on_chip(m) ? space.on_chip_input : std::nullopt)
-              : std::optional<std::uint64_t>(ranked[r].first);
-    if (cycles) consider(choice, m, *cycles, first);
+  for (std::size_t p = 0; p < picked.size(); ++p) {
+    if (cycles[p]) consider(choice, candidates[ranked[picked[p]].second], *cycles[p], first);
   }
   // None emitted checks: the closed form's best stands, as the closed form's.
   if (first) {

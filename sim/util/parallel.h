@@ -1,0 +1,51 @@
+// Runs independent jobs on the machine's cores, results in job order: the compiler's cost
+// search emits and estimates its shortlisted mappings this way. Deterministic: each job is a
+// pure function of its index, and the results (or the first job's error, by index) come back as
+// a sequential loop would give them.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <exception>
+#include <optional>
+#include <thread>
+#include <vector>
+
+namespace npusim {
+
+// Threads parallel_map uses at most: the hardware's, or NPUSIM_THREADS when set (1: run
+// sequentially, as when many simulations share the cores in a sweep).
+unsigned worker_threads();
+
+// fn(0), ..., fn(n - 1), each once, on up to worker_threads() threads.
+template <typename Fn>
+auto parallel_map(std::size_t n, Fn fn) -> std::vector<decltype(fn(std::size_t{0}))> {
+  using Result = decltype(fn(std::size_t{0}));
+  std::vector<std::optional<Result>> results(n);
+  std::vector<std::exception_ptr> errors(n);
+  std::atomic<std::size_t> next{0};
+  const auto work = [&] {
+    for (std::size_t i = next++; i < n; i = next++) {
+      try {
+        results[i].emplace(fn(i));
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    }
+  };
+  const std::size_t threads = std::min<std::size_t>(worker_threads(), n);
+  std::vector<std::thread> pool;
+  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  std::vector<Result> out;
+  out.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (errors[i]) std::rethrow_exception(errors[i]);
+    out.push_back(std::move(*results[i]));
+  }
+  return out;
+}
+
+}  // namespace npusim
