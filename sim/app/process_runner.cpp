@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -41,7 +42,9 @@ int decode_status(int status) {
 }
 
 // Starts one child; returns its pid, or -1 after writing the reason into its stderr file.
-pid_t spawn(const ChildSpec& spec, const sigset_t& child_mask) {
+// `threads` is the child's NPUSIM_THREADS (its compiler's threads) unless the user set one: the
+// cores shared by the children running at once.
+pid_t spawn(const ChildSpec& spec, const sigset_t& child_mask, unsigned threads) {
   posix_spawn_file_actions_t actions;
   posix_spawnattr_t attr;
   posix_spawn_file_actions_init(&actions);
@@ -68,14 +71,18 @@ pid_t spawn(const ChildSpec& spec, const sigset_t& child_mask) {
 
   // The child learns who its parent is, so that it can die with it (die_with_parent()):
   // posix_spawn runs no code between fork and exec where prctl could be called.
+  const auto named = [](const char* word, const char* variable) {
+    return std::strncmp(word, variable, std::strlen(variable)) == 0 &&
+           word[std::strlen(variable)] == '=';
+  };
   std::vector<std::string> env_words;
+  bool threads_set = false;
   for (char** e = environ; *e != nullptr; ++e) {
-    if (std::strncmp(*e, kParentPidVariable, std::strlen(kParentPidVariable)) != 0 ||
-        (*e)[std::strlen(kParentPidVariable)] != '=') {
-      env_words.emplace_back(*e);
-    }
+    if (!named(*e, kParentPidVariable)) env_words.emplace_back(*e);
+    threads_set = threads_set || named(*e, "NPUSIM_THREADS");
   }
   env_words.push_back(std::string(kParentPidVariable) + "=" + std::to_string(::getpid()));
+  if (!threads_set) env_words.push_back("NPUSIM_THREADS=" + std::to_string(threads));
   std::vector<char*> envp;
   for (std::string& w : env_words) envp.push_back(w.data());
   envp.push_back(nullptr);
@@ -111,6 +118,10 @@ void run_children(const std::vector<ChildSpec>& children, unsigned jobs,
   sigaction(SIGCHLD, &dfl, &old_chld);  // an inherited SIG_IGN would reap children for us
   pthread_sigmask(SIG_BLOCK, &watched, &old_mask);
 
+  // The children running at once share the cores: each compiles on its share of them.
+  const unsigned child_threads = std::max(
+      1u, default_jobs() / std::max<unsigned>(1, static_cast<unsigned>(
+                                                     std::min<std::size_t>(jobs, children.size()))));
   std::vector<Running> running;
   std::size_t next = 0;
   int interrupted = 0;
@@ -122,7 +133,7 @@ void run_children(const std::vector<ChildSpec>& children, unsigned jobs,
     while (next < children.size() || !running.empty()) {
       while (interrupted == 0 && next < children.size() && running.size() < jobs) {
         const double start = now_seconds();
-        const pid_t pid = spawn(children[next], old_mask);
+        const pid_t pid = spawn(children[next], old_mask, child_threads);
         if (pid < 0) {
           done(next, ChildOutcome{127, now_seconds() - start});
         } else {
