@@ -113,13 +113,18 @@ OutputDir::~OutputDir() {
 }
 
 void OutputDir::write(const std::string& name, const std::function<void(std::ostream&)>& write) {
-  std::error_code ec;
-  if (!started_) {
-    started_ = true;
-    created_ = !fs::exists(dir_, ec);
-    if (!created_) remove_stale_staging(dir_);  // what runs killed before their end left behind
-    fs::create_directories(staging_, ec);
-    if (ec) throw OutputError("cannot create output folder " + dir_.string() + ": " + ec.message());
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    std::error_code ec;
+    if (!started_) {
+      started_ = true;
+      created_ = !fs::exists(dir_, ec);
+      if (!created_) remove_stale_staging(dir_);  // what runs killed before their end left behind
+      fs::create_directories(staging_, ec);
+      if (ec) {
+        throw OutputError("cannot create output folder " + dir_.string() + ": " + ec.message());
+      }
+    }
   }
   const fs::path path = staging_ / name;
   std::ofstream out(path, std::ios::binary);
@@ -127,10 +132,12 @@ void OutputDir::write(const std::string& name, const std::function<void(std::ost
   write(out);
   out.flush();
   if (!out) throw OutputError("error while writing " + (dir_ / name).string());
+  const std::lock_guard<std::mutex> lock(mutex_);
   staged_.push_back(name);
 }
 
 void OutputDir::discard(const std::string& name) {
+  const std::lock_guard<std::mutex> lock(mutex_);
   const auto it = std::find(staged_.begin(), staged_.end(), name);
   if (it == staged_.end()) return;
   staged_.erase(it);
@@ -139,6 +146,7 @@ void OutputDir::discard(const std::string& name) {
 }
 
 std::uint64_t OutputDir::staged_bytes(const std::string& name) const {
+  const std::lock_guard<std::mutex> lock(mutex_);
   if (std::find(staged_.begin(), staged_.end(), name) == staged_.end()) return 0;
   std::error_code ec;
   const std::uintmax_t size = fs::file_size(staging_ / name, ec);
@@ -146,6 +154,7 @@ std::uint64_t OutputDir::staged_bytes(const std::string& name) const {
 }
 
 void OutputDir::commit() {
+  const std::lock_guard<std::mutex> lock(mutex_);
   for (const std::string& name : staged_) {
     std::error_code ec;
     fs::rename(staging_ / name, dir_ / name, ec);

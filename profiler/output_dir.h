@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <mutex>
 #include <ostream>
 #include <stdexcept>
 #include <string>
@@ -46,7 +47,8 @@ class OutputDir {
   OutputDir& operator=(const OutputDir&) = delete;
 
   // Stages `name` (one of output_file_names()) by calling `write` on a stream into it. Throws
-  // OutputError naming the file on any I/O failure.
+  // OutputError naming the file on any I/O failure. Several threads may each write their own
+  // file at once.
   void write(const std::string& name, const std::function<void(std::ostream&)>& write);
   // Drops a staged file: it is not moved into place, and commit() removes an older one of that
   // name (a file given up on for its size; docs/outputs.md#detail).
@@ -62,6 +64,7 @@ class OutputDir {
  private:
   std::filesystem::path dir_;
   std::filesystem::path staging_;
+  mutable std::mutex mutex_;  // guards the bookkeeping below, not the files' writing
   std::vector<std::string> staged_;
   bool committed_ = false;
   bool started_ = false;  // the staging folder exists

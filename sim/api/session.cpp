@@ -23,6 +23,7 @@
 #include "sim/platform/platform.h"
 #include "sim/util/error.h"
 #include "sim/util/json_stream.h"
+#include "sim/util/parallel.h"
 
 namespace npusim::api {
 namespace {
@@ -634,39 +635,49 @@ DetailNotes Session::write(const Measured& m, const std::filesystem::path& out,
                          : ", --trace-detail summary") +
                     "); --trace-detail full writes every command");
   }
-  {
-    PhaseTimer t("write CSVs");
-    if (!write_csvs(dir, w, est, simf, full ? ~std::uint64_t{0} : kCsvBudgetBytes)) {
-      notes.push_back(
-          std::string(sim ? "timeline.csv, runtime_timeline.csv, annotated.csv" : "timeline.csv") +
-          " not written: over " + thousands(kCsvBudgetBytes / 1000000) +
-          " MB; --trace-detail full writes them");
-    }
-  }
+  // The writers that do not depend on one another run on the machine's cores at once, each into
+  // its own file (the outputs are the same bytes whatever runs first): the CSVs beside the trace
+  // model, then the two traces. stats.json and summary.txt come last: they carry the notes.
   std::vector<profiler::TraceRun> runs = {{"compile-time estimate", &est, &est_figures}};
   if (sim) runs.push_back({"runtime simulation", sim, simf});
   profiler::TraceOptions trace_options = profiler::trace_options_for(options.level);
   trace_options.aggregate = aggregate;
-  const profiler::TraceModel trace = [&] {
-    PhaseTimer t("build trace model");
-    return profiler::build_trace_model(w, runs, trace_options);
-  }();
-  {
-    PhaseTimer t("write trace.json");
-    bool fits = true;
-    dir.write("trace.json", [&](std::ostream& s) {
-      fits = profiler::write_chrome_trace(s, trace, kChromeTraceMaxBytes);
-    });
-    if (!fits) {
-      dir.discard("trace.json");
-      notes.push_back("trace.json not written: over " + thousands(kChromeTraceMaxBytes / 1000000) +
-                      " MB, more than DevTools loads; open trace.pftrace in ui.perfetto.dev");
-    }
+  bool csvs_fit = true;
+  std::optional<profiler::TraceModel> trace;
+  parallel_invoke({[&] {
+                     PhaseTimer t("write CSVs");
+                     csvs_fit = write_csvs(dir, w, est, simf,
+                                           full ? ~std::uint64_t{0} : kCsvBudgetBytes);
+                   },
+                   [&] {
+                     PhaseTimer t("build trace model");
+                     trace.emplace(profiler::build_trace_model(w, runs, trace_options));
+                   }});
+  if (!csvs_fit) {
+    notes.push_back(
+        std::string(sim ? "timeline.csv, runtime_timeline.csv, annotated.csv" : "timeline.csv") +
+        " not written: over " + thousands(kCsvBudgetBytes / 1000000) +
+        " MB; --trace-detail full writes them");
   }
-  {
-    PhaseTimer t("write trace.pftrace");
-    dir.write("trace.pftrace", [&](std::ostream& s) { profiler::write_perfetto_trace(s, trace); });
+  bool chrome_fits = true;
+  parallel_invoke({[&] {
+                     PhaseTimer t("write trace.json");
+                     dir.write("trace.json", [&](std::ostream& s) {
+                       chrome_fits = profiler::write_chrome_trace(s, *trace, kChromeTraceMaxBytes);
+                     });
+                   },
+                   [&] {
+                     PhaseTimer t("write trace.pftrace");
+                     dir.write("trace.pftrace", [&](std::ostream& s) {
+                       profiler::write_perfetto_trace(s, *trace);
+                     });
+                   }});
+  if (!chrome_fits) {
+    dir.discard("trace.json");
+    notes.push_back("trace.json not written: over " + thousands(kChromeTraceMaxBytes / 1000000) +
+                    " MB, more than DevTools loads; open trace.pftrace in ui.perfetto.dev");
   }
+  trace.reset();
   for (std::size_t i = aggregate ? 1 : 0; i < notes.size(); ++i) spdlog::warn("{}", notes[i]);
   PhaseTimer t("write summary.txt and stats.json");
   dir.write("stats.json",

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstddef>
 #include <exception>
+#include <functional>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -46,6 +47,15 @@ auto parallel_map(std::size_t n, Fn fn) -> std::vector<decltype(fn(std::size_t{0
     out.push_back(std::move(*results[i]));
   }
   return out;
+}
+
+// Runs each job once, on up to worker_threads() threads; returns when all have ended, then
+// throws the first job's error (by position), if any.
+inline void parallel_invoke(const std::vector<std::function<void()>>& jobs) {
+  parallel_map(jobs.size(), [&](std::size_t i) {
+    jobs[i]();
+    return true;
+  });
 }
 
 }  // namespace npusim
