@@ -540,6 +540,8 @@ profiler::ReportOptions report_options(const Measured& m, profiler::StatsLevel l
 // stay under 100 MB, and DevTools can load the trace.
 constexpr std::uint64_t kCsvBudgetBytes = 90'000'000;
 constexpr std::uint64_t kChromeTraceMaxBytes = 400'000'000;
+// Up to this many commands the independent writers run side by side (Session::write).
+constexpr std::uint64_t kConcurrentWritersMaxCommands = 1'000'000;
 
 std::string thousands(std::uint64_t n) {
   std::string digits = std::to_string(n), text;
@@ -637,14 +639,20 @@ DetailNotes Session::write(const Measured& m, const std::filesystem::path& out,
   }
   // The writers that do not depend on one another run on the machine's cores at once, each into
   // its own file (the outputs are the same bytes whatever runs first): the CSVs beside the trace
-  // model, then the two traces. stats.json and summary.txt come last: they carry the notes.
+  // model, then the two traces. stats.json and summary.txt come last: they carry the notes. Past
+  // kConcurrentWritersMaxCommands they run one after another: side by side, the CSV writer's
+  // buffers add to the trace model's peak (+220 MB on 5M commands, past the 4 GB target).
+  const auto invoke = [&](const std::vector<std::function<void()>>& jobs) {
+    if (commands <= kConcurrentWritersMaxCommands) return parallel_invoke(jobs);
+    for (const auto& job : jobs) job();
+  };
   std::vector<profiler::TraceRun> runs = {{"compile-time estimate", &est, &est_figures}};
   if (sim) runs.push_back({"runtime simulation", sim, simf});
   profiler::TraceOptions trace_options = profiler::trace_options_for(options.level);
   trace_options.aggregate = aggregate;
   bool csvs_fit = true;
   std::optional<profiler::TraceModel> trace;
-  parallel_invoke({[&] {
+  invoke({[&] {
                      PhaseTimer t("write CSVs");
                      csvs_fit = write_csvs(dir, w, est, simf,
                                            full ? ~std::uint64_t{0} : kCsvBudgetBytes);
@@ -660,7 +668,7 @@ DetailNotes Session::write(const Measured& m, const std::filesystem::path& out,
         " MB; --trace-detail full writes them");
   }
   bool chrome_fits = true;
-  parallel_invoke({[&] {
+  invoke({[&] {
                      PhaseTimer t("write trace.json");
                      dir.write("trace.json", [&](std::ostream& s) {
                        chrome_fits = profiler::write_chrome_trace(s, *trace, kChromeTraceMaxBytes);
