@@ -1144,8 +1144,10 @@ Graph attention_scores(const std::string& kt_perm, const std::string& kt_reader)
     "inputs": ["x", "q"], "outputs": ["y"],
     "layers": [{"name": "k", "op": "MatMul", "inputs": ["x", "wk"], "outputs": ["k"]},
                {"name": "kr", "op": "Reshape", "inputs": ["k"], "outputs": ["kr"]},
-               {"name": "kt", "op": ")" + kt_perm + R"(, "inputs": ["kr"], "outputs": ["kt"]},
-               {"name": "scores", "op": "MatMul", "inputs": )" + kt_reader + R"(, "outputs": ["s"]},
+               {"name": "kt", "op": ")" +
+                                      kt_perm + R"(, "inputs": ["kr"], "outputs": ["kt"]},
+               {"name": "scores", "op": "MatMul", "inputs": )" +
+                                      kt_reader + R"(, "outputs": ["s"]},
                {"name": "scale", "op": "Mul", "inputs": ["s", "c"], "outputs": ["y"]}]})"),
                           "att.json");
 }
@@ -1199,8 +1201,8 @@ TEST(Compiler, AttentionScoresReadKTransposedInPlaceAndTakeTheirScale) {
         if (!reached[d]) stack.push_back(d), reached[d] = true;
       }
     }
-    const bool after_k = std::all_of(k_stores.begin(), k_stores.end(),
-                                     [&](std::uint32_t k) { return reached[k]; });
+    const bool after_k =
+        std::all_of(k_stores.begin(), k_stores.end(), [&](std::uint32_t k) { return reached[k]; });
     b_loads += after_k ? 1 : 0;
   }
   EXPECT_GT(b_loads, 0u);
@@ -1222,7 +1224,8 @@ TEST(Compiler, AttentionScoresReadKTransposedInPlaceAndTakeTheirScale) {
 
   // Read as the left operand, or by a Relu too, K^T's elements are not where a reader takes
   // them: a copy.
-  const Graph g = parse_graph_json(Json::parse(R"({"format": "npusim-graph", "version": 1, "name": "p",
+  const Graph g =
+      parse_graph_json(Json::parse(R"({"format": "npusim-graph", "version": 1, "name": "p",
     "tensors": [{"name": "a", "shape": [8, 2, 4]}, {"name": "b", "shape": [2, 8, 3]},
                 {"name": "q", "shape": [2, 3, 4]}, {"name": "t1", "shape": [2, 4, 8]},
                 {"name": "t2", "shape": [2, 4, 8]}, {"name": "m1", "shape": [2, 4, 3]},
@@ -1233,18 +1236,18 @@ TEST(Compiler, AttentionScoresReadKTransposedInPlaceAndTakeTheirScale) {
                {"name": "left", "op": "MatMul", "inputs": ["t1", "b"], "outputs": ["m1"]},
                {"name": "right", "op": "MatMul", "inputs": ["q", "t2"], "outputs": ["m2"]},
                {"name": "relu", "op": "Relu", "inputs": ["t2"], "outputs": ["r"]}]})"),
-                                   "p.json");
+                       "p.json");
   EXPECT_FALSE(moves_no_data(g, g.layers[0]));
   EXPECT_FALSE(moves_no_data(g, g.layers[1]));
 }
 
-// ---- threads -------------------------------------------------------------------------------------
+// ---- threads
+// -------------------------------------------------------------------------------------
 
 TEST(Parallel, ResultsComeInJobOrderAndTheFirstJobsErrorIsThrown) {
   // 100 jobs on 3 threads, whatever order they finish in: job i's result at i.
   ::setenv("NPUSIM_THREADS", "3", 1);
-  const std::vector<std::size_t> squares =
-      parallel_map(100, [](std::size_t i) { return i * i; });
+  const std::vector<std::size_t> squares = parallel_map(100, [](std::size_t i) { return i * i; });
   ASSERT_EQ(squares.size(), 100u);
   for (std::size_t i = 0; i < squares.size(); ++i) EXPECT_EQ(squares[i], i * i);
   // Jobs 7 and 40 fail: every job still ran, and job 7's error is the one thrown, as a loop

@@ -653,14 +653,13 @@ DetailNotes Session::write(const Measured& m, const std::filesystem::path& out,
   bool csvs_fit = true;
   std::optional<profiler::TraceModel> trace;
   invoke({[&] {
-                     PhaseTimer t("write CSVs");
-                     csvs_fit = write_csvs(dir, w, est, simf,
-                                           full ? ~std::uint64_t{0} : kCsvBudgetBytes);
-                   },
-                   [&] {
-                     PhaseTimer t("build trace model");
-                     trace.emplace(profiler::build_trace_model(w, runs, trace_options));
-                   }});
+            PhaseTimer t("write CSVs");
+            csvs_fit = write_csvs(dir, w, est, simf, full ? ~std::uint64_t{0} : kCsvBudgetBytes);
+          },
+          [&] {
+            PhaseTimer t("build trace model");
+            trace.emplace(profiler::build_trace_model(w, runs, trace_options));
+          }});
   if (!csvs_fit) {
     notes.push_back(
         std::string(sim ? "timeline.csv, runtime_timeline.csv, annotated.csv" : "timeline.csv") +
@@ -669,17 +668,16 @@ DetailNotes Session::write(const Measured& m, const std::filesystem::path& out,
   }
   bool chrome_fits = true;
   invoke({[&] {
-                     PhaseTimer t("write trace.json");
-                     dir.write("trace.json", [&](std::ostream& s) {
-                       chrome_fits = profiler::write_chrome_trace(s, *trace, kChromeTraceMaxBytes);
-                     });
-                   },
-                   [&] {
-                     PhaseTimer t("write trace.pftrace");
-                     dir.write("trace.pftrace", [&](std::ostream& s) {
-                       profiler::write_perfetto_trace(s, *trace);
-                     });
-                   }});
+            PhaseTimer t("write trace.json");
+            dir.write("trace.json", [&](std::ostream& s) {
+              chrome_fits = profiler::write_chrome_trace(s, *trace, kChromeTraceMaxBytes);
+            });
+          },
+          [&] {
+            PhaseTimer t("write trace.pftrace");
+            dir.write("trace.pftrace",
+                      [&](std::ostream& s) { profiler::write_perfetto_trace(s, *trace); });
+          }});
   if (!chrome_fits) {
     dir.discard("trace.json");
     notes.push_back("trace.json not written: over " + thousands(kChromeTraceMaxBytes / 1000000) +

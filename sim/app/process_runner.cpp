@@ -119,9 +119,9 @@ void run_children(const std::vector<ChildSpec>& children, unsigned jobs,
   pthread_sigmask(SIG_BLOCK, &watched, &old_mask);
 
   // The children running at once share the cores: each compiles on its share of them.
-  const unsigned child_threads = std::max(
-      1u, default_jobs() / std::max<unsigned>(1, static_cast<unsigned>(
-                                                     std::min<std::size_t>(jobs, children.size()))));
+  const std::size_t at_once =
+      std::max<std::size_t>(1, std::min<std::size_t>(jobs, children.size()));
+  const unsigned child_threads = std::max(1u, default_jobs() / static_cast<unsigned>(at_once));
   std::vector<Running> running;
   std::size_t next = 0;
   int interrupted = 0;

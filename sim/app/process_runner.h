@@ -27,9 +27,9 @@ struct ChildOutcome {
 
 // Spawns the children with posix_spawn of /proc/self/exe, at most `jobs` (>= 1) at a time, in
 // index order, each with NPUSIM_THREADS = the cores over the children at once (at least 1)
-// unless the environment sets it, and calls `done(index, outcome)` on the calling thread as each one ends (so in
-// completion order). SIGINT or SIGTERM while children run: they get SIGTERM, are reaped, and the
-// signal is raised again in this process.
+// unless the environment sets it, and calls `done(index, outcome)` on the calling thread as each
+// one ends (so in completion order). SIGINT or SIGTERM while children run: they get SIGTERM, are
+// reaped, and the signal is raised again in this process.
 void run_children(const std::vector<ChildSpec>& children, unsigned jobs,
                   const std::function<void(std::size_t, const ChildOutcome&)>& done);
 

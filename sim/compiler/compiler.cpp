@@ -262,13 +262,12 @@ class DeviceCompiler {
     // The schedule without residency emitted (so every group is mapped: emit_all leaves `m` as
     // it is), estimating it and emitting and estimating each plan are independent: on several
     // cores at once, compared in order below as one after another would.
-    std::vector<Emitted> tried =
-        parallel_map(plans.size() + 1, [&](std::size_t i) -> Emitted {
-          if (i == 0) return {Schedule{}, estimated_cycles(best.schedule, config_), ""};
-          Schedule with = emit_all(m, plans[i - 1].residency, chains);
-          const std::optional<std::uint64_t> cycles = estimated_cycles(with, config_);
-          return {std::move(with), cycles, ""};
-        });
+    std::vector<Emitted> tried = parallel_map(plans.size() + 1, [&](std::size_t i) -> Emitted {
+      if (i == 0) return {Schedule{}, estimated_cycles(best.schedule, config_), ""};
+      Schedule with = emit_all(m, plans[i - 1].residency, chains);
+      const std::optional<std::uint64_t> cycles = estimated_cycles(with, config_);
+      return {std::move(with), cycles, ""};
+    });
     best.cycles = tried[0].cycles;
     if (!best.cycles) return best;
     best.report = "without: " + std::to_string(*best.cycles) + " cycles estimated";

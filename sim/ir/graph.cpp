@@ -248,7 +248,8 @@ bool moves_no_data(const Graph& g, const Layer& l) {
   const std::vector<std::int64_t> perm = l.attrs.get_ints("perm", {});
   const auto last_axis = static_cast<std::int64_t>(rank - 1);
   if (l.inputs.size() != 1 || perm.size() != rank ||
-      (perm.back() != last_axis && !(perm[rank - 2] == last_axis && only_right_operand(g, l.outputs[0])))) {
+      (perm.back() != last_axis &&
+       !(perm[rank - 2] == last_axis && only_right_operand(g, l.outputs[0])))) {
     return false;
   }
   std::vector<bool> seen(rank, false);
