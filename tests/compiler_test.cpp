@@ -6,10 +6,14 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <map>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <sstream>
+#include <thread>
 
 #include "profiler/stats.h"
 #include "sim/compiler/emit/emitter.h"
@@ -1130,22 +1134,45 @@ TEST(Compiler, OnAnImageATransposeIsAViewOnlyWhenItKeepsThePlane) {
                        "i.json");
   EXPECT_TRUE(moves_no_data(g, g.layers[2]));
   EXPECT_FALSE(moves_no_data(g, g.layers[3]));
+
+  // Behind a view Transpose (N and C swapped, the plane kept), a [.., W, H] swap read as a
+  // MatMul's right operand is still an image's: its "columns" are runs of W pixels strided by C,
+  // not contiguous rows, so it is a copy.
+  const Graph behind =
+      parse_graph_json(Json::parse(R"({"format": "npusim-graph", "version": 1, "name": "b",
+    "tensors": [{"name": "x", "shape": [1, 4, 8, 8]}, {"name": "w", "shape": [4, 4, 1, 1], "constant": true},
+                {"name": "c", "shape": [1, 4, 8, 8]}, {"name": "t1", "shape": [4, 1, 8, 8]},
+                {"name": "t2", "shape": [4, 1, 8, 8]}, {"name": "a", "shape": [4, 1, 5, 8]},
+                {"name": "y", "shape": [4, 1, 5, 8]}],
+    "inputs": ["x", "a"], "outputs": ["y"],
+    "layers": [{"name": "conv", "op": "Conv", "inputs": ["x", "w"], "outputs": ["c"], "attrs": {"kernel_shape": [1, 1]}},
+               {"name": "nc", "op": "Transpose", "inputs": ["c"], "outputs": ["t1"], "attrs": {"perm": [1, 0, 2, 3]}},
+               {"name": "wh", "op": "Transpose", "inputs": ["t1"], "outputs": ["t2"], "attrs": {"perm": [0, 1, 3, 2]}},
+               {"name": "mm", "op": "MatMul", "inputs": ["a", "t2"], "outputs": ["y"]}]})"),
+                       "b.json");
+  EXPECT_TRUE(moves_no_data(behind, behind.layers[1]));
+  EXPECT_FALSE(moves_no_data(behind, behind.layers[2]));
 }
 
 // Attention's scores, S = Q K^T * c: K = X Wk [8, 8] is reshaped to [8 rows, 2 heads, 4] and
-// transposed to K^T [2, 4, 8] (perm `kt_perm`), read by `kt_reader`; `c` is a scalar.
+// transposed to K^T [2, 4, 8] (perm `kt_perm`), read by `kt_reader`; Q = Xq Wq [16, 4] is
+// reshaped to [2 heads, 8, 4]; `c` is a scalar.
 Graph attention_scores(const std::string& kt_perm, const std::string& kt_reader) {
   return parse_graph_json(Json::parse(R"({"format": "npusim-graph", "version": 1, "name": "att",
     "tensors": [{"name": "x", "shape": [8, 8]}, {"name": "wk", "shape": [8, 8], "constant": true},
-                {"name": "q", "shape": [2, 8, 4]}, {"name": "c", "shape": [1], "constant": true},
+                {"name": "xq", "shape": [16, 4]}, {"name": "wq", "shape": [4, 4], "constant": true},
+                {"name": "qm", "shape": [16, 4]}, {"name": "q", "shape": [2, 8, 4]},
+                {"name": "c", "shape": [1], "constant": true},
                 {"name": "k", "shape": [8, 8]}, {"name": "kr", "shape": [8, 2, 4]},
                 {"name": "kt", "shape": [2, 4, 8]}, {"name": "s", "shape": [2, 8, 8]},
                 {"name": "y", "shape": [2, 8, 8]}],
-    "inputs": ["x", "q"], "outputs": ["y"],
+    "inputs": ["x", "xq"], "outputs": ["y"],
     "layers": [{"name": "k", "op": "MatMul", "inputs": ["x", "wk"], "outputs": ["k"]},
                {"name": "kr", "op": "Reshape", "inputs": ["k"], "outputs": ["kr"]},
                {"name": "kt", "op": ")" +
                                       kt_perm + R"(, "inputs": ["kr"], "outputs": ["kt"]},
+               {"name": "qm", "op": "MatMul", "inputs": ["xq", "wq"], "outputs": ["qm"]},
+               {"name": "q", "op": "Reshape", "inputs": ["qm"], "outputs": ["q"]},
                {"name": "scores", "op": "MatMul", "inputs": )" +
                                       kt_reader + R"(, "outputs": ["s"]},
                {"name": "scale", "op": "Mul", "inputs": ["s", "c"], "outputs": ["y"]}]})"),
@@ -1155,10 +1182,10 @@ Graph attention_scores(const std::string& kt_perm, const std::string& kt_reader)
 TEST(Compiler, AttentionScoresReadKTransposedInPlaceAndTakeTheirScale) {
   // K^T's column n of head h is K's row n, h's 4 elements: contiguous, so the scores' B loads
   // fetch K^T from k's bytes and nothing is copied; the scalar scale folds into the MatMul's
-  // output. Through DRAM, the stores are k (8 * 8 = 64 B) and y (2 * 8 * 8 = 128 B): 192 B. A
-  // copied K^T would add its 64 B store (and a load), a separate scale s's 128 B store (and its
-  // load). The loads equal those of the same graph with a Reshape to [2, 4, 8] in the
-  // Transpose's place (same shapes, bytes read where they lie).
+  // output. Through DRAM, the stores are k (8 * 8 = 64 B), qm (16 * 4 = 64 B) and y
+  // (2 * 8 * 8 = 128 B): 256 B. A copied K^T would add its 64 B store (and a load), a separate
+  // scale s's 128 B store (and its load). The loads equal those of the same graph with a Reshape
+  // to [2, 4, 8] in the Transpose's place (same shapes, bytes read where they lie).
   CompileOptions through_dram;
   through_dram.residency = false;
   const HwConfig config = parse_hw_config("{}", "default.json");
@@ -1174,19 +1201,26 @@ TEST(Compiler, AttentionScoresReadKTransposedInPlaceAndTakeTheirScale) {
   };
   std::vector<std::string> programs;
   for (const auto& p : s.programs) programs.push_back(p.name);
-  EXPECT_EQ(programs, (std::vector<std::string>{"k", "fused(scores+scale)"}));
-  EXPECT_EQ(bytes(s, EngineKind::kDmaOut), 192u);
+  EXPECT_EQ(programs, (std::vector<std::string>{"k", "qm", "fused(scores+scale)"}));
+  EXPECT_EQ(bytes(s, EngineKind::kDmaOut), 256u);
   EXPECT_EQ(bytes(s, EngineKind::kDmaIn), bytes(reshaped, EngineKind::kDmaIn));
   EXPECT_EQ(s.commands.size(), reshaped.commands.size());
-  // Every load of the scores waits, directly or through a join, for every store of k.
-  std::vector<std::uint32_t> k_stores;
-  for (std::uint32_t i = 0; i < s.commands.size(); ++i) {
-    if (s.commands[i].layer == "k" && s.commands[i].engine == EngineKind::kDmaOut) {
-      k_stores.push_back(i);
+  // Every load of the scores waits, directly or through a join, for every store of k (a load of
+  // K^T) or for every store of qm (a load of Q): a K^T load that lost its dependencies would wait
+  // for neither. Each head's B is loaded at least once: at least 2 such loads.
+  const auto stores_of = [&](const std::string& layer) {
+    std::vector<std::uint32_t> stores;
+    for (std::uint32_t i = 0; i < s.commands.size(); ++i) {
+      if (s.commands[i].layer == layer && s.commands[i].engine == EngineKind::kDmaOut) {
+        stores.push_back(i);
+      }
     }
-  }
+    return stores;
+  };
+  const std::vector<std::uint32_t> k_stores = stores_of("k"), q_stores = stores_of("qm");
   ASSERT_FALSE(k_stores.empty());
-  std::size_t b_loads = 0;
+  ASSERT_FALSE(q_stores.empty());
+  std::size_t b_loads = 0, loads = 0;
   for (std::uint32_t i = 0; i < s.commands.size(); ++i) {
     if (s.commands[i].layer != "fused(scores+scale)" ||
         s.commands[i].engine != EngineKind::kDmaIn) {
@@ -1201,22 +1235,27 @@ TEST(Compiler, AttentionScoresReadKTransposedInPlaceAndTakeTheirScale) {
         if (!reached[d]) stack.push_back(d), reached[d] = true;
       }
     }
-    const bool after_k =
-        std::all_of(k_stores.begin(), k_stores.end(), [&](std::uint32_t k) { return reached[k]; });
-    b_loads += after_k ? 1 : 0;
+    const auto all = [&](const std::vector<std::uint32_t>& stores) {
+      return std::all_of(stores.begin(), stores.end(), [&](std::uint32_t k) { return reached[k]; });
+    };
+    ++loads;
+    b_loads += all(k_stores) ? 1 : 0;
+    EXPECT_TRUE(all(k_stores) || all(q_stores)) << s.commands[i].id;
   }
-  EXPECT_GT(b_loads, 0u);
+  EXPECT_GE(b_loads, 2u);
+  EXPECT_GE(loads, b_loads + 2);  // and Q's two heads
   Schedule checked = s;
   Diagnostics diag("att.json");
   finalize_schedule(checked, config, diag);
   EXPECT_TRUE(diag.empty());
-  EXPECT_EQ(schedule_macs(s), 8u * 8 * 8 + 2u * 8 * 8 * 4);
+  EXPECT_EQ(schedule_macs(s), 8u * 8 * 8 + 16u * 4 * 4 + 2u * 8 * 8 * 4);
 
-  // With residency (the default), k stays on chip and the scores read K^T there: the loads are
-  // x, wk and q (64 B each), the one store y's 128 B; and the schedule checks.
+  // With residency (the default), k and qm stay on chip and the scores read K^T and Q there: the
+  // loads are x, wk, xq (64 B each) and wq (16 B), 208 B; the one store y's 128 B; and the
+  // schedule checks.
   Schedule resident = compile_schedule(
       attention_scores(R"(Transpose", "attrs": {"perm": [1, 2, 0]})", R"(["q", "kt"])"), config);
-  EXPECT_EQ(bytes(resident, EngineKind::kDmaIn), 192u);
+  EXPECT_EQ(bytes(resident, EngineKind::kDmaIn), 208u);
   EXPECT_EQ(bytes(resident, EngineKind::kDmaOut), 128u);
   Diagnostics resident_diag("att.json");
   finalize_schedule(resident, config, resident_diag);
@@ -1244,10 +1283,50 @@ TEST(Compiler, AttentionScoresReadKTransposedInPlaceAndTakeTheirScale) {
 // ---- threads
 // -------------------------------------------------------------------------------------
 
+// Sets NPUSIM_THREADS for a test, and puts back the caller's value (or its absence) after.
+class ThreadsEnv {
+ public:
+  ThreadsEnv() {
+    if (const char* v = std::getenv("NPUSIM_THREADS")) saved_ = v;
+  }
+  ~ThreadsEnv() {
+    if (saved_) {
+      ::setenv("NPUSIM_THREADS", saved_->c_str(), 1);
+    } else {
+      ::unsetenv("NPUSIM_THREADS");
+    }
+  }
+  ThreadsEnv(const ThreadsEnv&) = delete;
+  ThreadsEnv& operator=(const ThreadsEnv&) = delete;
+  void set(const char* threads) { ::setenv("NPUSIM_THREADS", threads, 1); }
+
+ private:
+  std::optional<std::string> saved_;
+};
+
 TEST(Parallel, ResultsComeInJobOrderAndTheFirstJobsErrorIsThrown) {
-  // 100 jobs on 3 threads, whatever order they finish in: job i's result at i.
-  ::setenv("NPUSIM_THREADS", "3", 1);
-  const std::vector<std::size_t> squares = parallel_map(100, [](std::size_t i) { return i * i; });
+  ThreadsEnv env;
+  env.set("3");
+  EXPECT_EQ(worker_threads(), 3u);
+  env.set("1");
+  EXPECT_EQ(worker_threads(), 1u);
+  env.set("not a number");  // the cores'
+  EXPECT_GE(worker_threads(), 1u);
+  // 100 jobs on 3 threads, whatever order they finish in: job i's result at i. The jobs record
+  // which threads ran them: more than one (threads run even on one core).
+  env.set("3");
+  std::mutex seen_mutex;
+  std::set<std::thread::id> seen;
+  const std::vector<std::size_t> squares = parallel_map(100, [&](std::size_t i) {
+    {
+      const std::lock_guard<std::mutex> lock(seen_mutex);
+      seen.insert(std::this_thread::get_id());
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));  // so no thread takes them all
+    return i * i;
+  });
+  EXPECT_GT(seen.size(), 1u);
+  EXPECT_LE(seen.size(), 3u);
   ASSERT_EQ(squares.size(), 100u);
   for (std::size_t i = 0; i < squares.size(); ++i) EXPECT_EQ(squares[i], i * i);
   // Jobs 7 and 40 fail: every job still ran, and job 7's error is the one thrown, as a loop
@@ -1264,7 +1343,6 @@ TEST(Parallel, ResultsComeInJobOrderAndTheFirstJobsErrorIsThrown) {
     EXPECT_STREQ(e.what(), "job 7");
   }
   EXPECT_EQ(ran.load(), 50);
-  ::unsetenv("NPUSIM_THREADS");
 }
 
 TEST(Parallel, ACompileIsTheSameOnOneThreadAsOnSeveral) {
@@ -1273,8 +1351,9 @@ TEST(Parallel, ACompileIsTheSameOnOneThreadAsOnSeveral) {
   // and chains: every parallel path).
   const Graph g = load_graph_json(kZoo + "resnet50.json");
   const HwConfig config = load_hw_config("server");
+  ThreadsEnv env;
   const auto compiled = [&](const char* threads, std::vector<std::string>& explain) {
-    ::setenv("NPUSIM_THREADS", threads, 1);
+    env.set(threads);
     std::ostringstream json;
     write_schedule_json(json, compile_schedule(g, config, &explain));
     return json.str();
@@ -1282,7 +1361,6 @@ TEST(Parallel, ACompileIsTheSameOnOneThreadAsOnSeveral) {
   std::vector<std::string> explain_one, explain_four;
   const std::string one = compiled("1", explain_one);
   const std::string four = compiled("4", explain_four);
-  ::unsetenv("NPUSIM_THREADS");
   EXPECT_EQ(one, four);
   EXPECT_EQ(explain_one, explain_four);
 }

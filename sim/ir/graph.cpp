@@ -266,9 +266,14 @@ bool moves_no_data(const Graph& g, const Layer& l) {
   // there the permutation must keep the H x W plane in place (trailing axes of exactly that
   // product), so that it permutes channels only, which a compiler folds into the weights
   // (docs/compiler.md, "Views").
+  // (Behind a Transpose or Gather that is itself a view, too: its bytes are its input's.)
+  const auto passes_bytes_on = [&g](const Layer& p) {
+    return !p.inputs.empty() &&
+           ((p.inputs.size() == 1 && classify_op(p.op) == OpClass::kView) ||
+            ((p.op == "Transpose" || p.op == "Gather") && moves_no_data(g, p)));
+  };
   std::uint32_t source = l.inputs[0];
-  for (const Layer* p = writer_of(g, source);
-       p != nullptr && p->inputs.size() == 1 && classify_op(p->op) == OpClass::kView;
+  for (const Layer* p = writer_of(g, source); p != nullptr && passes_bytes_on(*p);
        p = writer_of(g, source)) {
     source = p->inputs[0];
   }

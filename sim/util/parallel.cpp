@@ -1,5 +1,7 @@
 #include "sim/util/parallel.h"
 
+#include <sched.h>
+
 #include <cstdlib>
 #include <string>
 
@@ -13,6 +15,11 @@ unsigned worker_threads() {
       if (n >= 1 && n <= 256) return static_cast<unsigned>(n);
     } catch (const std::exception&) {  // not a number: the hardware's count
     }
+  }
+  // The cores this process may run on (a container's or taskset's, not the machine's).
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) {
+    return static_cast<unsigned>(CPU_COUNT(&set));
   }
   return std::max(1u, std::thread::hardware_concurrency());
 }

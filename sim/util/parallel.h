@@ -10,13 +10,14 @@
 #include <exception>
 #include <functional>
 #include <optional>
+#include <system_error>
 #include <thread>
 #include <vector>
 
 namespace npusim {
 
-// Threads parallel_map uses at most: the hardware's, or NPUSIM_THREADS when set (1: run
-// sequentially, as when many simulations share the cores in a sweep).
+// Threads parallel_map uses at most: the cores this process may run on, or NPUSIM_THREADS when
+// set (1: run sequentially, as when many simulations share the cores in a sweep).
 unsigned worker_threads();
 
 // fn(0), ..., fn(n - 1), each once, on up to worker_threads() threads.
@@ -37,7 +38,14 @@ auto parallel_map(std::size_t n, Fn fn) -> std::vector<decltype(fn(std::size_t{0
   };
   const std::size_t threads = std::min<std::size_t>(worker_threads(), n);
   std::vector<std::thread> pool;
-  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+  pool.reserve(threads);
+  for (std::size_t t = 1; t < threads; ++t) {
+    try {
+      pool.emplace_back(work);
+    } catch (const std::system_error&) {  // no more threads (EAGAIN): the ones there do the rest
+      break;
+    }
+  }
   work();
   for (std::thread& t : pool) t.join();
   std::vector<Result> out;

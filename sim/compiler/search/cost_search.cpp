@@ -207,14 +207,16 @@ Ranked rank(const MapSpace& space, const HwConfig& config, const std::vector<Map
   out.emitted = small;
   // Each shortlisted mapping is emitted and estimated alone, independently of the others: on
   // several cores at once (most of a compile's time), then considered in order as before.
-  const std::vector<std::optional<std::uint64_t>> cycles =
-      parallel_map(picked.size(), [&](std::size_t p) -> std::optional<std::uint64_t> {
-        const std::size_t r = picked[p];
-        const Mapping& m = candidates[ranked[r].second];
-        if (!small) return ranked[r].first;
-        return emitted_cycles(*space.graph, *space.group, *space.layouts, config, m,
-                              space.input_on_chip(m) ? space.on_chip_input : std::nullopt);
-      });
+  std::vector<std::optional<std::uint64_t>> cycles;
+  if (small) {
+    cycles = parallel_map(picked.size(), [&](std::size_t p) -> std::optional<std::uint64_t> {
+      const Mapping& m = candidates[ranked[picked[p]].second];
+      return emitted_cycles(*space.graph, *space.group, *space.layouts, config, m,
+                            space.input_on_chip(m) ? space.on_chip_input : std::nullopt);
+    });
+  } else {
+    for (const std::size_t r : picked) cycles.emplace_back(ranked[r].first);
+  }
   bool first = true;
   for (std::size_t p = 0; p < picked.size(); ++p) {
     if (cycles[p]) consider(choice, candidates[ranked[picked[p]].second], *cycles[p], first);
