@@ -333,6 +333,68 @@ TEST(Fusion, AnElementWiseChainKeepsItsConstantsWithinTheWeightBudget) {
                                             "fused(bn2+mul2+add2+relu2)"));
 }
 
+// A chain ends with a Softmax or LayerNorm over the last axis of a row-major tensor: a residual
+// Add and its LayerNorm (post-LN BERT), an attention mask's Add and its Softmax.
+Graph add_then(const std::string& norm, const std::string& attrs) {
+  return parse_graph_json(Json::parse(R"({"format": "npusim-graph", "version": 1, "name": "n",
+    "tensors": [{"name": "x", "shape": [4, 64]}, {"name": "r", "shape": [4, 64]},
+                {"name": "s", "shape": [64], "constant": true}, {"name": "b", "shape": [64], "constant": true},
+                {"name": "a", "shape": [4, 64]}, {"name": "y", "shape": [4, 64]}],
+    "inputs": ["x", "r"], "outputs": ["y"],
+    "layers": [{"name": "add", "op": "Add", "inputs": ["x", "r"], "outputs": ["a"]},
+               {"name": "norm", "op": ")" +
+                                      norm + R"(", "inputs": )" +
+                                      (norm == "LayerNorm" ? R"(["a", "s", "b"])" : R"(["a"])") +
+                                      R"(, "outputs": ["y"])" + attrs + R"(}]})"),
+                          "n.json");
+}
+
+TEST(Fusion, AChainEndsWithASoftmaxOrLayerNormOverItsRows) {
+  // Through DRAM, Add + LayerNorm as one group: the tiles load x and r (4 * 64 = 256 B each) and,
+  // once, the norm's scale and bias (64 B each): 640 B; they store y, 256 B. Apart, a's 256 B
+  // would be stored and loaded again (896 B in, 512 B out).
+  CompileOptions through_dram;
+  through_dram.residency = false;
+  const HwConfig config = load_hw_config("default");
+  const Schedule ln = compile_schedule(add_then("LayerNorm", ""), config, through_dram);
+  EXPECT_THAT(program_names(ln), ::testing::ElementsAre("fused(add+norm)"));
+  EXPECT_EQ(bytes_of(ln, EngineKind::kDmaIn), 640u);
+  EXPECT_EQ(bytes_of(ln, EngineKind::kDmaOut), 256u);
+  // A Softmax over the rows: 512 B in, 256 B out. Over axis 0 (columns), a tile of rows cannot
+  // normalize: the Softmax runs alone, after a's store.
+  const Schedule sm =
+      compile_schedule(add_then("Softmax", R"(, "attrs": {"axis": -1})"), config, through_dram);
+  EXPECT_THAT(program_names(sm), ::testing::ElementsAre("fused(add+norm)"));
+  EXPECT_EQ(bytes_of(sm, EngineKind::kDmaIn), 512u);
+  EXPECT_EQ(bytes_of(sm, EngineKind::kDmaOut), 256u);
+  const Schedule cols =
+      compile_schedule(add_then("Softmax", R"(, "attrs": {"axis": 0})"), config, through_dram);
+  EXPECT_THAT(program_names(cols), ::testing::ElementsAre("add", "norm"));
+  EXPECT_EQ(bytes_of(cols, EngineKind::kDmaOut), 512u);
+
+  // Real exports: bert_toy.onnx's mask Add and Softmax in each of its two layers, and the
+  // embeddings' sum with its LayerNorm (the importer's LayerNorm, named after its first
+  // ReduceMean); the zoo's BERT-base layer's two residual Adds with their LayerNorms.
+  const Graph toy = import_onnx(kShared + "bert_toy.onnx", {});
+  for (const Layer& l : toy.layers) {
+    if (l.name == "ReduceMean_15") {
+      EXPECT_EQ(l.op, "LayerNorm");
+    }
+  }
+  const Schedule bert = compile_schedule(toy, config);
+  for (const std::string fused :
+       {"fused(Add_84+Softmax_85)", "fused(Add_200+Softmax_201)", "fused(Add_14+ReduceMean_15)"}) {
+    EXPECT_THAT(program_names(bert), ::testing::Contains(fused));
+  }
+  const Graph base = load_graph_json(kZoo + "bert_base_layer.json");
+  const Schedule layer = compile_schedule(base, load_hw_config("server"));
+  for (const std::string fused :
+       {"fused(attention.residual+attention.norm)", "fused(ffn.residual+ffn.norm)"}) {
+    EXPECT_THAT(program_names(layer), ::testing::Contains(fused));
+  }
+  EXPECT_EQ(schedule_macs(layer), graph_macs(base));
+}
+
 // A batch norm inside a chain: its [C] parameters are per channel (axis 1), whatever the last
 // dimension is (C = 16, W = 8 here).
 TEST(Fusion, ABatchNormJoinsAChainByItsChannels) {

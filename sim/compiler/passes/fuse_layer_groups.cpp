@@ -181,6 +181,16 @@ class Grouper {
       if (!next) return;
       const Layer& l = g_.layers[*next];
       const Tensor& y = g_.tensors[group.output];
+      if (ends_chain_by_rows(l, group.output)) {
+        std::uint64_t added = 0;
+        for (std::size_t i = 1; i < l.inputs.size(); ++i) {
+          if (!small_constant(l.inputs[i], group.output)) return;
+          added += once_bytes(l.inputs[i], group.output);
+        }
+        if (constant_bytes + added > chain_constant_bytes_) return;
+        append(group, *next);
+        return;
+      }
       if (!is_elementwise_op(l.op) || l.outputs.size() != 1) return;
       const Tensor& out = g_.tensors[l.outputs[0]];
       if (out.shape != y.shape || out.dtype != y.dtype) return;
@@ -200,6 +210,23 @@ class Grouper {
       constant_bytes += added;
       append(group, *next);
     }
+  }
+
+  // A Softmax or LayerNorm over the last axis of `y`, a row-major tensor, into one of y's shape
+  // and dtype: each of a chain's tiles holds whole rows of y (or, where a row does not fit, runs
+  // of it, as the layer alone would have), so it can normalize them before the store, and ends
+  // the chain (an attention mask's Add and its Softmax; a residual Add and its LayerNorm).
+  bool ends_chain_by_rows(const Layer& l, std::uint32_t y) const {
+    if ((l.op != "Softmax" && l.op != "LayerNorm") || l.outputs.size() != 1 || l.inputs.empty() ||
+        l.inputs[0] != y || image_ == nullptr || (*image_)[y]) {
+      return false;
+    }
+    const Tensor& yt = g_.tensors[y];
+    const Tensor& out = g_.tensors[l.outputs[0]];
+    const auto rank = static_cast<std::int64_t>(yt.shape.size());
+    std::int64_t axis = l.attrs.get_int("axis", -1);
+    if (axis < 0) axis += rank;
+    return rank >= 1 && axis == rank - 1 && out.shape == yt.shape && out.dtype == yt.dtype;
   }
 
   // The bytes of `t` a chain may load once with its weights: a constant smaller than `y`, but for
