@@ -168,7 +168,11 @@ std::uint32_t attention(Builder& b, const LlmSpec& s, const Phase& ph, const std
   const std::uint64_t n = ph.past + T;
   std::uint32_t sc = b.layer(p + "scores", "MatMul", {queries, keys}, {B, KV, g * T, n});
   sc = b.binary(p + "scale", "Mul", sc, ph.scale);
-  if (ph.mask) {
+  if (ph.mask && g == 1) {
+    // [B, H, T, T] + [T, T]: the Add reads the scores as they are, so that the Softmax after it
+    // can join it as one vector group (docs/compiler.md, "Groups and fusion").
+    sc = b.binary(p + "causal_mask", "Add", sc, *ph.mask);
+  } else if (ph.mask) {
     // [B, KV, g, T, T] + [T, T]: the same mask for every query head of a group.
     sc = b.view(p + "scores_split", sc, {B, KV, g, T, T});
     sc = b.view(p + "scores_rows", b.binary(p + "causal_mask", "Add", sc, *ph.mask),
