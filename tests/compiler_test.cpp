@@ -1116,6 +1116,40 @@ TEST(Compiler, OnlyRowKeepingTransposesAndOneIndexGathersAreViews) {
                                                 {"cast", false}}));
 }
 
+TEST(Compiler, ALongChainOfViewTransposesIsJudgedInOneWalk) {
+  // 40 row-keeping Transposes ([1, 0, 2], alternating [4, 6, 8] and [6, 4, 8]) then a Relu: every
+  // one is a view, so the schedule is the Relu's alone. Each is judged by one walk back to the
+  // bytes' source (judging each layer passed by its own walk took time doubling per Transpose).
+  std::string tensors = R"({"name": "x", "shape": [4, 6, 8]})", layers, prev = "x";
+  for (int i = 0; i < 40; ++i) {
+    const std::string t = "t" + std::to_string(i);
+    tensors += R"(, {"name": ")";
+    tensors += t;
+    tensors += R"(", "shape": )";
+    tensors += i % 2 == 0 ? "[6, 4, 8]}" : "[4, 6, 8]}";
+    layers += R"({"name": "tr)";
+    layers += std::to_string(i);
+    layers += R"(", "op": "Transpose", "inputs": [")";
+    layers += prev;
+    layers += R"("], "outputs": [")";
+    layers += t;
+    layers += R"("], "attrs": {"perm": [1, 0, 2]}}, )";
+    prev = t;
+  }
+  const Graph g = parse_graph_json(
+      Json::parse(R"({"format": "npusim-graph", "version": 1, "name": "chain", "tensors": [)" +
+                  tensors +
+                  R"(, {"name": "y", "shape": [4, 6, 8]}], "inputs": ["x"], "outputs": ["y"],
+                  "layers": [)" +
+                  layers + R"({"name": "relu", "op": "Relu", "inputs": [")" + prev +
+                  R"("], "outputs": ["y"]}]})"),
+      "chain.json");
+  for (std::size_t i = 0; i < 40; ++i) EXPECT_TRUE(moves_no_data(g, g.layers[i])) << i;
+  const Schedule s = compile_schedule(g, parse_hw_config("{}", "default.json"));
+  ASSERT_EQ(s.programs.size(), 1u);
+  EXPECT_EQ(s.programs[0].name, "relu");
+}
+
 TEST(Compiler, OnAnImageATransposeIsAViewOnlyWhenItKeepsThePlane) {
   // A conv's output c [1, 4, 2, 3] is an NHWC image: its rows are pixels of 4 channels, not the
   // NCHW rows of 3. A channel shuffle of it (Reshape [1, 2, 2, 2, 3], Transpose [0, 2, 1, 3, 4])

@@ -337,9 +337,9 @@ TEST(Fusion, AnElementWiseChainKeepsItsConstantsWithinTheWeightBudget) {
 // Add and its LayerNorm (post-LN BERT), an attention mask's Add and its Softmax.
 Graph add_then(const std::string& norm, const std::string& attrs) {
   return parse_graph_json(Json::parse(R"({"format": "npusim-graph", "version": 1, "name": "n",
-    "tensors": [{"name": "x", "shape": [4, 64]}, {"name": "r", "shape": [4, 64]},
+    "tensors": [{"name": "x", "shape": [16, 64]}, {"name": "r", "shape": [16, 64]},
                 {"name": "s", "shape": [64], "constant": true}, {"name": "b", "shape": [64], "constant": true},
-                {"name": "a", "shape": [4, 64]}, {"name": "y", "shape": [4, 64]}],
+                {"name": "a", "shape": [16, 64]}, {"name": "y", "shape": [16, 64]}],
     "inputs": ["x", "r"], "outputs": ["y"],
     "layers": [{"name": "add", "op": "Add", "inputs": ["x", "r"], "outputs": ["a"]},
                {"name": "norm", "op": ")" +
@@ -350,27 +350,38 @@ Graph add_then(const std::string& norm, const std::string& attrs) {
 }
 
 TEST(Fusion, AChainEndsWithASoftmaxOrLayerNormOverItsRows) {
-  // Through DRAM, Add + LayerNorm as one group: the tiles load x and r (4 * 64 = 256 B each) and,
-  // once, the norm's scale and bias (64 B each): 640 B; they store y, 256 B. Apart, a's 256 B
-  // would be stored and loaded again (896 B in, 512 B out).
+  // Through DRAM with 4 KiB of local memory, so the layer takes several tiles of rows. Add +
+  // LayerNorm as one group: the norm's scale and bias load once (64 B each), and the tiles load
+  // x and r (16 * 64 = 1024 B each): 2176 B in; they store y, 1024 B. Each tile runs the Add,
+  // then the LayerNorm, on its rows. Apart, a's 1024 B would be stored and loaded again.
   CompileOptions through_dram;
   through_dram.residency = false;
-  const HwConfig config = load_hw_config("default");
+  const HwConfig config = parse_hw_config("{}", "small.json", {"lram_kib=4"});
   const Schedule ln = compile_schedule(add_then("LayerNorm", ""), config, through_dram);
   EXPECT_THAT(program_names(ln), ::testing::ElementsAre("fused(add+norm)"));
-  EXPECT_EQ(bytes_of(ln, EngineKind::kDmaIn), 640u);
-  EXPECT_EQ(bytes_of(ln, EngineKind::kDmaOut), 256u);
-  // A Softmax over the rows: 512 B in, 256 B out. Over axis 0 (columns), a tile of rows cannot
-  // normalize: the Softmax runs alone, after a's store.
+  EXPECT_EQ(bytes_of(ln, EngineKind::kDmaIn), 2176u);
+  EXPECT_EQ(bytes_of(ln, EngineKind::kDmaOut), 1024u);
+  std::size_t adds = 0, norms = 0;
+  for (const Command& c : ln.commands) {
+    if (c.engine != EngineKind::kVector) continue;
+    const std::string op(op_table()[c.op].name);
+    adds += op == "Add" ? 1 : 0;
+    norms += op == "LayerNorm" ? 1 : 0;
+  }
+  EXPECT_GE(adds, 2u);
+  EXPECT_EQ(norms, adds);
+  // A Softmax over the rows: 2048 B in, 1024 B out. Over axis 0 (columns), a tile of rows cannot
+  // normalize: the Softmax runs alone, after a's store (3072 B in, 2048 B out).
   const Schedule sm =
       compile_schedule(add_then("Softmax", R"(, "attrs": {"axis": -1})"), config, through_dram);
   EXPECT_THAT(program_names(sm), ::testing::ElementsAre("fused(add+norm)"));
-  EXPECT_EQ(bytes_of(sm, EngineKind::kDmaIn), 512u);
-  EXPECT_EQ(bytes_of(sm, EngineKind::kDmaOut), 256u);
+  EXPECT_EQ(bytes_of(sm, EngineKind::kDmaIn), 2048u);
+  EXPECT_EQ(bytes_of(sm, EngineKind::kDmaOut), 1024u);
   const Schedule cols =
       compile_schedule(add_then("Softmax", R"(, "attrs": {"axis": 0})"), config, through_dram);
   EXPECT_THAT(program_names(cols), ::testing::ElementsAre("add", "norm"));
-  EXPECT_EQ(bytes_of(cols, EngineKind::kDmaOut), 512u);
+  EXPECT_EQ(bytes_of(cols, EngineKind::kDmaIn), 3072u);
+  EXPECT_EQ(bytes_of(cols, EngineKind::kDmaOut), 2048u);
 
   // Real exports: bert_toy.onnx's mask Add and Softmax in each of its two layers, and the
   // embeddings' sum with its LayerNorm (the importer's LayerNorm, named after its first
@@ -381,7 +392,7 @@ TEST(Fusion, AChainEndsWithASoftmaxOrLayerNormOverItsRows) {
       EXPECT_EQ(l.op, "LayerNorm");
     }
   }
-  const Schedule bert = compile_schedule(toy, config);
+  const Schedule bert = compile_schedule(toy, load_hw_config("default"));
   for (const std::string fused :
        {"fused(Add_84+Softmax_85)", "fused(Add_200+Softmax_201)", "fused(Add_14+ReduceMean_15)"}) {
     EXPECT_THAT(program_names(bert), ::testing::Contains(fused));

@@ -215,17 +215,18 @@ bool is_image(const Graph& g, std::uint32_t t) {
 
 }  // namespace
 
-bool moves_no_data(const Graph& g, const Layer& l) {
-  if (classify_op(l.op) == OpClass::kView || l.op == "Concat" || l.op == "Split" ||
-      l.op == "Slice") {
-    return true;
-  }
+namespace {
+
+// A Gather or Transpose whose output is exactly its input rearranged (same dtype, the shape the op
+// makes; check_graph does not check these two ops' shapes, so anything else stays a copy, whose
+// tiles do the work for the output as declared) and whose readers fetch whole rows: a Gather of
+// one constant index on an axis before the last, or a Transpose that keeps the last axis in place
+// or makes it the next-to-last for MatMuls' right operands alone. Judged from the layer alone;
+// moves_no_data adds the rule for images.
+bool view_by_its_own_rule(const Graph& g, const Layer& l) {
   if ((l.op != "Gather" && l.op != "Transpose") || l.outputs.size() != 1 || l.inputs.empty()) {
     return false;
   }
-  // check_graph does not check these two ops' shapes: only an output that is exactly the
-  // rearranged input (same dtype, the shape the op makes) is a view; anything else stays a copy,
-  // whose tiles do the work for the output as declared.
   const Tensor& x = g.tensors[l.inputs[0]];
   const Tensor& y = g.tensors[l.outputs[0]];
   const std::size_t rank = x.shape.size();
@@ -243,8 +244,6 @@ bool moves_no_data(const Graph& g, const Layer& l) {
     }
     return y.elements() == x.elements() / x.shape[static_cast<std::size_t>(axis)];
   }
-  // Transpose: a permutation that keeps the last axis in place, or that makes it the
-  // next-to-last for MatMuls' right operands alone.
   const std::vector<std::int64_t> perm = l.attrs.get_ints("perm", {});
   const auto last_axis = static_cast<std::int64_t>(rank - 1);
   if (l.inputs.size() != 1 || perm.size() != rank ||
@@ -261,32 +260,59 @@ bool moves_no_data(const Graph& g, const Layer& l) {
     seen[static_cast<std::size_t>(p)] = true;
     permuted.push_back(x.shape[static_cast<std::size_t>(p)]);
   }
-  if (y.shape != permuted) return false;
+  return y.shape == permuted;
+}
+
+// Whether Transpose `l` (a view by its own rule) moves only channels of an image whose H x W
+// plane has `plane` elements: it keeps the last axis and its trailing axes of exactly that
+// product in place.
+bool keeps_plane(const Graph& g, const Layer& l, std::uint64_t plane) {
+  const std::vector<std::uint64_t>& x = g.tensors[l.inputs[0]].shape;
+  const std::vector<std::int64_t> perm = l.attrs.get_ints("perm", {});
+  std::uint64_t trailing = 1;
+  for (std::size_t i = x.size(); i-- > 0 && trailing < plane;) {
+    if (perm[i] != static_cast<std::int64_t>(i)) return false;
+    trailing *= x[i];
+  }
+  return trailing == plane;
+}
+
+}  // namespace
+
+bool moves_no_data(const Graph& g, const Layer& l) {
+  if (classify_op(l.op) == OpClass::kView || l.op == "Concat" || l.op == "Split" ||
+      l.op == "Slice") {
+    return true;
+  }
+  if (!view_by_its_own_rule(g, l)) return false;
+  if (l.op == "Gather") return true;
   // Behind single-input views (Reshape, ...), an NHWC image's bytes are not the view's rows:
   // there the permutation must keep the H x W plane in place (trailing axes of exactly that
   // product), so that it permutes channels only, which a compiler folds into the weights
-  // (docs/compiler.md, "Views").
-  // (Behind a Transpose or Gather that is itself a view, too: its bytes are its input's.)
-  const auto passes_bytes_on = [&g](const Layer& p) {
-    return !p.inputs.empty() &&
-           ((p.inputs.size() == 1 && classify_op(p.op) == OpClass::kView) ||
-            ((p.op == "Transpose" || p.op == "Gather") && moves_no_data(g, p)));
-  };
+  // (docs/compiler.md, "Views"). The walk back to the bytes' source also passes Gathers and
+  // Transposes that are views by their own rule; it is one walk, not one per layer passed.
+  std::vector<const Layer*> transposes;  // passed on the way, nearest first
   std::uint32_t source = l.inputs[0];
-  for (const Layer* p = writer_of(g, source); p != nullptr && passes_bytes_on(*p);
+  for (const Layer* p = writer_of(g, source); p != nullptr && !p->inputs.empty();
        p = writer_of(g, source)) {
+    const bool view = p->inputs.size() == 1 && classify_op(p->op) == OpClass::kView;
+    if (!view && !view_by_its_own_rule(g, *p)) break;
+    if (p->op == "Transpose") transposes.push_back(p);
     source = p->inputs[0];
   }
   if (!is_image(g, source)) return true;
-  if (perm.back() != last_axis) return false;  // an image's pixels are no MatMul's columns
   const std::vector<std::uint64_t>& image = g.tensors[source].shape;
   const std::uint64_t plane = image[2] * image[3];
-  std::uint64_t trailing = 1;
-  for (std::size_t i = rank; i-- > 0 && trailing < plane;) {
-    if (perm[i] != static_cast<std::int64_t>(i)) return false;
-    trailing *= x.shape[i];
+  const auto channels_only = [&](const Layer& t) {
+    const std::vector<std::int64_t> perm = t.attrs.get_ints("perm", {});
+    return perm.back() == static_cast<std::int64_t>(perm.size() - 1) && keeps_plane(g, t, plane);
+  };
+  // A Transpose passed that moves more than channels is a copy: its output, and so this layer's
+  // input, is row-major, and this layer's own rule holds.
+  for (const Layer* t : transposes) {
+    if (!channels_only(*t)) return true;
   }
-  return trailing == plane;
+  return channels_only(l);  // an image's pixels are no MatMul's columns either
 }
 
 OpClass classify_op(std::string_view op) {

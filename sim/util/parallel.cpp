@@ -16,7 +16,8 @@ unsigned worker_threads() {
     } catch (const std::exception&) {  // not a number: the hardware's count
     }
   }
-  // The cores this process may run on (a container's or taskset's, not the machine's).
+  // The cores this process may run on (its affinity: taskset, cpusets). A CPU quota (docker
+  // --cpus, cgroup cpu.max) leaves the affinity whole: set NPUSIM_THREADS there.
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) {
     return static_cast<unsigned>(CPU_COUNT(&set));

@@ -1,10 +1,12 @@
 // Pass: cuts the graph's layers into layer groups, the unit the compiler tiles and emits. A group
 // is one layer, or an array layer with the layers it fuses into its epilogue, in this order: a
-// Conv's BatchNormalization or a MatMul's Add of a constant bias; a Conv's Mul/Div then Add/Sub
-// of per-channel constants (Caffe's Scale); a Conv's residual Add of an earlier activation; one
-// activation, or x * sigmoid(x) / x * hardsigmoid(x) (SiLU, HardSwish, the Mul reading x a second
-// time); a Quantize. An element-wise vector layer takes a chain of element-wise layers whose other
-// operands are constants; a vector layer's group may end with a Quantize.
+// Conv's BatchNormalization or a MatMul's Add of a constant bias; a MatMul's Mul/Div by a scalar
+// constant; a Conv's Mul/Div then Add/Sub of per-channel constants (Caffe's Scale); a Conv's
+// residual Add of an earlier activation; one activation, or x * sigmoid(x) / x * hardsigmoid(x)
+// (SiLU, HardSwish, the Mul reading x a second time); a Quantize. An element-wise vector layer
+// takes a chain of element-wise layers whose other operands are constants, which may end with a
+// Softmax or LayerNorm over the last axis of a row-major tensor; a vector layer's group may end
+// with a Quantize.
 // A layer fuses only when it is the only reader of the previous one's output (the x * f(x) form:
 // the f and the Mul are x's only two readers) and that output is not a graph output
 // (docs/compiler.md, "Groups and fusion").
@@ -50,7 +52,9 @@ GroupKind group_kind(const Graph& graph, const LayerGroup& group);
 // loads once (its head's included) past `chain_constant_bytes`: the compiler passes its
 // weight-chunk budget, so a chain fits wherever its head alone does. `image` (per tensor: an NHWC
 // image, as assign_layouts lays out groups made without it; fusion changes no tensor's layout)
-// tells which constants the tiles stream by rows rather than load once; without it, all count.
+// tells which constants the tiles stream by rows rather than load once (without it, all count),
+// and which tensors are row-major, the only ones a chain may end on a Softmax or LayerNorm of
+// (without it, none does).
 std::vector<LayerGroup> fuse_layer_groups(
     const Graph& graph,
     std::uint64_t chain_constant_bytes = std::numeric_limits<std::uint64_t>::max(),
