@@ -639,12 +639,18 @@ TEST(Fusion, QdqPairsBecomeInt8TensorsWithNoExtraRoundTrip) {
   CompileOptions through_dram;  // resident tensors would not be stored at all
   through_dram.residency = false;
   const Schedule s = compile_schedule(g, load_hw_config("server"), through_dram);
+  std::size_t stored = 0;
   for (const LayerGroup& group : groups) {
     if (g.layers[group.layers[0]].op != "Conv") continue;
-    // Each conv group stores its quantised output once, one byte per element.
-    EXPECT_EQ(bytes_of(s, EngineKind::kDmaOut, group.name), g.tensors[group.output].elements())
-        << group.name;
+    // Each conv group stores its quantised output once, one byte per element, unless the next
+    // group takes it from local memory ("Outputs kept on chip": each block's expand conv, whose
+    // output its project conv reads whole; its input, the last block's quantised Add, is an
+    // image as the Add's inputs are).
+    const std::uint64_t bytes = bytes_of(s, EngineKind::kDmaOut, group.name);
+    EXPECT_TRUE(bytes == 0 || bytes == g.tensors[group.output].elements()) << group.name;
+    stored += bytes > 0 ? 1 : 0;
   }
+  EXPECT_GE(stored, 3u);
   EXPECT_EQ(schedule_macs(s), graph_macs(g));
 }
 

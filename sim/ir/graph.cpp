@@ -196,8 +196,10 @@ bool only_right_operand(const Graph& g, std::uint32_t t) {
 }
 
 // Whether `t` is laid out as an NHWC image, as the compiler's assign_layouts decides it, told from
-// the graph alone: a 4-d graph input or output of a conv or pool, or the 4-d output of an op that
-// keeps its first input's layout (element-wise and normalisations, Resize, Pad, Concat).
+// the graph alone: a 4-d graph input or output of a conv or pool, a Concat of 4-d tensors whose
+// first part is an image, or the 4-d output of an op that keeps its driver's layout (element-wise
+// and normalisations, batch norms, Resize, Pad; the driver is the largest non-constant input, the
+// first on a tie, unless the output is larger).
 bool is_image(const Graph& g, std::uint32_t t) {
   for (;;) {
     if (g.tensors[t].shape.size() != 4) return false;
@@ -205,11 +207,21 @@ bool is_image(const Graph& g, std::uint32_t t) {
     const Layer* p = writer_of(g, t);
     if (p == nullptr || p->inputs.empty()) return false;
     if (p->op == "Conv" || p->op == "MaxPool" || p->op == "AveragePool") return true;
+    if (p->op == "Concat") {
+      t = p->inputs[0];
+      continue;
+    }
     const OpClass cls = classify_op(p->op);
-    const bool keeps = cls == OpClass::kVector || cls == OpClass::kBatchNorm || p->op == "Concat" ||
-                       p->op == "Resize" || p->op == "Pad";
-    if (!keeps || g.tensors[p->inputs[0]].constant) return false;
-    t = p->inputs[0];
+    const bool keeps = (cls == OpClass::kVector && p->op != "GlobalAveragePool") ||
+                       cls == OpClass::kBatchNorm || p->op == "Resize" || p->op == "Pad";
+    if (!keeps) return false;
+    std::optional<std::uint32_t> driver;
+    for (const std::uint32_t in : p->inputs) {
+      const Tensor& x = g.tensors[in];
+      if (!x.constant && (!driver || x.elements() > g.tensors[*driver].elements())) driver = in;
+    }
+    if (!driver || g.tensors[t].elements() > g.tensors[*driver].elements()) return false;
+    t = *driver;
   }
 }
 
