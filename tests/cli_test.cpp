@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -164,6 +165,32 @@ TEST_F(Cli, BadDeviceRequestsAreBadInputWithNothingWritten) {
   EXPECT_THAT(llm.err, HasSubstr("gpt2_small.json"));
   EXPECT_THAT(llm.err, HasSubstr("host.upload_weights is not supported for npusim-llm models"));
   EXPECT_FALSE(fs::exists(dir_ / "llm"));
+}
+
+TEST_F(Cli, ABadThreadCountIsBadInputWithNothingWritten) {
+  // NPUSIM_THREADS takes a count from 1 to 256; anything else stops the run before it starts.
+  const char* saved = std::getenv("NPUSIM_THREADS");
+  const std::string restore = saved != nullptr ? saved : "";
+  int case_index = 0;
+  for (const std::string bad : {"abc", "0", "257", "-1", "2x"}) {
+    ::setenv("NPUSIM_THREADS", bad.c_str(), 1);
+    const fs::path out = dir_ / ("out" + std::to_string(case_index++));
+    const Result r =
+        npusim({"run", "-m", (kSource / "models/fc.json").string(), "-o", out.string()});
+    EXPECT_EQ(r.exit_code, 2) << bad;
+    EXPECT_THAT(r.err, HasSubstr("NPUSIM_THREADS: '" + bad + "' is not a thread count (1 to 256)"))
+        << bad;
+    EXPECT_FALSE(fs::exists(out)) << bad;
+  }
+  ::setenv("NPUSIM_THREADS", "1", 1);
+  const Result one = npusim(
+      {"run", "-m", (kSource / "models/fc.json").string(), "-o", (dir_ / "one").string(), "-q"});
+  EXPECT_EQ(one.exit_code, 0) << one.err;
+  if (saved != nullptr) {
+    ::setenv("NPUSIM_THREADS", restore.c_str(), 1);
+  } else {
+    ::unsetenv("NPUSIM_THREADS");
+  }
 }
 
 TEST_F(Cli, RunsTheTwoDeviceAllReduceExample) {

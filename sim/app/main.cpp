@@ -14,6 +14,7 @@
 #include "sim/platform/platform.h"
 #include "sim/util/error.h"
 #include "sim/util/heap_pages.h"
+#include "sim/util/parallel.h"
 
 namespace {
 
@@ -32,6 +33,8 @@ const char* kUsage =
     "  diff      compare two runs, or a run's estimate with its simulation\n"
     "\n"
     "common options: --log-level trace|debug|info|warn|error|off (default warn), --quiet\n"
+    "environment: NPUSIM_THREADS=N (1-256) compiler threads (default: the cores this process\n"
+    "             may use; sweep and check give each child its share)\n"
     "exit codes: 0 success, 1 a check failed, 2 bad input or usage,\n"
     "            3 the simulation could not complete (deadlock, capacity), 4 internal error\n";
 
@@ -89,6 +92,7 @@ int main(int argc, char** argv) {
   const std::vector<std::string> args(all.begin() + 1, all.end());
   try {
     configure_logging(args);
+    npusim::check_threads_setting();
     npusim::configure_systemc_process();
     return dispatch(all[0], args);
   } catch (const npusim::InputError& e) {

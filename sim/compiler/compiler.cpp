@@ -20,7 +20,6 @@
 #include "sim/compiler/compiler.h"
 
 #include <algorithm>
-#include <exception>
 #include <memory>
 #include <optional>
 #include <string>
@@ -262,37 +261,25 @@ class DeviceCompiler {
     if (plans.empty()) return best;
     // The schedule without residency emitted (so every group is mapped: emit_all leaves `m` as
     // it is), estimating it and emitting and estimating each plan are independent: on several
-    // cores at once, compared in order below as one after another would.
-    // A plan's error (a compiler bug) is thrown only where the sequential loop reached the plan:
-    // when the schedule without residency estimates.
-    struct Tried {
-      Emitted emitted;
-      std::exception_ptr error;
-    };
-    std::vector<Tried> tried = parallel_map(plans.size() + 1, [&](std::size_t i) -> Tried {
-      if (i == 0) return {{Schedule{}, estimated_cycles(best.schedule, config_), ""}, nullptr};
-      try {
-        Schedule with = emit_all(m, plans[i - 1].residency, chains);
-        const std::optional<std::uint64_t> cycles = estimated_cycles(with, config_);
-        return {{std::move(with), cycles, ""}, nullptr};
-      } catch (...) {
-        return {{}, std::current_exception()};
-      }
+    // cores at once, compared in order below as one after another would. A plan whose emission
+    // throws (a compiler bug) is thrown, whatever the other estimates.
+    std::vector<Emitted> tried = parallel_map(plans.size() + 1, [&](std::size_t i) -> Emitted {
+      if (i == 0) return {Schedule{}, estimated_cycles(best.schedule, config_), ""};
+      Schedule with = emit_all(m, plans[i - 1].residency, chains);
+      const std::optional<std::uint64_t> cycles = estimated_cycles(with, config_);
+      return {std::move(with), cycles, ""};
     });
-    best.cycles = tried[0].emitted.cycles;
+    best.cycles = tried[0].cycles;
     if (!best.cycles) return best;
-    for (const Tried& t : tried) {
-      if (t.error) std::rethrow_exception(t.error);
-    }
     best.report = "without: " + std::to_string(*best.cycles) + " cycles estimated";
     std::string chosen = "none";
     for (std::size_t i = 0; i < plans.size(); ++i) {
-      const std::optional<std::uint64_t>& cycles = tried[i + 1].emitted.cycles;
+      const std::optional<std::uint64_t>& cycles = tried[i + 1].cycles;
       // A plan whose schedule does not check would be a compiler bug: never kept, and said.
       best.report +=
           "; " + plans[i].what + ": " + (cycles ? std::to_string(*cycles) : "does not check");
       if (cycles && *cycles < *best.cycles) {
-        best.schedule = std::move(tried[i + 1].emitted.schedule);
+        best.schedule = std::move(tried[i + 1].schedule);
         best.cycles = cycles;
         chosen = plans[i].what;
       }

@@ -197,9 +197,8 @@ bool only_right_operand(const Graph& g, std::uint32_t t) {
 
 // Whether `t` is laid out as an NHWC image, as the compiler's assign_layouts decides it, told from
 // the graph alone: a 4-d graph input or output of a conv or pool, a Concat of 4-d tensors whose
-// first part is an image, or the 4-d output of an op that keeps its driver's layout (element-wise
-// and normalisations, batch norms, Resize, Pad; the driver is the largest non-constant input, the
-// first on a tie, unless the output is larger).
+// first part is an image, or the 4-d output of an op that keeps its driver's layout
+// (keeps_input_layout, layout_driver).
 bool is_image(const Graph& g, std::uint32_t t) {
   for (;;) {
     if (g.tensors[t].shape.size() != 4) return false;
@@ -211,23 +210,12 @@ bool is_image(const Graph& g, std::uint32_t t) {
       t = p->inputs[0];
       continue;
     }
-    const OpClass cls = classify_op(p->op);
-    const bool keeps = (cls == OpClass::kVector && p->op != "GlobalAveragePool") ||
-                       cls == OpClass::kBatchNorm || p->op == "Resize" || p->op == "Pad";
-    if (!keeps) return false;
-    std::optional<std::uint32_t> driver;
-    for (const std::uint32_t in : p->inputs) {
-      const Tensor& x = g.tensors[in];
-      if (!x.constant && (!driver || x.elements() > g.tensors[*driver].elements())) driver = in;
-    }
-    if (!driver || g.tensors[t].elements() > g.tensors[*driver].elements()) return false;
-    t = *driver;
+    if (!keeps_input_layout(p->op)) return false;
+    const std::uint32_t driver = layout_driver(g, p->inputs, t);
+    if (driver == t) return false;  // the output drives: not yet laid out, row-major
+    t = driver;
   }
 }
-
-}  // namespace
-
-namespace {
 
 // A Gather or Transpose whose output is exactly its input rearranged (same dtype, the shape the op
 // makes; check_graph does not check these two ops' shapes, so anything else stays a copy, whose
@@ -290,6 +278,23 @@ bool keeps_plane(const Graph& g, const Layer& l, std::uint64_t plane) {
 }
 
 }  // namespace
+
+bool keeps_input_layout(std::string_view op) {
+  const OpClass cls = classify_op(op);
+  return (cls == OpClass::kVector && op != "GlobalAveragePool") || cls == OpClass::kBatchNorm ||
+         op == "Resize" || op == "Pad";
+}
+
+std::uint32_t layout_driver(const Graph& g, const std::vector<std::uint32_t>& inputs,
+                            std::uint32_t output) {
+  std::optional<std::uint32_t> input;
+  for (const std::uint32_t t : inputs) {
+    const Tensor& x = g.tensors[t];
+    if (!x.constant && (!input || x.elements() > g.tensors[*input].elements())) input = t;
+  }
+  if (!input || g.tensors[output].elements() > g.tensors[*input].elements()) return output;
+  return *input;
+}
 
 bool moves_no_data(const Graph& g, const Layer& l) {
   if (classify_op(l.op) == OpClass::kView || l.op == "Concat" || l.op == "Split" ||

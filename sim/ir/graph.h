@@ -104,6 +104,15 @@ OpClass classify_op(std::string_view op);
 // input, so a chain of them can run on a tile in turn (docs/compiler.md, "Groups and fusion").
 bool is_elementwise_op(std::string_view op);
 
+// Layouts (docs/compiler.md, "Layouts and dependencies"): ops whose output is laid out as their
+// driver is (element-wise ops and normalisations, batch norms, Resize, Pad), and the driver: the
+// largest non-constant of `inputs` (the first on a tie), or `output` when it is larger (a Resize)
+// or every input is a constant. The compiler's assign_layouts and moves_no_data's image rule
+// both decide layouts with these.
+bool keeps_input_layout(std::string_view op);
+std::uint32_t layout_driver(const Graph& graph, const std::vector<std::uint32_t>& inputs,
+                            std::uint32_t output);
+
 // Whether a layer moves no data: no command runs it, and its readers' DMA fetches the producers'
 // bytes in the order it describes (docs/compiler.md, "Views"). These are the views (Reshape, ...),
 // Concat, Split and Slice; a Gather of one constant index on an axis before the last, of a

@@ -3,19 +3,32 @@
 #include <sched.h>
 
 #include <cstdlib>
+#include <optional>
 #include <string>
+
+#include "sim/util/error.h"
 
 namespace npusim {
 
+namespace {
+
+constexpr unsigned long kMaxThreads = 256;
+
+// NPUSIM_THREADS: nullopt when unset or empty; 0 when it is no count from 1 to kMaxThreads.
+std::optional<unsigned> threads_setting() {
+  const char* env = std::getenv("NPUSIM_THREADS");
+  if (env == nullptr || *env == '\0') return std::nullopt;
+  const std::string text = env;
+  if (text.find_first_not_of("0123456789") != std::string::npos || text.size() > 3) return 0u;
+  const unsigned long n = std::stoul(text);
+  return n >= 1 && n <= kMaxThreads ? static_cast<unsigned>(n) : 0u;
+}
+
+}  // namespace
+
 unsigned worker_threads() {
   // Read each time (a compile asks once per group), so that a test can compare thread counts.
-  if (const char* env = std::getenv("NPUSIM_THREADS"); env != nullptr && *env != '\0') {
-    try {
-      const unsigned long n = std::stoul(env);
-      if (n >= 1 && n <= 256) return static_cast<unsigned>(n);
-    } catch (const std::exception&) {  // not a number: the hardware's count
-    }
-  }
+  if (const std::optional<unsigned> n = threads_setting(); n && *n > 0) return *n;
   // The cores this process may run on (its affinity: taskset, cpusets). A CPU quota (docker
   // --cpus, cgroup cpu.max) leaves the affinity whole: set NPUSIM_THREADS there.
   cpu_set_t set;
@@ -23,6 +36,14 @@ unsigned worker_threads() {
     return static_cast<unsigned>(CPU_COUNT(&set));
   }
   return std::max(1u, std::thread::hardware_concurrency());
+}
+
+void check_threads_setting() {
+  if (threads_setting() == 0u) {
+    throw InputError("", "NPUSIM_THREADS",
+                     "'" + std::string(std::getenv("NPUSIM_THREADS")) +
+                         "' is not a thread count (1 to " + std::to_string(kMaxThreads) + ")");
+  }
 }
 
 }  // namespace npusim

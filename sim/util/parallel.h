@@ -19,6 +19,9 @@ namespace npusim {
 // Threads parallel_map uses at most: the cores this process may run on, or NPUSIM_THREADS when
 // set (1: run sequentially, as when many simulations share the cores in a sweep).
 unsigned worker_threads();
+// Throws InputError naming NPUSIM_THREADS when it is set to anything but a count from 1 to 256
+// (the CLI checks it first: worker_threads alone would use the cores' count instead).
+void check_threads_setting();
 
 // fn(0), ..., fn(n - 1), each once, on up to worker_threads() threads.
 template <typename Fn>

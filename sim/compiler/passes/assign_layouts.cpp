@@ -1,7 +1,5 @@
 #include "sim/compiler/passes/assign_layouts.h"
 
-#include <optional>
-
 namespace npusim {
 
 std::uint64_t TensorLayouts::rows(const Graph& graph, std::uint32_t tensor) const {
@@ -11,18 +9,7 @@ std::uint64_t TensorLayouts::rows(const Graph& graph, std::uint32_t tensor) cons
 }
 
 std::uint32_t vector_driver(const Graph& graph, const LayerGroup& group) {
-  // The largest non-constant input, the first on a tie; the output only when it is larger (a
-  // Resize), so that an element-wise op keeps its input's layout (the output's is not yet laid
-  // out when assign_layouts asks).
-  std::optional<std::uint32_t> input;
-  for (std::uint32_t t : graph.layers[group.layers[0]].inputs) {
-    const Tensor& in = graph.tensors[t];
-    if (!in.constant && (!input || in.elements() > graph.tensors[*input].elements())) input = t;
-  }
-  if (!input || graph.tensors[group.output].elements() > graph.tensors[*input].elements()) {
-    return group.output;
-  }
-  return *input;
+  return layout_driver(graph, graph.layers[group.layers[0]].inputs, group.output);
 }
 
 TensorLayouts assign_layouts(const Graph& graph, const std::vector<LayerGroup>& groups) {
@@ -44,10 +31,7 @@ TensorLayouts assign_layouts(const Graph& graph, const std::vector<LayerGroup>& 
         break;
       case GroupKind::kVector: {
         // Element-wise ops and resizes keep an image an image; other copies lay out row-major.
-        const bool keeps_layout = classify_op(l.op) == OpClass::kVector ||
-                                  classify_op(l.op) == OpClass::kBatchNorm || l.op == "Resize" ||
-                                  l.op == "Pad";
-        image[group.output] = keeps_layout && image[vector_driver(graph, group)] &&
+        image[group.output] = keeps_input_layout(l.op) && image[vector_driver(graph, group)] &&
                               graph.tensors[group.output].shape.size() == 4;
         break;
       }

@@ -25,8 +25,8 @@ struct TensorLayouts {
 // Walks the groups in order; a group's layout depends only on the groups before it.
 TensorLayouts assign_layouts(const Graph& graph, const std::vector<LayerGroup>& groups);
 
-// The input that drives a vector group's tiling: its largest non-constant input, or its output
-// when that is larger.
+// The tensor that drives a vector group's tiling and layout: layout_driver of its head's inputs
+// and its output (sim/ir/graph.h).
 std::uint32_t vector_driver(const Graph& graph, const LayerGroup& group);
 
 }  // namespace npusim

@@ -45,11 +45,11 @@ class Grouper {
 
   // An array layer's group is its head, then as many of these epilogue stages as match, in
   // order: a batch norm (Conv) or a constant bias Add (MatMul); a scalar scale (MatMul); a
-  // per-channel scale and shift
-  // (Conv); the residual Add of an earlier activation (Conv); one activation, or x * f(x) with f
-  // Sigmoid or HardSigmoid (SiLU, HardSwish); a Quantize (requantisation). A pool takes a Relu or
-  // Clip; an element-wise vector layer a chain of element-wise layers; a vector layer's group may
-  // end with a Quantize too.
+  // per-channel scale and shift (Conv); the residual Add of an earlier activation (Conv); one
+  // activation, or x * f(x) with f Sigmoid or HardSigmoid (SiLU, HardSwish); a Quantize
+  // (requantisation). A pool takes a Relu or Clip; an element-wise vector layer a chain of
+  // element-wise layers, which may end with a row normalization; a vector layer's group may end
+  // with a Quantize too.
   LayerGroup make_group(std::uint32_t first) const {
     LayerGroup group;
     group.layers = {first};
