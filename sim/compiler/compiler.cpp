@@ -23,6 +23,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "sim/compiler/emit/emitter.h"
@@ -45,6 +46,9 @@ namespace npusim {
 namespace {
 
 constexpr std::uint64_t kMaxLramKib = std::uint64_t{1} << 30;  // the config's range
+// Rounds of residency-aware remapping (DeviceCompiler::remap): measured on the zoo, a second
+// round still gains (ResNet-50 on server -0.6 %), a third found nothing more.
+constexpr int kRemapRounds = 2;
 
 bool within_limits(const GroupSize& size) {
   return size.commands <= kMaxCommands && size.bytes <= kMaxScheduleBytes;
@@ -153,6 +157,14 @@ std::optional<std::uint64_t> estimated_cycles(Schedule& schedule, const HwConfig
   }
 }
 
+bool same_mapping(const Mapping& a, const Mapping& b) {
+  auto key = [](const Mapping& m) {
+    return std::tie(m.kind, m.tile_rows, m.tile_cols, m.tile_channel_units, m.k_step, m.row_pieces,
+                    m.order, m.slices, m.shared_live, m.k_parts);
+  };
+  return key(a) == key(b);
+}
+
 // Every group's mapping, and what emission needs besides: which outputs stay on chip for the next
 // group, what each group's tiles need of local memory (ring_need, for plan_residency), the size
 // estimate, and the search's reasons for `explain`.
@@ -161,8 +173,12 @@ struct Mapped {
   std::vector<bool> keep;
   std::vector<std::uint64_t> ring_needs;
   GroupSize total;
-  std::vector<std::string> reasons;
-  bool ksplit_convs = false;  // some conv accumulates in steps (Mapping::k_step)
+  std::vector<std::string> reasons;  // per group; empty for a group with nothing to choose
+  // Per group: the last group's output it was costed as reading on chip (map_all).
+  std::vector<std::optional<std::uint32_t>> on_chip_inputs;
+  bool ksplit_allowed = true;  // mapped with K-split conv candidates
+  bool ksplit_convs = false;   // some conv accumulates in steps (Mapping::k_step)
+  std::size_t remapped = 0;    // groups costed again under a residency plan (remap)
 };
 
 // A schedule emitted from a Mapped: `cycles` is its estimate when known, `report` the residency
@@ -171,7 +187,24 @@ struct Emitted {
   Schedule schedule;
   std::optional<std::uint64_t> cycles;
   std::string report;
+  std::vector<Residency> residency;  // the plan kept; empty without residency
 };
+
+// A model as it will be emitted: its mappings, its chains (if any) and its schedule.
+struct Final {
+  Mapped m;
+  Emitted e;
+  std::vector<Chain> chains;
+};
+
+// No output is kept on chip into or out of a chain (its members' loads and stores are the
+// chain's own).
+void unkeep_around(Mapped& m, const std::vector<Chain>& chains) {
+  for (const Chain& c : chains) {
+    for (std::size_t j = 0; j < c.mappings.size(); ++j) m.keep[c.first + j] = false;
+    if (c.first > 0) m.keep[c.first - 1] = false;
+  }
+}
 
 // The steps of compiling one device's graph: map the groups, emit them, plan residency.
 // The groups (fuse_layer_groups), element-wise chains within the weight-chunk budget; the layouts
@@ -198,8 +231,15 @@ class DeviceCompiler {
   // the NPU cannot run: the estimate stops there, so that error still comes in layer order, from
   // emit_group below, and the groups after it would be checked there. Without `ksplit_convs`,
   // K-split conv candidates are left out.
-  Mapped map_all(bool ksplit_convs) const {
+  // With `contexts` (on_chip_contexts of a residency plan for `before`'s mappings), a group that
+  // reads a resident tensor or leaves its output on chip is costed as that plan would emit it;
+  // any other group costed as in `before` keeps its mapping (remap).
+  // `fixed` groups keep `before`'s mapping whatever their context (a chain's members).
+  Mapped map_all(bool ksplit_convs, const Mapped* before = nullptr,
+                 const std::vector<OnChipContext>* contexts = nullptr,
+                 const std::vector<bool>* fixed = nullptr) const {
     Mapped m;
+    m.ksplit_allowed = ksplit_convs;
     for (std::size_t i = 0; i < groups_.size(); ++i) {
       const LayerGroup& group = groups_[i];
       if (group_kind(graph_, group) == GroupKind::kUnknown) break;
@@ -208,7 +248,24 @@ class DeviceCompiler {
       if (i > 0 && can_keep_output(graph_, config_, groups_[i - 1], m.mappings.back())) {
         on_chip_input = groups_[i - 1].output;
       }
-      const Mapping mapping = choose(m, group, on_chip_input, ksplit_convs);
+      const OnChipContext context =
+          contexts != nullptr && i < contexts->size() ? (*contexts)[i] : OnChipContext{};
+      Mapping mapping;
+      const bool is_fixed = fixed != nullptr && i < fixed->size() && (*fixed)[i];
+      if (before != nullptr && i < before->mappings.size() &&
+          (is_fixed || (!context.any() && before->on_chip_inputs[i] == on_chip_input))) {
+        mapping = before->mappings[i];
+        m.reasons.push_back(before->reasons[i]);
+        m.ring_needs.push_back(before->ring_needs[i]);
+        m.ksplit_convs = m.ksplit_convs || (mapping.kind == MappingKind::kSpatial && mapping.k_step > 0);
+      } else {
+        mapping = choose(m, group, on_chip_input, ksplit_convs, context);
+        if (before != nullptr && i < before->mappings.size() &&
+            !same_mapping(mapping, before->mappings[i])) {
+          ++m.remapped;
+        }
+      }
+      m.on_chip_inputs.push_back(on_chip_input);
       add_size(m, group, mapping);
       m.mappings.push_back(mapping);
     }
@@ -228,7 +285,8 @@ class DeviceCompiler {
   // anyway, and they read and write the rest through DRAM): the plan sees them unmapped, each
   // needing its chain's reservation of the ring.
   Emitted emit_best(Mapped& m, const std::vector<Chain>* chains = nullptr) const {
-    Emitted best{emit_all(m, std::vector<Residency>(m.mappings.size()), chains), std::nullopt, ""};
+    Emitted best{emit_all(m, std::vector<Residency>(m.mappings.size()), chains), std::nullopt, "",
+                 {}};
     if (!options_.residency) return best;
     std::vector<Mapping> plan_mappings = m.mappings;
     std::vector<std::uint64_t> plan_needs = m.ring_needs;
@@ -264,10 +322,10 @@ class DeviceCompiler {
     // cores at once, compared in order below as one after another would. A plan whose emission
     // throws (a compiler bug) is thrown, whatever the other estimates.
     std::vector<Emitted> tried = parallel_map(plans.size() + 1, [&](std::size_t i) -> Emitted {
-      if (i == 0) return {Schedule{}, estimated_cycles(best.schedule, config_), ""};
+      if (i == 0) return {Schedule{}, estimated_cycles(best.schedule, config_), "", {}};
       Schedule with = emit_all(m, plans[i - 1].residency, chains);
       const std::optional<std::uint64_t> cycles = estimated_cycles(with, config_);
-      return {std::move(with), cycles, ""};
+      return {std::move(with), cycles, "", {}};
     });
     best.cycles = tried[0].cycles;
     if (!best.cycles) return best;
@@ -281,6 +339,7 @@ class DeviceCompiler {
       if (cycles && *cycles < *best.cycles) {
         best.schedule = std::move(tried[i + 1].schedule);
         best.cycles = cycles;
+        best.residency = plans[i].residency;
         chosen = plans[i].what;
       }
     }
@@ -290,7 +349,7 @@ class DeviceCompiler {
 
   // `m` with its chains (plan_chains) emitted depth first, without residency, if it has any.
   // The members take the chains' mappings; no output is kept on chip into or out of a chain.
-  std::optional<Emitted> emit_chained(const Mapped& m) const {
+  std::optional<Final> emit_chained(const Mapped& m) const {
     auto members_of = [&](std::size_t first, std::size_t count) {
       std::vector<const LayerGroup*> members;
       for (std::size_t j = 0; j < count; ++j) members.push_back(&groups_[first + j]);
@@ -321,11 +380,10 @@ class DeviceCompiler {
     for (const Chain& c : chains) {
       for (std::size_t j = 0; j < c.mappings.size(); ++j) {
         chained.mappings[c.first + j] = c.mappings[j];
-        chained.keep[c.first + j] = false;
       }
-      if (c.first > 0) chained.keep[c.first - 1] = false;
       members += c.mappings.size();
     }
+    unkeep_around(chained, chains);
     Emitted e = emit_best(chained, &chains);
     if (!e.cycles) e.cycles = estimated_cycles(e.schedule, config_);
     // Each chain: its first group, members, rows per tile and slices (the members' own explain
@@ -342,53 +400,116 @@ class DeviceCompiler {
                (e.cycles ? std::to_string(*e.cycles) + " cycles estimated" : "does not check") +
                (e.report.empty() ? "" : " (" + e.report.substr(e.report.find('\t') + 1) + ")") +
                " [" + which + "]";
-    return e;
+    return Final{std::move(chained), std::move(e), chains};
   }
 
-  // `best`'s schedule, or `m` with chains if that estimates faster (best wins a tie).
-  Schedule with_chains(const Mapped& m, Emitted best) const {
-    if (!options_.chains) return std::move(best.schedule);
-    std::optional<Emitted> chained = emit_chained(m);
-    if (!chained) return std::move(best.schedule);
-    if (!best.cycles) best.cycles = estimated_cycles(best.schedule, config_);
-    const bool keep = chained->cycles && (!best.cycles || *chained->cycles < *best.cycles);
-    if (options_.explain != nullptr) {
-      options_.explain->push_back(chained->report + "; kept: " + (keep ? "chains" : "without"));
+  // Residency-aware remapping (docs/compiler.md, "Remapping under residency"). Each group was
+  // costed alone, loading its inputs and storing its output; under the residency plan of `f`'s
+  // schedule some of those never move, so its cheapest mapping may differ (fewer, larger tiles
+  // once the DMA no longer binds). Each group that reads a resident tensor or leaves its output
+  // on chip is costed again as that plan emits it (among the candidates that plan can keep);
+  // the others, and the chains' members, keep their mappings; and the model is emitted again,
+  // residency planned anew for the new mappings. The faster under the estimate is kept, the
+  // first on a tie. `line` gets the round's figures; returns whether the remapping was kept.
+  bool remap(Final& f, std::string& line) const {
+    Mapped& m = f.m;
+    Emitted& e = f.e;
+    if (cost_search_ == nullptr || e.residency.empty() || !e.cycles) return false;
+    const std::vector<OnChipContext> contexts = on_chip_contexts(graph_, groups_, e.residency);
+    std::vector<bool> fixed(m.mappings.size(), false);
+    for (const Chain& c : f.chains) {
+      std::fill_n(fixed.begin() + static_cast<std::ptrdiff_t>(c.first), c.mappings.size(), true);
     }
-    return std::move(keep ? chained->schedule : best.schedule);
+    std::optional<Mapped> r;
+    try {
+      r = map_all(m.ksplit_allowed, &m, &contexts, &fixed);
+    } catch (const InputError&) {  // past the size limits with the new mappings: keep `m`
+      return false;
+    }
+    if (r->remapped == 0) return false;
+    unkeep_around(*r, f.chains);
+    const std::vector<Chain>* chains = f.chains.empty() ? nullptr : &f.chains;
+    Emitted g = emit_best(*r, chains);
+    if (!g.cycles) g.cycles = estimated_cycles(g.schedule, config_);
+    const bool keep = g.cycles && *g.cycles < *e.cycles;
+    line += (line.empty() ? "remap\t" : "; then ") + std::to_string(r->remapped) +
+            " group(s) mapped anew: " +
+            (g.cycles ? std::to_string(*g.cycles) + " cycles estimated" : "does not check") +
+            " (before: " + std::to_string(*e.cycles) + "), kept: " + (keep ? "remapped" : "before");
+    if (!keep) return false;
+    m = std::move(*r);
+    e = std::move(g);
+    return true;
   }
 
-  // `m`'s reasons and `e`'s residency line, for `explain`.
-  void give_reasons(const Mapped& m, const Emitted& e) const {
+  // `m` and `best`, or `m` with chains if that estimates faster (best wins a tie); `line` gets
+  // the chains' explain line.
+  Final with_chains(Mapped m, Emitted best, std::string& line) const {
+    if (!options_.chains) return Final{std::move(m), std::move(best), {}};
+    std::optional<Final> chained = emit_chained(m);
+    if (!chained) return Final{std::move(m), std::move(best), {}};
+    if (!best.cycles) best.cycles = estimated_cycles(best.schedule, config_);
+    const bool keep = chained->e.cycles && (!best.cycles || *chained->e.cycles < *best.cycles);
+    line = chained->e.report + "; kept: " + (keep ? "chains" : "without");
+    if (keep) return std::move(*chained);
+    return Final{std::move(m), std::move(best), {}};
+  }
+
+  // `m`'s reasons and `residency_line`, for `explain`.
+  void give_reasons(const Mapped& m, const std::string& residency_line) const {
     std::vector<std::string>* explain = options_.explain;
     if (explain == nullptr) return;
-    explain->insert(explain->end(), m.reasons.begin(), m.reasons.end());
-    if (!e.report.empty()) explain->push_back(e.report);
+    for (const std::string& reason : m.reasons) {
+      if (!reason.empty()) explain->push_back(reason);
+    }
+    if (!residency_line.empty()) explain->push_back(residency_line);
   }
 
  private:
-  // The mapping of a group, its reasons and tile needs recorded in `m`.
+  // The mapping of a group, its reasons and tile needs recorded in `m`. Under a residency plan
+  // (`context`), only candidates the plan can keep are costed, each as the plan would emit it;
+  // when none is left the group is mapped as without the plan.
   Mapping choose(Mapped& m, const LayerGroup& group, std::optional<std::uint32_t> on_chip_input,
-                 bool ksplit_convs) const {
+                 bool ksplit_convs, const OnChipContext& context = {}) const {
     MapSpace space = make_map_space(graph_, group, layouts_, config_);
     space.on_chip_input = on_chip_input;
-    if (!ksplit_convs && space.kind == MappingKind::kSpatial) {
-      space.candidates = [all = space.candidates] {
-        std::vector<Mapping> kept = all();
-        kept.erase(
-            std::remove_if(kept.begin(), kept.end(), [](const Mapping& c) { return c.k_step > 0; }),
-            kept.end());
-        return kept;
-      };
+    // Whether the plan could still keep what `context` says with `c`.
+    auto keeps = [&](const Mapping& c) {
+      if (context.output_resident && !tiles_output(c)) return false;
+      for (std::uint32_t t : context.resident_inputs) {
+        for (std::uint32_t l : group.layers) {
+          const std::vector<std::uint32_t>& in = graph_.layers[l].inputs;
+          if (std::find(in.begin(), in.end(), t) != in.end() &&
+              !reads_through_tiles(graph_, group, c, l, t)) {
+            return false;
+          }
+        }
+      }
+      return true;
+    };
+    if (space.candidates && (!ksplit_convs || context.any())) {
+      std::vector<Mapping> kept = space.candidates();
+      kept.erase(std::remove_if(kept.begin(), kept.end(),
+                                [&](const Mapping& c) {
+                                  return (!ksplit_convs && space.kind == MappingKind::kSpatial &&
+                                          c.k_step > 0) ||
+                                         (context.any() && !keeps(c));
+                                }),
+                 kept.end());
+      if (kept.empty() && context.any()) return choose(m, group, on_chip_input, ksplit_convs);
+      space.candidates = [kept] { return kept; };
     }
+    space.resident = context;
     Mapping mapping;
     if (cost_search_ == nullptr) {
       mapping = search_->choose(space, config_);
+      m.reasons.emplace_back();
     } else {
       const SearchChoice choice = cost_search_->choose_explained(space, config_);
-      if (space.kind != MappingKind::kNone) {
-        m.reasons.push_back(group.name + "\t" + describe_choice(choice));
-      }
+      m.reasons.push_back(space.kind == MappingKind::kNone
+                              ? std::string()
+                              : group.name + "\t" + describe_choice(choice) +
+                                    (space.resident.any() ? " (under residency)" : ""));
       mapping = choice.mapping;
     }
     m.ring_needs.push_back(space.work ? ring_need(space.work(mapping)) : 0);
@@ -457,21 +578,33 @@ Schedule compile_one_device(const Graph& graph, const HwConfig& config,
   // any, the model is also compiled without them, and the faster under the estimate is kept:
   // without, on a tie.
   // K-split tiles take more commands: a model near the size limit compiles without them.
+  std::string ksplit_line;
+  // `m` with chains when they estimate faster, then remapped under its residency; the explain
+  // lines (the groups' final mappings first).
+  auto finish = [&](Mapped& m, Emitted& e) {
+    const std::string residency_line = e.report;
+    std::string chains_line, remap_line;
+    Final f = compiler.with_chains(std::move(m), std::move(e), chains_line);
+    // A second round sees the plan the first one's mappings allow.
+    for (int round = 1; round <= kRemapRounds && compiler.remap(f, remap_line); ++round) {
+    }
+    compiler.give_reasons(f.m, residency_line);
+    for (const std::string* line : {&ksplit_line, &chains_line, &remap_line}) {
+      if (options.explain != nullptr && !line->empty()) options.explain->push_back(*line);
+    }
+    return std::move(f.e.schedule);
+  };
   std::optional<Mapped> ksplit_mapped;
   try {
     ksplit_mapped = compiler.map_all(true);
   } catch (const InputError&) {
     Mapped plain = compiler.map_all(false);  // throws the model's own error, if any
     Emitted only = compiler.emit_best(plain);
-    compiler.give_reasons(plain, only);
-    return compiler.with_chains(plain, std::move(only));
+    return finish(plain, only);
   }
   Mapped& with_ksplit = *ksplit_mapped;
   Emitted best = compiler.emit_best(with_ksplit);
-  if (!with_ksplit.ksplit_convs) {
-    compiler.give_reasons(with_ksplit, best);
-    return compiler.with_chains(with_ksplit, std::move(best));
-  }
+  if (!with_ksplit.ksplit_convs) return finish(with_ksplit, best);
   Mapped plain = compiler.map_all(false);
   Emitted without = compiler.emit_best(plain);
   if (!best.cycles) best.cycles = estimated_cycles(best.schedule, config);
@@ -480,14 +613,9 @@ Schedule compile_one_device(const Graph& graph, const HwConfig& config,
   auto figure = [](const std::optional<std::uint64_t>& c) {
     return c ? std::to_string(*c) + " cycles estimated" : std::string("does not check");
   };
-  compiler.give_reasons(keep_ksplit ? with_ksplit : plain, keep_ksplit ? best : without);
-  if (options.explain != nullptr) {
-    options.explain->push_back("k-split convs\twith: " + figure(best.cycles) +
-                               "; without: " + figure(without.cycles) +
-                               "; kept: " + (keep_ksplit ? "with" : "without"));
-  }
-  return compiler.with_chains(keep_ksplit ? with_ksplit : plain,
-                              std::move(keep_ksplit ? best : without));
+  ksplit_line = "k-split convs\twith: " + figure(best.cycles) + "; without: " +
+                figure(without.cycles) + "; kept: " + (keep_ksplit ? "with" : "without");
+  return keep_ksplit ? finish(with_ksplit, best) : finish(plain, without);
 }
 
 }  // namespace

@@ -256,7 +256,8 @@ Emitter::CommandIndex Emitter::load_shared_input(const LayerGroup& group, std::u
   weights_pieces_.clear();
   weights_buffers_.clear();  // nothing loaded: release_resident frees the tensor's buffers
   on_chip_writers(tensor, lo, hi, weights_pieces_);
-  return weights_pieces_.front();
+  // Assumed resident with no writer (assume_resident): nothing to wait for.
+  return weights_pieces_.empty() ? kNone : weights_pieces_.front();
 }
 
 // Of the computes that read a weight chunk, the last one on each slice unit. A unit runs its

@@ -58,6 +58,16 @@ class Emitter {
     kept_ = OnChip{tensor, g_.tensors[tensor].bytes(), false, {}, {}, {}};
   }
 
+  // For costing a group as a residency plan will emit it (OnChipContext): `tensor` is resident
+  // on chip with no writer (its readers load nothing and wait for nothing), and `bytes` more are
+  // held by other resident tensors, out of the tiles' half.
+  void assume_resident(std::uint32_t tensor) {
+    if (resident_.count(tensor) > 0) return;
+    resident_.emplace(tensor, OnChip{tensor, g_.tensors[tensor].bytes(), true, {}, {}, {}});
+    resident_bytes_ += g_.tensors[tensor].bytes();
+  }
+  void assume_on_chip_bytes(std::uint64_t bytes) { resident_bytes_ += bytes; }
+
   // Room for `commands` commands (the driver's estimate), so the schedule does not reallocate.
   void reserve(std::uint64_t commands) { sched_.commands.reserve(commands); }
 

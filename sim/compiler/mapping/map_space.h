@@ -61,6 +61,17 @@ struct FitRule {
   std::uint64_t need_factor = 1;  // the error's "needs": need_factor * bytes of the smallest tile
 };
 
+// What a group finds on chip when it runs under a residency plan (passes/plan_residency), for
+// costing its candidates as that plan will emit them: which of its inputs it reads from local
+// memory, whether its own output stays there (its tiles store nothing), and the bytes other
+// resident tensors hold meanwhile (less room for its tiles).
+struct OnChipContext {
+  std::vector<std::uint32_t> resident_inputs;
+  bool output_resident = false;
+  std::uint64_t other_bytes = 0;
+  bool any() const { return !resident_inputs.empty() || output_resident; }
+};
+
 struct MapSpace {
   // For errors: the group and the capacity it did not fit.
   const Graph* graph = nullptr;
@@ -89,6 +100,9 @@ struct MapSpace {
   std::function<GroupWork(const Mapping&)> work_on_chip;  // `work` with the input not loaded
   // Set by the driver: the last group's output, which it may keep on chip for this group.
   std::optional<std::uint32_t> on_chip_input;
+  // Set by the driver when remapping under a residency plan; the candidates are then only those
+  // that plan can keep (plan_residency's reads_through_tiles).
+  OnChipContext resident;
   // Whether `m` reads its input from the last group's output kept on chip.
   bool input_on_chip(const Mapping& m) const {
     return on_chip_input && input_tensor == on_chip_input && reads_input_whole &&

@@ -1,25 +1,20 @@
 #include "sim/compiler/passes/plan_residency.h"
 
 #include <algorithm>
+#include <iterator>
+#include <map>
 #include <optional>
 #include <set>
 
 namespace npusim {
 
-namespace {
-
-// Whether a group mapped as `m` writes its output through its tiles' stores.
-// (A K-split conv's tiles hold 4-byte accumulators, not its output: it is not one.)
+// (A K-split conv's tiles hold 4-byte accumulators, not its output: it does not.)
 bool tiles_output(const Mapping& m) {
   return (m.kind == MappingKind::kSpatial && m.k_step == 0) || m.kind == MappingKind::kVector ||
          m.kind == MappingKind::kGlobalPool || m.kind == MappingKind::kMatMul ||
          m.kind == MappingKind::kMatMulKSplit;
 }
 
-// Whether layer `l` of group `g`, mapped as `m`, reads `tensor` through its tiles' loads, which
-// can take it from local memory: a spatial or global-pool head's input, a fused residual, any
-// operand of a vector layer, a MatMul's left operand, or its right one when input outer (weights
-// outer loads an activation as the right operand like a weight chunk).
 bool reads_through_tiles(const Graph& graph, const LayerGroup& g, const Mapping& m, std::uint32_t l,
                          std::uint32_t tensor) {
   if (!tiles_output(m)) return false;
@@ -36,6 +31,8 @@ bool reads_through_tiles(const Graph& graph, const LayerGroup& g, const Mapping&
       return std::count(in.begin(), in.end(), tensor) == 1 && in[0] == tensor;
   }
 }
+
+namespace {
 
 // Who writes and who reads each tensor, and each layer's group.
 struct GraphIndex {
@@ -209,6 +206,66 @@ std::vector<Residency> plan_residency(const Graph& graph, const HwConfig& config
     plan[c->last].release.insert(plan[c->last].release.end(), c->members.begin(), c->members.end());
   }
   return plan;
+}
+
+std::vector<OnChipContext> on_chip_contexts(const Graph& graph,
+                                            const std::vector<LayerGroup>& groups,
+                                            const std::vector<Residency>& plan) {
+  std::vector<OnChipContext> out(plan.size());
+  std::map<std::uint32_t, std::uint64_t> live;  // resident tensors and their bytes
+  std::map<std::uint32_t, std::vector<std::uint32_t>> aliases;  // view outputs: what they alias
+  for (std::size_t g = 0; g < plan.size(); ++g) {
+    const LayerGroup& group = groups[g];
+    if (group_kind(graph, group) == GroupKind::kView) {
+      // As the emitter does: a view of resident tensors aliases them.
+      const Layer& l = graph.layers[group.layers.front()];
+      std::vector<std::uint32_t> members;
+      for (std::uint32_t in : l.inputs) {
+        if (const auto a = aliases.find(in); a != aliases.end()) {
+          members.insert(members.end(), a->second.begin(), a->second.end());
+        } else if (live.count(in) > 0) {
+          members.push_back(in);
+        }
+      }
+      if (!members.empty()) {
+        for (std::uint32_t o : l.outputs) aliases[o] = members;
+      }
+      continue;
+    }
+    OnChipContext& c = out[g];
+    std::set<std::uint32_t> read_members;
+    for (std::uint32_t l : group.layers) {
+      for (std::uint32_t in : graph.layers[l].inputs) {
+        const auto a = aliases.find(in);
+        if (live.count(in) == 0 && a == aliases.end()) continue;
+        if (std::find(c.resident_inputs.begin(), c.resident_inputs.end(), in) ==
+            c.resident_inputs.end()) {
+          c.resident_inputs.push_back(in);
+        }
+        if (a != aliases.end()) {
+          read_members.insert(a->second.begin(), a->second.end());
+        } else {
+          read_members.insert(in);
+        }
+      }
+    }
+    // The scratch emission holds each resident input's own bytes; the rest are the others'.
+    std::uint64_t inputs_bytes = 0;
+    for (std::uint32_t t : c.resident_inputs) inputs_bytes += graph.tensors[t].bytes();
+    std::uint64_t all = 0;
+    for (const auto& [t, bytes] : live) all += bytes;
+    c.other_bytes = all > inputs_bytes ? all - inputs_bytes : 0;
+    c.output_resident = plan[g].output;
+    if (plan[g].output) live[group.output] = graph.tensors[group.output].bytes();
+    for (std::uint32_t t : plan[g].release) {
+      live.erase(t);
+      for (auto a = aliases.begin(); a != aliases.end();) {
+        const bool of_it = std::find(a->second.begin(), a->second.end(), t) != a->second.end();
+        a = of_it ? aliases.erase(a) : std::next(a);
+      }
+    }
+  }
+  return out;
 }
 
 }  // namespace npusim

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "sim/compiler/mapping/map_space.h"
 #include "sim/compiler/mapping/mapping.h"
 #include "sim/compiler/mapping/work.h"
 #include "sim/compiler/passes/fuse_layer_groups.h"
@@ -21,6 +22,17 @@ struct Residency {
   // Resident tensors whose last reader is this group: its last command frees them.
   std::vector<std::uint32_t> release;
 };
+
+// Whether a group mapped as `m` writes its output through its tiles' stores, so that it can
+// leave it on chip.
+bool tiles_output(const Mapping& m);
+
+// Whether layer `l` of group `g`, mapped as `m`, reads `tensor` through its tiles' loads, which
+// can take it from local memory: a spatial or global-pool head's input, a fused residual, any
+// operand of a vector layer, a MatMul's left operand, or its right one when input outer (weights
+// outer loads an activation as the right operand like a weight chunk).
+bool reads_through_tiles(const Graph& graph, const LayerGroup& g, const Mapping& m,
+                         std::uint32_t l, std::uint32_t tensor);
 
 // What a group's tiles need of local memory at the least: one of its largest tiles (loads and
 // output) live on each slice it uses.
@@ -45,5 +57,12 @@ std::vector<Residency> plan_residency(const Graph& graph, const HwConfig& config
                                       const std::vector<bool>& kept,
                                       const std::vector<std::uint64_t>& ring_needs,
                                       std::uint64_t on_chip_cap);
+
+// What each group finds on chip under `plan` (one Residency per mapped group), as the emitter
+// will track it: the resident tensors (or views of them) it reads, whether its output stays, and
+// the bytes the other resident tensors hold while it runs. Views and unmapped groups get none.
+std::vector<OnChipContext> on_chip_contexts(const Graph& graph,
+                                            const std::vector<LayerGroup>& groups,
+                                            const std::vector<Residency>& plan);
 
 }  // namespace npusim

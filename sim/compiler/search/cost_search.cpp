@@ -105,16 +105,22 @@ cost::Cycles estimate_work_cycles(const GroupWork& work, const HwConfig& config,
 namespace {
 
 // The estimator's cycles for the group emitted alone with `m` on `config` (loads wait for
-// nothing), or nullopt when the scratch schedule does not check.
+// nothing), or nullopt when the scratch schedule does not check. Under a residency plan
+// (`resident`), its resident inputs are on chip and its output stays there.
 // `why`, when given, receives the first problem of a schedule that does not check.
 std::optional<std::uint64_t> emitted_cycles(const Graph& graph, const LayerGroup& group,
                                             const TensorLayouts& layouts, const HwConfig& config,
                                             const Mapping& m,
                                             std::optional<std::uint32_t> on_chip_input,
+                                            const OnChipContext& resident = {},
                                             std::string* why = nullptr) {
   Emitter scratch(graph, config, layouts);
   if (on_chip_input) scratch.assume_on_chip(*on_chip_input);
-  scratch.emit_group(group, m);
+  for (std::uint32_t t : resident.resident_inputs) scratch.assume_resident(t);
+  scratch.assume_on_chip_bytes(resident.other_bytes);
+  Residency residency;
+  residency.output = resident.output_resident;
+  scratch.emit_group(group, m, false, false, residency);
   Schedule schedule = scratch.finish();
   Diagnostics diag(graph.source_file);
   finalize_schedule(schedule, config, diag);
@@ -178,6 +184,24 @@ Ranked rank(const MapSpace& space, const HwConfig& config, const std::vector<Map
   }
   std::stable_sort(ranked.begin(), ranked.end());
   choice.candidates = candidates.size();
+  // Under a residency plan the closed form still counts the resident tensors' loads and stores,
+  // so the few best by compute alone are emitted too: with nothing to move they may win.
+  std::vector<std::size_t> by_compute;  // positions in `ranked`
+  if (space.resident.any()) {
+    constexpr std::size_t kByCompute = 3;
+    std::vector<std::pair<std::uint64_t, std::size_t>> compute;
+    for (std::size_t r = 0; r < ranked.size(); ++r) {
+      GroupWork work = space.work(candidates[ranked[r].second]);
+      for (TileClass& t : work.tiles) t.load_bytes = t.store_bytes = 0;
+      work.shared.clear();
+      work.stores.clear();
+      compute.push_back({estimate_work_cycles(work, config, transfer), r});
+    }
+    std::stable_sort(compute.begin(), compute.end());
+    for (std::size_t i = 0; i < std::min(kByCompute, compute.size()); ++i) {
+      by_compute.push_back(compute[i].second);
+    }
+  }
   // Emitted: the best two by the closed form, the best of each family (kind and loop order, whose
   // closed forms err differently) and any within 1/kCloseFraction of the best, at most kEmitted,
   // each of at most kEmittedTiles tiles so compiling stays fast; otherwise the closed form
@@ -198,6 +222,9 @@ Ranked rank(const MapSpace& space, const HwConfig& config, const std::vector<Map
       if (new_family) families.push_back({m.kind, m.order});
     }
   }
+  for (const std::size_t r : by_compute) {
+    if (std::find(picked.begin(), picked.end(), r) == picked.end()) picked.push_back(r);
+  }
   bool small = space.layouts != nullptr && picked.size() > 1;
   for (const std::size_t r : picked) {
     std::uint64_t tiles = 0;
@@ -212,7 +239,8 @@ Ranked rank(const MapSpace& space, const HwConfig& config, const std::vector<Map
     cycles = parallel_map(picked.size(), [&](std::size_t p) -> std::optional<std::uint64_t> {
       const Mapping& m = candidates[ranked[picked[p]].second];
       return emitted_cycles(*space.graph, *space.group, *space.layouts, config, m,
-                            space.input_on_chip(m) ? space.on_chip_input : std::nullopt);
+                            space.input_on_chip(m) ? space.on_chip_input : std::nullopt,
+                            space.resident);
     });
   } else {
     for (const std::size_t r : picked) cycles.emplace_back(ranked[r].first);
@@ -243,7 +271,8 @@ std::uint64_t closed_form_cycles(const MapSpace& space, const HwConfig& config, 
 SearchChoice CostSearch::choose_explained(const MapSpace& space, const HwConfig& config) const {
   if ((space.kind == MappingKind::kVector || space.kind == MappingKind::kGlobalPool) &&
       space.layouts != nullptr) {
-    return choose_slices_by_emission(*space.graph, *space.group, *space.layouts, config);
+    return choose_slices_by_emission(*space.graph, *space.group, *space.layouts, config,
+                                     space.resident);
   }
   std::vector<Mapping> candidates;
   if (space.candidates) candidates = space.candidates();
@@ -282,7 +311,8 @@ SearchChoice CostSearch::choose_explained(const MapSpace& space, const HwConfig&
 }
 
 SearchChoice choose_slices_by_emission(const Graph& graph, const LayerGroup& group,
-                                       const TensorLayouts& layouts, const HwConfig& config) {
+                                       const TensorLayouts& layouts, const HwConfig& config,
+                                       const OnChipContext& resident) {
   SearchChoice choice;
   bool first = true;
   std::string why_not;
@@ -308,7 +338,7 @@ SearchChoice choose_slices_by_emission(const Graph& graph, const LayerGroup& gro
       continue;
     }
     const std::optional<std::uint64_t> cycles =
-        emitted_cycles(graph, group, layouts, fewer, m, std::nullopt, &why_not);
+        emitted_cycles(graph, group, layouts, fewer, m, std::nullopt, resident, &why_not);
     if (!cycles) continue;
     m.slices = slices == config.slices.count ? 0 : slices;
     ++choice.candidates;

@@ -54,9 +54,11 @@ std::string describe_mapping(const Mapping& m);
 
 // Groups without candidates (vector layers, global pools): the greedy mapping for each slice
 // count of slice_options, each emitted alone into a scratch schedule and estimated; the fastest
-// wins, ties to more slices. So a layer never gets slower with more slices.
+// wins, ties to more slices. So a layer never gets slower with more slices. Under a residency
+// plan (`resident`) each is emitted as the plan will emit it.
 SearchChoice choose_slices_by_emission(const Graph& graph, const LayerGroup& group,
-                                       const TensorLayouts& layouts, const HwConfig& config);
+                                       const TensorLayouts& layouts, const HwConfig& config,
+                                       const OnChipContext& resident = {});
 
 class CostSearch final : public Search {
  public:
