@@ -8,6 +8,12 @@
 #include <vector>
 
 #include "sim/compiler/compiler.h"
+#include "sim/compiler/emit/emitter.h"
+#include "sim/compiler/mapping/map_space.h"
+#include "sim/compiler/passes/assign_layouts.h"
+#include "sim/compiler/passes/fuse_layer_groups.h"
+#include "sim/compiler/passes/plan_residency.h"
+#include "sim/compiler/search/greedy.h"
 #include "sim/estimator/estimator.h"
 #include "sim/frontend/graph_json.h"
 #include "sim/ir/schedule.h"
@@ -46,6 +52,33 @@ Graph diamond(bool extra_output = false, bool view = false) {
     "tensors": [)" + tensors + R"(], "inputs": ["x"], "outputs": )" +
                                outputs + R"(, "layers": [)" + layers + "]}");
   return parse_graph_json(doc, "diamond.json");
+}
+
+// x -> conv1 (1x1, 16 -> 16) -> a; x -> conv2 (1x1) -> b; cat = Concat(a, b) on channels;
+// conv3 (1x1, 32 -> 16) reads cat -> y. The Concat is a view: cat aliases a and b on chip.
+Graph concat_graph() {
+  const Json doc = Json::parse(R"({"format": "npusim-graph", "version": 1, "name": "cat",
+    "tensors": [{"name": "x", "shape": [1, 16, 8, 8]},
+      {"name": "w1", "shape": [16, 16, 1, 1], "constant": true},
+      {"name": "w2", "shape": [16, 16, 1, 1], "constant": true},
+      {"name": "w3", "shape": [16, 32, 1, 1], "constant": true},
+      {"name": "a", "shape": [1, 16, 8, 8]}, {"name": "b", "shape": [1, 16, 8, 8]},
+      {"name": "cat", "shape": [1, 32, 8, 8]}, {"name": "y", "shape": [1, 16, 8, 8]}],
+    "inputs": ["x"], "outputs": ["y"],
+    "layers": [
+      {"name": "conv1", "op": "Conv", "inputs": ["x", "w1"], "outputs": ["a"], "attrs": {"kernel_shape": [1, 1]}},
+      {"name": "conv2", "op": "Conv", "inputs": ["x", "w2"], "outputs": ["b"], "attrs": {"kernel_shape": [1, 1]}},
+      {"name": "concat", "op": "Concat", "inputs": ["a", "b"], "outputs": ["cat"], "attrs": {"axis": 1}},
+      {"name": "conv3", "op": "Conv", "inputs": ["cat", "w3"], "outputs": ["y"], "attrs": {"kernel_shape": [1, 1]}}]})");
+  return parse_graph_json(doc, "cat.json");
+}
+
+std::uint32_t tensor_id(const Graph& g, const std::string& name) {
+  for (std::uint32_t t = 0; t < g.tensors.size(); ++t) {
+    if (g.tensors[t].name == name) return t;
+  }
+  ADD_FAILURE() << "no tensor " << name;
+  return 0;
 }
 
 std::uint64_t bytes_of(const Schedule& s, EngineKind engine, const std::string& layer) {
@@ -140,23 +173,8 @@ TEST(Residency, GraphOutputsAndTheirViewsGoThroughDram) {
   EXPECT_EQ(bytes_of(out, EngineKind::kDmaIn, "conv2"), 3584u);
 }
 
-// x -> conv1 (1x1, 16 -> 16) -> a; x -> conv2 (1x1) -> b; cat = Concat(a, b) on channels;
-// conv3 (1x1, 32 -> 16) reads cat -> y. The Concat is a view: cat aliases a and b on chip.
 TEST(Residency, AConcatOfResidentTensorsIsReadOnChip) {
-  const Json doc = Json::parse(R"({"format": "npusim-graph", "version": 1, "name": "cat",
-    "tensors": [{"name": "x", "shape": [1, 16, 8, 8]},
-      {"name": "w1", "shape": [16, 16, 1, 1], "constant": true},
-      {"name": "w2", "shape": [16, 16, 1, 1], "constant": true},
-      {"name": "w3", "shape": [16, 32, 1, 1], "constant": true},
-      {"name": "a", "shape": [1, 16, 8, 8]}, {"name": "b", "shape": [1, 16, 8, 8]},
-      {"name": "cat", "shape": [1, 32, 8, 8]}, {"name": "y", "shape": [1, 16, 8, 8]}],
-    "inputs": ["x"], "outputs": ["y"],
-    "layers": [
-      {"name": "conv1", "op": "Conv", "inputs": ["x", "w1"], "outputs": ["a"], "attrs": {"kernel_shape": [1, 1]}},
-      {"name": "conv2", "op": "Conv", "inputs": ["x", "w2"], "outputs": ["b"], "attrs": {"kernel_shape": [1, 1]}},
-      {"name": "concat", "op": "Concat", "inputs": ["a", "b"], "outputs": ["cat"], "attrs": {"axis": 1}},
-      {"name": "conv3", "op": "Conv", "inputs": ["cat", "w3"], "outputs": ["y"], "attrs": {"kernel_shape": [1, 1]}}]})");
-  const Graph g = parse_graph_json(doc, "cat.json");
+  const Graph g = concat_graph();
   const HwConfig config = load_hw_config("default");
   const Schedule s = compile_schedule(g, config, greedy(true));
   // conv3 loads its weights alone: 16 * 32 = 512 B; cat is read on chip.
@@ -199,6 +217,88 @@ TEST(Residency, ExplainSaysWhatWasKeptAndTheEstimatesThatDecided) {
   EXPECT_NE(line->find("; 2 tensor(s) in up to L/2: "), std::string::npos) << *line;
   EXPECT_EQ(line->find("L/4"), std::string::npos) << *line;  // the same plan: not emitted again
   EXPECT_NE(line->find("; kept: 2 tensor(s) in up to L/2"), std::string::npos) << *line;
+}
+
+// Remapping under residency (docs/compiler.md, "Remapping under residency") costs a group as
+// the plan emits it. What each group finds on chip, for a plan written by hand on the concat
+// graph: a and b stay from their convs to conv3, which frees them.
+TEST(Residency, EachGroupIsToldWhatIsOnChipWhileItRuns) {
+  const Graph g = concat_graph();
+  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
+  ASSERT_EQ(groups.size(), 4u);  // conv1, conv2, the Concat (a view), conv3
+  std::vector<Residency> plan(groups.size());
+  plan[0].output = plan[1].output = true;
+  plan[3].release = {tensor_id(g, "a"), tensor_id(g, "b")};
+  const std::vector<OnChipContext> c = on_chip_contexts(g, groups, plan);
+  ASSERT_EQ(c.size(), 4u);
+  // conv1 reads x from DRAM and keeps a (1024 B); nothing else is on chip yet.
+  EXPECT_TRUE(c[0].resident_inputs.empty());
+  EXPECT_TRUE(c[0].output_resident);
+  EXPECT_EQ(c[0].other_bytes, 0u);
+  // conv2 reads x too and keeps b, while a (16 * 8 * 8 = 1024 B) takes room it does not read.
+  EXPECT_TRUE(c[1].resident_inputs.empty());
+  EXPECT_TRUE(c[1].output_resident);
+  EXPECT_EQ(c[1].other_bytes, 1024u);
+  // The view has nothing to cost.
+  EXPECT_FALSE(c[2].any());
+  // conv3 reads cat, a view of a and b, on chip: its 2048 B are all that is live.
+  EXPECT_EQ(c[3].resident_inputs, std::vector<std::uint32_t>{tensor_id(g, "cat")});
+  EXPECT_FALSE(c[3].output_resident);
+  EXPECT_EQ(c[3].other_bytes, 0u);
+}
+
+// A group emitted alone as a plan emits it: its resident input is not loaded and its resident
+// output is not stored, but for the piece whose store frees the weight chunk.
+TEST(Residency, AGroupCostedUnderAPlanLoadsOnlyWhatIsNotOnChip) {
+  const Graph g = diamond();
+  const HwConfig config = load_hw_config("default");
+  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
+  const TensorLayouts layouts = assign_layouts(g, groups);
+  const LayerGroup& conv2 = groups[1];
+  ASSERT_EQ(conv2.name, "conv2");
+  const Mapping m = GreedySearch().choose(make_map_space(g, conv2, layouts, config), config);
+  auto emitted = [&](bool under_plan) {
+    Emitter e(g, config, layouts);
+    Residency r;
+    if (under_plan) {
+      e.assume_resident(tensor_id(g, "a"));
+      r.output = true;
+    }
+    e.emit_group(conv2, m, false, false, r);
+    return e.finish();
+  };
+  // Alone (GraphOutputsAndTheirViewsGoThroughDram's figures): 2304 B of weights and two tiles
+  // of 4 rows plus a halo row of a, 2304 + 2 * 5 * 8 * 16 = 3584 B in; all of b, 1024 B, out.
+  const Schedule alone = emitted(false);
+  EXPECT_EQ(bytes_of(alone, EngineKind::kDmaIn, "conv2"), 3584u);
+  EXPECT_EQ(bytes_of(alone, EngineKind::kDmaOut, "conv2"), 1024u);
+  // Under the plan: the weights alone in, and only the second tile's 4 * 8 * 16 = 512 B out.
+  const Schedule under = emitted(true);
+  EXPECT_EQ(bytes_of(under, EngineKind::kDmaIn, "conv2"), 2304u);
+  EXPECT_EQ(bytes_of(under, EngineKind::kDmaOut, "conv2"), 512u);
+}
+
+// On `server` (24 MiB) most of ResNet-50's tensors stay on chip, and its groups, costed alone
+// with their loads and stores, were mapped for a DMA that residency removes. Remapped under the
+// plan, the model is faster by the estimate that decided, and still does the graph's work.
+TEST(Residency, ResNet50OnServerIsRemappedForItsResidentTensors) {
+  const Graph g = load_graph_json(std::string(NPUSIM_SOURCE_DIR) + "/models/zoo/resnet50.json");
+  const HwConfig config = load_hw_config("server");
+  std::vector<std::string> explain;
+  CompileOptions o;
+  o.explain = &explain;
+  const Schedule s = compile_schedule(g, config, o);
+  const auto line = std::find_if(explain.begin(), explain.end(), [](const std::string& l) {
+    return l.rfind("remap\t", 0) == 0;
+  });
+  ASSERT_NE(line, explain.end());
+  // "remap\tN group(s) mapped anew: C cycles estimated (before: B), kept: remapped[; then ...]"
+  EXPECT_NE(line->find("kept: remapped"), std::string::npos) << *line;
+  const std::uint64_t after = std::stoull(line->substr(line->find(": ") + 2));
+  const std::uint64_t before = std::stoull(line->substr(line->find("(before: ") + 9));
+  EXPECT_LT(after, before) << *line;
+  EXPECT_LE(estimate(s, config).total_cycles(), after) << *line;
+  EXPECT_EQ(schedule_macs(s), graph_macs(g));
 }
 
 }  // namespace npusim
