@@ -141,6 +141,46 @@ std::optional<std::uint64_t> emitted_cycles(const Graph& graph, const LayerGroup
   return estimate(schedule, config).total_cycles() + per_command;
 }
 
+}  // namespace
+
+// CostSearch's memo of emitted_cycles (cost_search.h, EmittedKey).
+class EmittedMemo {
+ public:
+  explicit EmittedMemo(const CostSearch* search) : search_(search) {}
+
+  static CostSearch::EmittedKey key(const LayerGroup& group, const HwConfig& config,
+                                    const Mapping& m, std::optional<std::uint32_t> on_chip_input,
+                                    const OnChipContext& resident) {
+    CostSearch::EmittedKey k{&group,
+                             {config.lram_bytes, config.slices.count,
+                              static_cast<std::uint64_t>(m.kind), m.tile_rows, m.tile_cols,
+                              m.tile_channel_units, m.k_step, m.row_pieces,
+                              static_cast<std::uint64_t>(m.order), m.slices, m.shared_live,
+                              m.k_parts, on_chip_input ? 1 + std::uint64_t{*on_chip_input} : 0,
+                              resident.output_resident ? 1u : 0u, resident.other_bytes}};
+    k.fields.insert(k.fields.end(), resident.resident_inputs.begin(),
+                    resident.resident_inputs.end());
+    return k;
+  }
+  std::optional<std::optional<std::uint64_t>> find(const CostSearch::EmittedKey& k) const {
+    if (search_ == nullptr) return std::nullopt;
+    std::lock_guard<std::mutex> lock(search_->emitted_mutex_);
+    const auto it = search_->emitted_.find(k);
+    if (it == search_->emitted_.end()) return std::nullopt;
+    return it->second;
+  }
+  void add(CostSearch::EmittedKey k, std::optional<std::uint64_t> cycles) const {
+    if (search_ == nullptr) return;
+    std::lock_guard<std::mutex> lock(search_->emitted_mutex_);
+    search_->emitted_.emplace(std::move(k), cycles);
+  }
+
+ private:
+  const CostSearch* search_;
+};
+
+namespace {
+
 // Keeps the cheapest in `choice`, the second in its runner-up; ties keep the earlier.
 void consider(SearchChoice& choice, const Mapping& m, std::uint64_t cycles, bool& first) {
   if (first || cycles < choice.cycles) {
@@ -168,7 +208,8 @@ struct Ranked {
   bool emitted = false;
 };
 
-Ranked rank(const MapSpace& space, const HwConfig& config, const std::vector<Mapping>& candidates) {
+Ranked rank(const MapSpace& space, const HwConfig& config, const std::vector<Mapping>& candidates,
+            const EmittedMemo& memo) {
   Ranked out;
   SearchChoice& choice = out.choice;
   // Rank every candidate by the closed form, then emit the best few alone and let the estimator
@@ -238,9 +279,16 @@ Ranked rank(const MapSpace& space, const HwConfig& config, const std::vector<Map
   if (small) {
     cycles = parallel_map(picked.size(), [&](std::size_t p) -> std::optional<std::uint64_t> {
       const Mapping& m = candidates[ranked[picked[p]].second];
-      return emitted_cycles(*space.graph, *space.group, *space.layouts, config, m,
-                            space.input_on_chip(m) ? space.on_chip_input : std::nullopt,
-                            space.resident);
+      const bool on_chip = space.input_on_chip(m);
+      CostSearch::EmittedKey key =
+          EmittedMemo::key(*space.group, config, m, on_chip ? space.on_chip_input : std::nullopt,
+                           space.resident);
+      if (const auto known = memo.find(key)) return *known;
+      const std::optional<std::uint64_t> fresh =
+          emitted_cycles(*space.graph, *space.group, *space.layouts, config, m,
+                         on_chip ? space.on_chip_input : std::nullopt, space.resident);
+      memo.add(std::move(key), fresh);
+      return fresh;
     });
   } else {
     for (const std::size_t r : picked) cycles.emplace_back(ranked[r].first);
@@ -289,9 +337,10 @@ SearchChoice CostSearch::choose_explained(const MapSpace& space, const HwConfig&
   for (const Mapping& m : candidates) {
     (m.kind == MappingKind::kSpatial && m.k_step > 0 ? ksplit : plain).push_back(m);
   }
-  if (plain.empty() || ksplit.empty()) return rank(space, config, candidates).choice;
-  const Ranked a = rank(space, config, plain);
-  const Ranked b = rank(space, config, ksplit);
+  const EmittedMemo memo(this);
+  if (plain.empty() || ksplit.empty()) return rank(space, config, candidates, memo).choice;
+  const Ranked a = rank(space, config, plain, memo);
+  const Ranked b = rank(space, config, ksplit, memo);
   // Compared by the same measure: the estimator's when both were emitted, else the closed form.
   const bool emitted = a.emitted && b.emitted;
   const std::uint64_t a_cycles =

@@ -9,9 +9,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "sim/compiler/mapping/map_space.h"
 #include "sim/compiler/mapping/work.h"
@@ -64,6 +67,22 @@ class CostSearch final : public Search {
  public:
   Mapping choose(const MapSpace& space, const HwConfig& config) const override;
   SearchChoice choose_explained(const MapSpace& space, const HwConfig& config) const;
+
+  // The estimator's cycles of a candidate emitted alone, remembered per group (by address: the
+  // driver's groups outlive the search), config, mapping and what is on chip, so that mapping a
+  // model again (without K-split convs, or remapped under residency) emits each candidate once.
+  struct EmittedKey {
+    const void* group = nullptr;
+    std::vector<std::uint64_t> fields;  // config, mapping and on-chip facts, in a fixed order
+    bool operator<(const EmittedKey& o) const {
+      return group != o.group ? std::less<const void*>()(group, o.group) : fields < o.fields;
+    }
+  };
+
+ private:
+  mutable std::mutex emitted_mutex_;
+  mutable std::map<EmittedKey, std::optional<std::uint64_t>> emitted_;
+  friend class EmittedMemo;
 };
 
 }  // namespace npusim
