@@ -244,8 +244,11 @@ class DeviceCompiler {
       const LayerGroup& group = groups_[i];
       if (group_kind(graph_, group) == GroupKind::kUnknown) break;
       // The last group's output may stay on chip for this one if this one reads it whole.
+      // (Not out of a chain: its members keep nothing on chip for the group after it.)
       std::optional<std::uint32_t> on_chip_input;
-      if (i > 0 && can_keep_output(graph_, config_, groups_[i - 1], m.mappings.back())) {
+      const bool after_fixed = i > 0 && fixed != nullptr && i - 1 < fixed->size() && (*fixed)[i - 1];
+      if (i > 0 && !after_fixed &&
+          can_keep_output(graph_, config_, groups_[i - 1], m.mappings.back())) {
         on_chip_input = groups_[i - 1].output;
       }
       const OnChipContext context =
@@ -429,7 +432,12 @@ class DeviceCompiler {
     if (r->remapped == 0) return false;
     unkeep_around(*r, f.chains);
     const std::vector<Chain>* chains = f.chains.empty() ? nullptr : &f.chains;
-    Emitted g = emit_best(*r, chains);
+    Emitted g;
+    try {
+      g = emit_best(*r, chains);
+    } catch (const InputError&) {  // past the command limit as emitted: keep `m`
+      return false;
+    }
     if (!g.cycles) g.cycles = estimated_cycles(g.schedule, config_);
     const bool keep = g.cycles && *g.cycles < *e.cycles;
     line += (line.empty() ? "remap\t" : "; then ") + std::to_string(r->remapped) +
@@ -437,6 +445,8 @@ class DeviceCompiler {
             (g.cycles ? std::to_string(*g.cycles) + " cycles estimated" : "does not check") +
             " (before: " + std::to_string(*e.cycles) + "), kept: " + (keep ? "remapped" : "before");
     if (!keep) return false;
+    // The plan the remapped model keeps (the residency line tells the one before).
+    if (!g.report.empty()) line += " (" + g.report.substr(g.report.find('\t') + 1) + ")";
     m = std::move(*r);
     e = std::move(g);
     return true;
@@ -548,10 +558,9 @@ class DeviceCompiler {
                            residency[i]);
         continue;
       }
-      // An op the NPU cannot run: emit_group throws its error, in layer order.
-      const Mapping mapping = choose(m, groups_[i], std::nullopt, true);
-      add_size(m, groups_[i], mapping);
-      emitter.emit_group(groups_[i], mapping);
+      // An op the NPU cannot run (map_all stopped there): emit_group throws its error, in layer
+      // order.
+      emitter.emit_group(groups_[i], Mapping{});
     }
     Schedule schedule = emitter.finish();
     schedule.layers = layer_views(graph_, groups_);

@@ -249,9 +249,10 @@ std::vector<OnChipContext> on_chip_contexts(const Graph& graph,
         }
       }
     }
-    // The scratch emission holds each resident input's own bytes; the rest are the others'.
+    // The scratch emission holds the resident inputs; the bytes of the live tensors they are not
+    // (directly or through a view) are the others'.
     std::uint64_t inputs_bytes = 0;
-    for (std::uint32_t t : c.resident_inputs) inputs_bytes += graph.tensors[t].bytes();
+    for (std::uint32_t t : read_members) inputs_bytes += graph.tensors[t].bytes();
     std::uint64_t all = 0;
     for (const auto& [t, bytes] : live) all += bytes;
     c.other_bytes = all > inputs_bytes ? all - inputs_bytes : 0;

@@ -115,8 +115,12 @@ std::optional<std::uint64_t> emitted_cycles(const Graph& graph, const LayerGroup
                                             const OnChipContext& resident = {},
                                             std::string* why = nullptr) {
   Emitter scratch(graph, config, layouts);
-  if (on_chip_input) scratch.assume_on_chip(*on_chip_input);
-  for (std::uint32_t t : resident.resident_inputs) scratch.assume_resident(t);
+  // A tensor resident under the plan is not also the last group's output kept for this one.
+  const std::vector<std::uint32_t>& r = resident.resident_inputs;
+  if (on_chip_input && std::find(r.begin(), r.end(), *on_chip_input) == r.end()) {
+    scratch.assume_on_chip(*on_chip_input);
+  }
+  for (std::uint32_t t : r) scratch.assume_resident(t);
   scratch.assume_on_chip_bytes(resident.other_bytes);
   Residency residency;
   residency.output = resident.output_resident;
@@ -263,15 +267,21 @@ Ranked rank(const MapSpace& space, const HwConfig& config, const std::vector<Map
       if (new_family) families.push_back({m.kind, m.order});
     }
   }
-  for (const std::size_t r : by_compute) {
-    if (std::find(picked.begin(), picked.end(), r) == picked.end()) picked.push_back(r);
-  }
-  bool small = space.layouts != nullptr && picked.size() > 1;
-  for (const std::size_t r : picked) {
+  auto tiles_of = [&](std::size_t r) {
     std::uint64_t tiles = 0;
     for (const TileClass& t : space.work(candidates[ranked[r].second]).tiles) tiles += t.count;
-    small = small && tiles <= kEmittedTiles;
+    return tiles;
+  };
+  bool small = space.layouts != nullptr && (picked.size() > 1 || !by_compute.empty());
+  for (const std::size_t r : picked) small = small && tiles_of(r) <= kEmittedTiles;
+  // The best by compute join only an emitted shortlist, and only when small themselves.
+  for (const std::size_t r : by_compute) {
+    if (small && tiles_of(r) <= kEmittedTiles &&
+        std::find(picked.begin(), picked.end(), r) == picked.end()) {
+      picked.push_back(r);
+    }
   }
+  small = small && picked.size() > 1;
   out.emitted = small;
   // Each shortlisted mapping is emitted and estimated alone, independently of the others: on
   // several cores at once (most of a compile's time), then considered in order as before.
