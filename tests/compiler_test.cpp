@@ -1497,3 +1497,49 @@ TEST(CostSearch, ResNet50OnDefaultIsWithinOneAndAHalfOfItsBound) {
 }
 
 }  // namespace npusim
+
+namespace npusim {
+
+// A 1 x 1 conv of stride 2 (a ResNet downsample) reads one pixel in four: the DMA reads only the
+// rows its windows touch, and, when a pixel's channels fill a DMA burst, only those pixels
+// (SpatialLayer::rows_read, skips_cols). x [1, C, 8, 8] int8 -> y [1, C, 4, 4].
+TEST(CompilerParts, AStridedOneByOneConvReadsOnlyThePixelsItsWindowsTouch) {
+  auto input_loaded = [](std::uint64_t c) {
+    const std::string cs = std::to_string(c);
+    const Json doc = Json::parse(R"({"format": "npusim-graph", "version": 1, "name": "down",
+      "tensors": [{"name": "x", "shape": [1, )" + cs + R"(, 8, 8]},
+        {"name": "w", "shape": [)" + cs + ", " + cs + R"(, 1, 1], "constant": true},
+        {"name": "y", "shape": [1, )" + cs + R"(, 4, 4]}],
+      "inputs": ["x"], "outputs": ["y"],
+      "layers": [{"name": "down", "op": "Conv", "inputs": ["x", "w"], "outputs": ["y"],
+                  "attrs": {"kernel_shape": [1, 1], "strides": [2, 2]}}]})");
+    const Graph g = parse_graph_json(doc, "down.json");
+    const HwConfig config = load_hw_config("default");  // DMA bursts of 256 bytes
+    const std::vector<LayerGroup> groups = fuse_layer_groups(g);
+    const TensorLayouts layouts = assign_layouts(g, groups);
+    Mapping m;  // two tiles of 2 output rows x 4 columns, all channels, weights outer
+    m.kind = MappingKind::kSpatial;
+    m.tile_rows = 2;
+    m.tile_cols = 4;
+    m.tile_channel_units = c;
+    Emitter scratch(g, config, layouts);
+    scratch.emit_group(groups[0], m);
+    const Schedule s = scratch.finish();
+    std::vector<std::uint64_t> loads;
+    for (const Command& cmd : s.commands) {
+      if (cmd.engine == EngineKind::kDmaIn) loads.push_back(cmd.bytes);
+    }
+    return loads;
+  };
+  // C = 256: the weights, 256 x 256 = 65536 bytes, then per tile the input rows {0, 2} (then
+  // {4, 6}) and of each the columns {0, 2, 4, 6}: 2 x 4 pixels x 256 bytes = 2048 bytes (a
+  // pixel's 256 channels are one burst). Read as a contiguous window it would be rows [0, 3) and
+  // columns [0, 7): 3 x 7 x 256 = 5376 bytes.
+  EXPECT_EQ(input_loaded(256), (std::vector<std::uint64_t>{65536, 2048, 2048}));
+  // C = 16: a pixel is 16 bytes, less than a burst, so whole rows are read, but still only the
+  // rows the windows touch: 2 rows x 7 columns (0 to 6) x 16 = 224 bytes per tile, after the
+  // 16 x 16 = 256 bytes of weights.
+  EXPECT_EQ(input_loaded(16), (std::vector<std::uint64_t>{256, 224, 224}));
+}
+
+}  // namespace npusim

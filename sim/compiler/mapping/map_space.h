@@ -26,6 +26,9 @@ namespace npusim {
 struct Budgets {
   std::uint64_t weight_chunk_bytes = 0;  // W = capacity / 4
   std::uint64_t tile_bytes = 0;          // T = capacity / (4 * slices): a tile's inputs and output
+  // A DMA burst (0 with ideal memory): a strided read whose runs are at least this long moves its
+  // bytes as a contiguous one would (SpatialLayer::skips_cols).
+  std::uint64_t dma_burst_bytes = 0;
 };
 // `slices`: the slices a group's tiles use (0: all); fewer slices share the same half of local
 // memory, so each gets larger tiles.

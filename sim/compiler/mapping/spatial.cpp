@@ -40,11 +40,45 @@ TileWindow SpatialLayer::window(std::uint64_t t, std::uint64_t rows, std::uint64
 }
 
 std::uint64_t SpatialLayer::in_rows(std::uint64_t rows) const {
+  if (skips_rows()) return std::min(h, rows * span_h);
   return std::min(h, (rows - 1) * stride_h + span_h);
 }
 
+
 std::uint64_t SpatialLayer::in_cols(std::uint64_t cols) const {
+  if (skips_cols) return std::min(w, cols * span_w);
   return std::min(w, (cols - 1) * stride_w + span_w);
+}
+
+namespace {
+
+// Input rows (or columns) that windows of `span` every `stride`, from output index o0 to o1,
+// read of an image of `size` with `pad` before it: their union, clipped to the image.
+std::uint64_t read_of(std::uint64_t o0, std::uint64_t o1, std::uint64_t stride,
+                      std::uint64_t span, std::uint64_t pad, std::uint64_t size, bool skip) {
+  if (o1 <= o0) return 0;
+  if (!skip) {  // one contiguous range, as window() computes it
+    const std::uint64_t last = (o1 - 1) * stride + span;
+    const std::uint64_t lo = o0 * stride > pad ? o0 * stride - pad : 0;
+    const std::uint64_t hi = std::min(size, last > pad ? last - pad : 0);
+    return hi > lo ? hi - lo : 0;
+  }
+  std::uint64_t read = 0;  // disjoint windows, in padded coordinates
+  for (std::uint64_t o = o0; o < o1; ++o) {
+    const std::uint64_t lo = std::max(o * stride, pad), hi = std::min(o * stride + span, pad + size);
+    read += hi > lo ? hi - lo : 0;
+  }
+  return read;
+}
+
+}  // namespace
+
+std::uint64_t SpatialLayer::rows_read(std::uint64_t r0, std::uint64_t r1) const {
+  return read_of(r0, r1, stride_h, span_h, pad_top, h, skips_rows());
+}
+
+std::uint64_t SpatialLayer::cols_read(std::uint64_t c0, std::uint64_t c1) const {
+  return read_of(c0, c1, stride_w, span_w, pad_left, w, skips_cols);
 }
 
 std::uint64_t SpatialLayer::tile_bytes(std::uint64_t rows, std::uint64_t cols,
@@ -182,6 +216,8 @@ SpatialLayer describe_spatial(const Graph& graph, const LayerGroup& group, const
     s.in_per_unit = s.c / s.group_count;
   }
   s.input_whole_channels = !vector && s.group_count == 1;
+  s.skips_cols = s.input_whole_channels && s.span_w < s.stride_w && budgets.dma_burst_bytes > 0 &&
+                 s.c * s.in_elem_bytes >= budgets.dma_burst_bytes;
   return s;
 }
 

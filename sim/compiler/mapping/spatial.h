@@ -45,8 +45,22 @@ struct SpatialLayer {
   std::uint64_t chunk_in_c(std::uint64_t chunk_units) const;
   // The window of tile `t` (row-major over tiles of `rows` x `cols` output pixels).
   TileWindow window(std::uint64_t t, std::uint64_t rows, std::uint64_t cols) const;
+  // Input rows and columns a tile of `rows` x `cols` output pixels reads, at most. When the
+  // stride passes the window (a 1 x 1 conv of stride 2), the rows between windows are not read:
+  // the DMA reads each window's rows, each one contiguous run of the image (rows_read).
   std::uint64_t in_rows(std::uint64_t rows) const;
   std::uint64_t in_cols(std::uint64_t cols) const;
+  // The input rows the windows of output rows [r0, r1) read, padding excluded: v.hi - v.lo of
+  // their window, less the rows between windows when the stride passes the window.
+  std::uint64_t rows_read(std::uint64_t r0, std::uint64_t r1) const;
+  bool skips_rows() const { return span_h < stride_h; }
+  // Whether the columns between windows are not read either: the stride passes the window, every
+  // tile reads all C channels of a pixel, and those C channels (one run of the NHWC image) fill
+  // a DMA burst, so reading them pixel by pixel costs what a contiguous read of as many bytes
+  // does (set by describe_spatial).
+  bool skips_cols = false;
+  // The input columns the windows of output columns [c0, c1) read (as rows_read).
+  std::uint64_t cols_read(std::uint64_t c0, std::uint64_t c1) const;
   // Local memory of a tile: its input rows and columns, its share of a fused residual operand,
   // plus its output.
   std::uint64_t tile_bytes(std::uint64_t rows, std::uint64_t cols, std::uint64_t chunk_units) const;
