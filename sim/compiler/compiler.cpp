@@ -49,6 +49,10 @@ constexpr std::uint64_t kMaxLramKib = std::uint64_t{1} << 30;  // the config's r
 // Rounds of residency-aware remapping (DeviceCompiler::remap): measured on the zoo, a second
 // round still gains (ResNet-50 on server -0.6 %), a third found nothing more.
 constexpr int kRemapRounds = 2;
+// A remapping with more than kRemapGrowthPct % more commands is kept only when it is at least
+// kRemapGainPct % faster (DeviceCompiler::remap).
+constexpr std::uint64_t kRemapGrowthPct = 10;
+constexpr std::uint64_t kRemapGainPct = 2;
 
 bool within_limits(const GroupSize& size) {
   return size.commands <= kMaxCommands && size.bytes <= kMaxScheduleBytes;
@@ -188,6 +192,7 @@ struct Emitted {
   std::optional<std::uint64_t> cycles;
   std::string report;
   std::vector<Residency> residency;  // the plan kept; empty without residency
+  std::uint64_t share = 0;           // its cap, L / share
 };
 
 // A model as it will be emitted: its mappings, its chains (if any) and its schedule.
@@ -287,9 +292,14 @@ class DeviceCompiler {
   // With `chains`, their members take no part in residency (their intermediates stay on chip
   // anyway, and they read and write the rest through DRAM): the plan sees them unmapped, each
   // needing its chain's reservation of the ring.
-  Emitted emit_best(Mapped& m, const std::vector<Chain>* chains = nullptr) const {
-    Emitted best{emit_all(m, std::vector<Residency>(m.mappings.size()), chains), std::nullopt, "",
-                 {}};
+  // With `only_share`, only the plan with the cap L / only_share is made, emitted and estimated
+  // (remap compares it with the model it remaps); no schedule and no cycles when it keeps none.
+  Emitted emit_best(Mapped& m, const std::vector<Chain>* chains = nullptr,
+                    std::uint64_t only_share = 0) const {
+    Emitted best;
+    if (only_share == 0) {
+      best.schedule = emit_all(m, std::vector<Residency>(m.mappings.size()), chains);
+    }
     if (!options_.residency) return best;
     std::vector<Mapping> plan_mappings = m.mappings;
     std::vector<std::uint64_t> plan_needs = m.ring_needs;
@@ -303,13 +313,16 @@ class DeviceCompiler {
       std::vector<Residency> residency;
       std::vector<bool> outputs;
       std::string what;
+      std::uint64_t share = 0;
     };
     std::vector<Plan> plans;
     for (const std::uint64_t share : {2, 4}) {
+      if (only_share != 0 && share != only_share) continue;
       Plan p{plan_residency(graph_, config_, groups_, plan_mappings, m.keep, plan_needs,
                             config_.lram_bytes / share),
              {},
-             ""};
+             "",
+             share};
       p.outputs.resize(p.residency.size());
       for (std::size_t g = 0; g < p.residency.size(); ++g) p.outputs[g] = p.residency[g].output;
       const auto count = std::count(p.outputs.begin(), p.outputs.end(), true);
@@ -320,15 +333,24 @@ class DeviceCompiler {
       plans.push_back(std::move(p));
     }
     if (plans.empty()) return best;
+    if (only_share != 0) {
+      best.schedule = emit_all(m, plans.front().residency, chains);
+      best.cycles = estimated_cycles(best.schedule, config_);
+      best.residency = plans.front().residency;
+      best.share = only_share;
+      best.report = "residency\t" + plans.front().what + ": " +
+                    (best.cycles ? std::to_string(*best.cycles) : "does not check");
+      return best;
+    }
     // The schedule without residency emitted (so every group is mapped: emit_all leaves `m` as
     // it is), estimating it and emitting and estimating each plan are independent: on several
     // cores at once, compared in order below as one after another would. A plan whose emission
     // throws (a compiler bug) is thrown, whatever the other estimates.
     std::vector<Emitted> tried = parallel_map(plans.size() + 1, [&](std::size_t i) -> Emitted {
-      if (i == 0) return {Schedule{}, estimated_cycles(best.schedule, config_), "", {}};
+      if (i == 0) return {Schedule{}, estimated_cycles(best.schedule, config_), "", {}, 0};
       Schedule with = emit_all(m, plans[i - 1].residency, chains);
       const std::optional<std::uint64_t> cycles = estimated_cycles(with, config_);
-      return {std::move(with), cycles, "", {}};
+      return {std::move(with), cycles, "", {}, 0};
     });
     best.cycles = tried[0].cycles;
     if (!best.cycles) return best;
@@ -343,6 +365,7 @@ class DeviceCompiler {
         best.schedule = std::move(tried[i + 1].schedule);
         best.cycles = cycles;
         best.residency = plans[i].residency;
+        best.share = plans[i].share;
         chosen = plans[i].what;
       }
     }
@@ -432,18 +455,31 @@ class DeviceCompiler {
     if (r->remapped == 0) return false;
     unkeep_around(*r, f.chains);
     const std::vector<Chain>* chains = f.chains.empty() ? nullptr : &f.chains;
+    // Planned with the cap of the plan it was mapped under (the other cap and no residency at
+    // all lost to it before).
     Emitted g;
     try {
-      g = emit_best(*r, chains);
+      g = emit_best(*r, chains, e.share);
     } catch (const InputError&) {  // past the command limit as emitted: keep `m`
       return false;
     }
-    if (!g.cycles) g.cycles = estimated_cycles(g.schedule, config_);
-    const bool keep = g.cycles && *g.cycles < *e.cycles;
+    if (!g.cycles) return false;  // the plan keeps nothing now, or does not check
+    // Finer tiles may gain a fraction of a percent for many more commands (Llama-2-7B's prefill:
+    // 0.4 % for 2.8 times the commands, and its outputs past 100 MB): a remapping that grows the
+    // schedule by more than kRemapGrowthPct must gain at least kRemapGainPct.
+    const std::uint64_t before_commands = e.schedule.commands.size();
+    const std::uint64_t after_commands = g.schedule.commands.size();
+    const bool grows = after_commands * 100 > before_commands * (100 + kRemapGrowthPct);
+    const bool keep = g.cycles && *g.cycles < *e.cycles &&
+                      (!grows || (*e.cycles - *g.cycles) * 100 >= *e.cycles * kRemapGainPct);
     line += (line.empty() ? "remap\t" : "; then ") + std::to_string(r->remapped) +
             " group(s) mapped anew: " +
             (g.cycles ? std::to_string(*g.cycles) + " cycles estimated" : "does not check") +
-            " (before: " + std::to_string(*e.cycles) + "), kept: " + (keep ? "remapped" : "before");
+            " (before: " + std::to_string(*e.cycles) + ")" +
+            (grows ? ", " + std::to_string(after_commands) + " commands (before: " +
+                         std::to_string(before_commands) + ")"
+                   : "") +
+            ", kept: " + (keep ? "remapped" : "before");
     if (!keep) return false;
     // The plan the remapped model keeps (the residency line tells the one before).
     if (!g.report.empty()) line += " (" + g.report.substr(g.report.find('\t') + 1) + ")";
