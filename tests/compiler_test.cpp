@@ -1507,9 +1507,12 @@ TEST(CompilerParts, AStridedOneByOneConvReadsOnlyThePixelsItsWindowsTouch) {
   auto input_loaded = [](std::uint64_t c) {
     const std::string cs = std::to_string(c);
     const Json doc = Json::parse(R"({"format": "npusim-graph", "version": 1, "name": "down",
-      "tensors": [{"name": "x", "shape": [1, )" + cs + R"(, 8, 8]},
-        {"name": "w", "shape": [)" + cs + ", " + cs + R"(, 1, 1], "constant": true},
-        {"name": "y", "shape": [1, )" + cs + R"(, 4, 4]}],
+      "tensors": [{"name": "x", "shape": [1, )" +
+                                 cs + R"(, 8, 8]},
+        {"name": "w", "shape": [)" +
+                                 cs + ", " + cs + R"(, 1, 1], "constant": true},
+        {"name": "y", "shape": [1, )" +
+                                 cs + R"(, 4, 4]}],
       "inputs": ["x"], "outputs": ["y"],
       "layers": [{"name": "down", "op": "Conv", "inputs": ["x", "w"], "outputs": ["y"],
                   "attrs": {"kernel_shape": [1, 1], "strides": [2, 2]}}]})");

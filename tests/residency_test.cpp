@@ -288,9 +288,8 @@ TEST(Residency, ResNet50OnServerIsRemappedForItsResidentTensors) {
   CompileOptions o;
   o.explain = &explain;
   const Schedule s = compile_schedule(g, config, o);
-  const auto line = std::find_if(explain.begin(), explain.end(), [](const std::string& l) {
-    return l.rfind("remap\t", 0) == 0;
-  });
+  const auto line = std::find_if(explain.begin(), explain.end(),
+                                 [](const std::string& l) { return l.rfind("remap\t", 0) == 0; });
   ASSERT_NE(line, explain.end());
   // "remap\tN group(s) mapped anew: C cycles estimated (before: B), kept: remapped[; then ...]"
   EXPECT_NE(line->find("kept: remapped"), std::string::npos) << *line;

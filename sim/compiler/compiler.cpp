@@ -251,7 +251,8 @@ class DeviceCompiler {
       // The last group's output may stay on chip for this one if this one reads it whole.
       // (Not out of a chain: its members keep nothing on chip for the group after it.)
       std::optional<std::uint32_t> on_chip_input;
-      const bool after_fixed = i > 0 && fixed != nullptr && i - 1 < fixed->size() && (*fixed)[i - 1];
+      const bool after_fixed =
+          i > 0 && fixed != nullptr && i - 1 < fixed->size() && (*fixed)[i - 1];
       if (i > 0 && !after_fixed &&
           can_keep_output(graph_, config_, groups_[i - 1], m.mappings.back())) {
         on_chip_input = groups_[i - 1].output;
@@ -265,7 +266,8 @@ class DeviceCompiler {
         mapping = before->mappings[i];
         m.reasons.push_back(before->reasons[i]);
         m.ring_needs.push_back(before->ring_needs[i]);
-        m.ksplit_convs = m.ksplit_convs || (mapping.kind == MappingKind::kSpatial && mapping.k_step > 0);
+        m.ksplit_convs =
+            m.ksplit_convs || (mapping.kind == MappingKind::kSpatial && mapping.k_step > 0);
       } else {
         mapping = choose(m, group, on_chip_input, ksplit_convs, context);
         if (before != nullptr && i < before->mappings.size() &&
@@ -476,8 +478,8 @@ class DeviceCompiler {
             " group(s) mapped anew: " +
             (g.cycles ? std::to_string(*g.cycles) + " cycles estimated" : "does not check") +
             " (before: " + std::to_string(*e.cycles) + ")" +
-            (grows ? ", " + std::to_string(after_commands) + " commands (before: " +
-                         std::to_string(before_commands) + ")"
+            (grows ? ", " + std::to_string(after_commands) +
+                         " commands (before: " + std::to_string(before_commands) + ")"
                    : "") +
             ", kept: " + (keep ? "remapped" : "before");
     if (!keep) return false;
@@ -658,8 +660,9 @@ Schedule compile_one_device(const Graph& graph, const HwConfig& config,
   auto figure = [](const std::optional<std::uint64_t>& c) {
     return c ? std::to_string(*c) + " cycles estimated" : std::string("does not check");
   };
-  ksplit_line = "k-split convs\twith: " + figure(best.cycles) + "; without: " +
-                figure(without.cycles) + "; kept: " + (keep_ksplit ? "with" : "without");
+  ksplit_line = "k-split convs\twith: " + figure(best.cycles) +
+                "; without: " + figure(without.cycles) +
+                "; kept: " + (keep_ksplit ? "with" : "without");
   return keep_ksplit ? finish(with_ksplit, best) : finish(plain, without);
 }
 

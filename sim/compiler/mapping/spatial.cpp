@@ -44,7 +44,6 @@ std::uint64_t SpatialLayer::in_rows(std::uint64_t rows) const {
   return std::min(h, (rows - 1) * stride_h + span_h);
 }
 
-
 std::uint64_t SpatialLayer::in_cols(std::uint64_t cols) const {
   if (skips_cols) return std::min(w, cols * span_w);
   return std::min(w, (cols - 1) * stride_w + span_w);
@@ -54,8 +53,8 @@ namespace {
 
 // Input rows (or columns) that windows of `span` every `stride`, from output index o0 to o1,
 // read of an image of `size` with `pad` before it: their union, clipped to the image.
-std::uint64_t read_of(std::uint64_t o0, std::uint64_t o1, std::uint64_t stride,
-                      std::uint64_t span, std::uint64_t pad, std::uint64_t size, bool skip) {
+std::uint64_t read_of(std::uint64_t o0, std::uint64_t o1, std::uint64_t stride, std::uint64_t span,
+                      std::uint64_t pad, std::uint64_t size, bool skip) {
   if (o1 <= o0) return 0;
   if (!skip) {  // one contiguous range, as window() computes it
     const std::uint64_t last = (o1 - 1) * stride + span;
@@ -65,7 +64,8 @@ std::uint64_t read_of(std::uint64_t o0, std::uint64_t o1, std::uint64_t stride,
   }
   std::uint64_t read = 0;  // disjoint windows, in padded coordinates
   for (std::uint64_t o = o0; o < o1; ++o) {
-    const std::uint64_t lo = std::max(o * stride, pad), hi = std::min(o * stride + span, pad + size);
+    const std::uint64_t lo = std::max(o * stride, pad),
+                        hi = std::min(o * stride + span, pad + size);
     read += hi > lo ? hi - lo : 0;
   }
   return read;

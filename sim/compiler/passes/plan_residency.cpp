@@ -212,7 +212,7 @@ std::vector<OnChipContext> on_chip_contexts(const Graph& graph,
                                             const std::vector<LayerGroup>& groups,
                                             const std::vector<Residency>& plan) {
   std::vector<OnChipContext> out(plan.size());
-  std::map<std::uint32_t, std::uint64_t> live;  // resident tensors and their bytes
+  std::map<std::uint32_t, std::uint64_t> live;                  // resident tensors and their bytes
   std::map<std::uint32_t, std::vector<std::uint32_t>> aliases;  // view outputs: what they alias
   for (std::size_t g = 0; g < plan.size(); ++g) {
     const LayerGroup& group = groups[g];

@@ -31,8 +31,8 @@ bool tiles_output(const Mapping& m);
 // can take it from local memory: a spatial or global-pool head's input, a fused residual, any
 // operand of a vector layer, a MatMul's left operand, or its right one when input outer (weights
 // outer loads an activation as the right operand like a weight chunk).
-bool reads_through_tiles(const Graph& graph, const LayerGroup& g, const Mapping& m,
-                         std::uint32_t l, std::uint32_t tensor);
+bool reads_through_tiles(const Graph& graph, const LayerGroup& g, const Mapping& m, std::uint32_t l,
+                         std::uint32_t tensor);
 
 // What a group's tiles need of local memory at the least: one of its largest tiles (loads and
 // output) live on each slice it uses.

@@ -155,13 +155,13 @@ class EmittedMemo {
   static CostSearch::EmittedKey key(const LayerGroup& group, const HwConfig& config,
                                     const Mapping& m, std::optional<std::uint32_t> on_chip_input,
                                     const OnChipContext& resident) {
-    CostSearch::EmittedKey k{&group,
-                             {config.lram_bytes, config.slices.count,
-                              static_cast<std::uint64_t>(m.kind), m.tile_rows, m.tile_cols,
-                              m.tile_channel_units, m.k_step, m.row_pieces,
-                              static_cast<std::uint64_t>(m.order), m.slices, m.shared_live,
-                              m.k_parts, on_chip_input ? 1 + std::uint64_t{*on_chip_input} : 0,
-                              resident.output_resident ? 1u : 0u, resident.other_bytes}};
+    CostSearch::EmittedKey k{
+        &group,
+        {config.lram_bytes, config.slices.count, static_cast<std::uint64_t>(m.kind), m.tile_rows,
+         m.tile_cols, m.tile_channel_units, m.k_step, m.row_pieces,
+         static_cast<std::uint64_t>(m.order), m.slices, m.shared_live, m.k_parts,
+         on_chip_input ? 1 + std::uint64_t{*on_chip_input} : 0, resident.output_resident ? 1u : 0u,
+         resident.other_bytes}};
     k.fields.insert(k.fields.end(), resident.resident_inputs.begin(),
                     resident.resident_inputs.end());
     return k;
@@ -290,9 +290,8 @@ Ranked rank(const MapSpace& space, const HwConfig& config, const std::vector<Map
     cycles = parallel_map(picked.size(), [&](std::size_t p) -> std::optional<std::uint64_t> {
       const Mapping& m = candidates[ranked[picked[p]].second];
       const bool on_chip = space.input_on_chip(m);
-      CostSearch::EmittedKey key =
-          EmittedMemo::key(*space.group, config, m, on_chip ? space.on_chip_input : std::nullopt,
-                           space.resident);
+      CostSearch::EmittedKey key = EmittedMemo::key(
+          *space.group, config, m, on_chip ? space.on_chip_input : std::nullopt, space.resident);
       if (const auto known = memo.find(key)) return *known;
       const std::optional<std::uint64_t> fresh =
           emitted_cycles(*space.graph, *space.group, *space.layouts, config, m,
