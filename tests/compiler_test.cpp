@@ -1546,3 +1546,72 @@ TEST(CompilerParts, AStridedOneByOneConvReadsOnlyThePixelsItsWindowsTouch) {
 }
 
 }  // namespace npusim
+
+namespace npusim {
+
+// Halo reuse (docs/compiler.md, "Halo reuse"): conv1 of two_convs (3 x 3, 16 -> 32, pad 1, 8 x 8,
+// int8) in 4 full-width tiles of 2 output rows. Tile i reads input rows [2i - 1, 2i + 3) within
+// [0, 8): [0, 3), [1, 5), [3, 7), [5, 8); an input row is 8 x 16 = 128 bytes.
+TEST(CompilerParts, ReusingTheHaloLoadsEachInputRowOnceAndFreesItAfterItsLastReader) {
+  const HwConfig config = parse_hw_config("{}", "default.json");  // 1 DMA_IN channel
+  Mapping m;
+  m.kind = MappingKind::kSpatial;
+  m.tile_rows = 2;
+  m.tile_cols = 8;
+  m.tile_channel_units = 32;
+  m.reuse_halo = true;
+  const Schedule s = emit_conv1(config, m);
+  std::vector<std::uint64_t> loads;
+  std::vector<std::uint32_t> computes, stores;
+  for (std::uint32_t c = 0; c < s.commands.size(); ++c) {
+    const Command& cmd = s.commands[c];
+    if (cmd.engine == EngineKind::kDmaIn) loads.push_back(cmd.bytes);
+    if (on_slice(cmd.engine)) computes.push_back(c);
+    if (cmd.engine == EngineKind::kDmaOut) stores.push_back(c);
+  }
+  // The weights, 32 x 16 x 9 = 4608 bytes; then per tile its new rows, those later tiles read
+  // too first: tile 0 rows [1, 3) (tile 1 reads them; 256 bytes) and row 0 (its own, 128);
+  // tile 1 rows [3, 5) (for tile 2; 256); tile 2 rows [5, 7) (for tile 3; 256); tile 3 row 7
+  // (128). 1024 bytes of input in all, each row once; without reuse the windows take
+  // (3 + 4 + 4 + 3) x 128 = 1792.
+  EXPECT_EQ(loads, (std::vector<std::uint64_t>{4608, 256, 128, 256, 256, 128}));
+  Mapping plain = m;
+  plain.reuse_halo = false;
+  std::uint64_t plain_input = 0;
+  for (const Command& cmd : emit_conv1(config, plain).commands) {
+    if (cmd.engine == EngineKind::kDmaIn) plain_input += cmd.bytes;
+  }
+  EXPECT_EQ(plain_input, 4608u + 1792u);
+  ASSERT_EQ(computes.size(), 4u);
+  ASSERT_EQ(stores.size(), 4u);
+  // Rows lent by tile i are freed by the store of tile i + 1, which waits for both computes.
+  for (std::size_t i = 0; i + 1 < 4; ++i) {
+    const Command& store = s.commands[stores[i + 1]];
+    const auto& deps = store.deps;
+    EXPECT_NE(std::find(deps.begin(), deps.end(), computes[i]), deps.end()) << i;
+    EXPECT_NE(std::find(deps.begin(), deps.end(), computes[i + 1]), deps.end()) << i;
+    // Of the input, it frees one buffer (the last store also frees the weights): one allocated
+    // by a load of 256 bytes that compute i + 1 waits for.
+    std::size_t lent_frees = 0;
+    for (const std::string& b : store.free) {
+      for (std::uint32_t c = 0; c < s.commands.size(); ++c) {
+        const Command& load = s.commands[c];
+        if (load.engine != EngineKind::kDmaIn || load.bytes == 4608 || load.alloc.empty() ||
+            load.alloc[0].buffer != b)
+          continue;
+        ++lent_frees;
+        EXPECT_EQ(load.bytes, 256u);
+        const auto& reader = s.commands[computes[i + 1]].deps;
+        EXPECT_NE(std::find(reader.begin(), reader.end(), c), reader.end()) << i;
+      }
+    }
+    EXPECT_EQ(lent_frees, 1u) << i;
+  }
+  // The same tiles compute the same work.
+  std::uint64_t macs = 0, plain_macs = 0;
+  for (const Command& cmd : s.commands) macs += cmd.macs;
+  for (const Command& cmd : emit_conv1(config, plain).commands) plain_macs += cmd.macs;
+  EXPECT_EQ(macs, plain_macs);
+}
+
+}  // namespace npusim

@@ -23,7 +23,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "sim/compiler/emit/emitter.h"
@@ -162,11 +161,7 @@ std::optional<std::uint64_t> estimated_cycles(Schedule& schedule, const HwConfig
 }
 
 bool same_mapping(const Mapping& a, const Mapping& b) {
-  auto key = [](const Mapping& m) {
-    return std::tie(m.kind, m.tile_rows, m.tile_cols, m.tile_channel_units, m.k_step, m.row_pieces,
-                    m.order, m.slices, m.shared_live, m.k_parts);
-  };
-  return key(a) == key(b);
+  return mapping_fields(a) == mapping_fields(b);
 }
 
 // Every group's mapping, and what emission needs besides: which outputs stay on chip for the next

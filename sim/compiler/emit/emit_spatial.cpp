@@ -52,6 +52,11 @@ void Emitter::emit_spatial(const LayerGroup& group, const Mapping& mapping) {
   // each compute waits for the writers' last command on each queue, and the last store frees it,
   // waiting for every writer.
   const bool reads_kept = kept_ && kept_->tensor == s.input && s.reads_input_whole(mapping);
+  // Loading from DRAM an image's overlapping windows, into tiles whose stores free what they read.
+  if (s.reuses_halo(mapping) && !reads_kept && !on_chip(s.input) && !keeping_ &&
+      layouts_.is_image(s.input)) {
+    return emit_spatial_halo(group, s, mapping);
+  }
   const std::vector<CommandIndex> kept_last =
       reads_kept ? last_per_queue(kept_->writers) : std::vector<CommandIndex>{};
   for (std::uint64_t ch = 0; ch < chunks; ++ch) {

@@ -401,9 +401,10 @@ Emitter::CommandIndex Emitter::tile(std::uint32_t slice, const LayerGroup& group
                                     Shape shape, CommandIndex weights, std::uint64_t out_bytes,
                                     std::uint64_t out_lo, std::uint64_t out_hi,
                                     const std::vector<CommandIndex>* other_readers,
-                                    const std::vector<std::string>& then_ops) {
+                                    const std::vector<std::string>& then_ops, const Held* held) {
   std::uint64_t tile_bytes = std::max<std::uint64_t>(out_bytes, 1);
   for (const Piece& p : pieces) tile_bytes += p.bytes;
+  if (held != nullptr) tile_bytes += held->bytes;
   const CommandIndex ring_wait = this->ring_wait(tile_bytes);
   std::vector<CommandIndex> compute_deps;
   std::vector<std::string> in_buffers;
@@ -417,6 +418,8 @@ Emitter::CommandIndex Emitter::tile(std::uint32_t slice, const LayerGroup& group
     compute_deps.insert(compute_deps.end(), weights_pieces_.begin(), weights_pieces_.end());
   }
   if (ring_wait != kNone) compute_deps.push_back(ring_wait);
+  if (held != nullptr)
+    compute_deps.insert(compute_deps.end(), held->loads.begin(), held->loads.end());
   Command s = compute(op, slice, shape);
   const std::string out_buffer = buffer_name();
   s.alloc.push_back({out_buffer, std::max<std::uint64_t>(out_bytes, 1)});

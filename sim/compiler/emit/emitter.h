@@ -109,11 +109,17 @@ class Emitter {
                             std::vector<CommandIndex> after = {});
   // One tile: its pieces loaded, `op` on `slice`, then each of `then_ops` (fused element-wise
   // layers) on the same slice and shape in place, then the store. Returns the last compute.
+  // `held`: input rows loaded outside `pieces` that the tile reads too (halo reuse): their bytes
+  // count in its ring entry and its compute waits for their loads.
+  struct Held {
+    std::uint64_t bytes = 0;
+    std::vector<CommandIndex> loads;
+  };
   CommandIndex tile(std::uint32_t slice, const LayerGroup& group, const std::vector<Piece>& pieces,
                     const std::string& op, Shape shape, CommandIndex weights,
                     std::uint64_t out_bytes, std::uint64_t out_lo, std::uint64_t out_hi,
                     const std::vector<CommandIndex>* other_readers,
-                    const std::vector<std::string>& then_ops = {});
+                    const std::vector<std::string>& then_ops = {}, const Held* held = nullptr);
   CommandIndex store_tile(const LayerGroup& group, std::vector<CommandIndex> after,
                           const std::string& out_buffer, std::uint64_t out_bytes,
                           std::uint64_t out_lo, std::uint64_t out_hi,
@@ -133,6 +139,9 @@ class Emitter {
 
   // ---- per kind ----
   void emit_spatial(const LayerGroup& group, const Mapping& mapping);  // emit_spatial.cpp
+  // Weights outer, each tile loading only the input rows the tile above it did not
+  // (emit_spatial_halo.cpp; docs/compiler.md, "Halo reuse").
+  void emit_spatial_halo(const LayerGroup& group, const SpatialLayer& s, const Mapping& mapping);
   // One tile, or one part of a split tile, of an input block: its slice, and what its commands
   // wait for there.
   struct BlockPart {

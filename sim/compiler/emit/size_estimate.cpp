@@ -57,6 +57,8 @@ std::uint64_t commands_of(const Graph& g, const LayerGroup& group, const Mapping
             ceil_div(m.tile_rows, s.reduce_piece_rows(m.tile_rows, m.k_parts));
         per_tile = 2 * s.part_count(m.k_parts) + pieces * (per_tile - 2) + pieces;
       }
+      // Reusing the halo, a tile's new rows may take two loads.
+      if (s.reuses_halo(m)) per_tile += 1;
       // One shared load per chunk (weights outer) or per input block (input outer).
       if (m.order == LoopOrder::kInputOuter) return add(blocks, mul(per_tile, tiles));
       return add(s.weight_bytes_per_unit > 0 ? chunks : 0, mul(per_tile, tiles));

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace npusim {
 
@@ -62,6 +63,25 @@ struct Mapping {
   // part's slice adds the partials (docs/compiler.md, "Splitting the reduction over slices").
   // 1: no split.
   std::uint32_t k_parts = 1;
+  // Each tile loads only the input rows the tile above it did not (spatial, weights outer, when
+  // the windows overlap; docs/compiler.md, "Halo reuse").
+  bool reuse_halo = false;
 };
+
+// Every field of `m`, in a fixed order, for comparing mappings and keying what is remembered per
+// mapping (a field added to Mapping must be added here).
+inline std::vector<std::uint64_t> mapping_fields(const Mapping& m) {
+  return {static_cast<std::uint64_t>(m.kind),
+          m.tile_rows,
+          m.tile_cols,
+          m.tile_channel_units,
+          m.k_step,
+          m.row_pieces,
+          static_cast<std::uint64_t>(m.order),
+          m.slices,
+          m.shared_live,
+          m.k_parts,
+          m.reuse_halo ? 1u : 0u};
+}
 
 }  // namespace npusim

@@ -73,6 +73,12 @@ std::uint64_t read_of(std::uint64_t o0, std::uint64_t o1, std::uint64_t stride, 
 
 }  // namespace
 
+bool SpatialLayer::reuses_halo(const Mapping& m) const {
+  return m.reuse_halo && m.kind == MappingKind::kSpatial && m.order == LoopOrder::kWeightsOuter &&
+         m.k_step == 0 && m.k_parts <= 1 && m.tile_rows > 0 && m.tile_rows < oh &&
+         span_h > stride_h;
+}
+
 std::uint64_t SpatialLayer::rows_read(std::uint64_t r0, std::uint64_t r1) const {
   return read_of(r0, r1, stride_h, span_h, pad_top, h, skips_rows());
 }
@@ -269,6 +275,10 @@ std::vector<Mapping> spatial_candidates(const SpatialLayer& s, const HwConfig& c
         m.tile_cols = cols;
         m.tile_channel_units = cu;
         out.push_back(m);
+        // The same tiles reusing the halo, after (a tie keeps the plain one: fewer transfers).
+        m.reuse_halo = weights_outer;
+        if (s.reuses_halo(m)) out.push_back(m);
+        m.reuse_halo = false;
         // The same block with each tile's reduction split over 2, 4, ... slices.
         if (weights_outer || !s.k_split_allowed()) continue;
         for (std::uint32_t parts = 2; parts <= r.slices && parts <= s.c; parts *= 2) {
@@ -483,6 +493,13 @@ GroupWork spatial_work(const SpatialLayer& s, const Mapping& m, std::uint32_t sl
         t.load_bytes = input_outer     ? s.chunk_weight_bytes(units)
                        : input_on_chip ? 0
                                        : s.input_bytes(rows, cols, s.chunk_in_c(units));
+        // Reusing the halo, a tile loads its rows' new input rows (the first of a column band
+        // all of its window, which this averages away), in up to two transfers.
+        if (!input_outer && !input_on_chip && s.reuses_halo(m)) {
+          t.load_bytes = std::min(s.in_rows(rows), rows * s.stride_h) * s.in_cols(cols) *
+                         s.chunk_in_c(units) * s.in_elem_bytes;
+          t.loads = 2;
+        }
         t.load_bytes += s.residual_bytes(rows, cols, units);
         t.store_bytes = s.output_bytes(rows, cols, units);
         w.tiles.push_back(t);

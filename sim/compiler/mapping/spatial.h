@@ -54,6 +54,10 @@ struct SpatialLayer {
   // their window, less the rows between windows when the stride passes the window.
   std::uint64_t rows_read(std::uint64_t r0, std::uint64_t r1) const;
   bool skips_rows() const { return span_h < stride_h; }
+  // Whether `m`'s tiles reuse the rows the tile above read (docs/compiler.md, "Halo reuse"): it
+  // says so, weights outer, no K-split or parts, more than one row tile, and windows that
+  // overlap.
+  bool reuses_halo(const Mapping& m) const;
   // Whether the columns between windows are not read either: the stride passes the window, every
   // tile reads all C channels of a pixel, and those C channels (one run of the NHWC image) fill
   // a DMA burst, so reading them pixel by pixel costs what a contiguous read of as many bytes

@@ -1,6 +1,7 @@
 #include "sim/compiler/search/cost_search.h"
 
 #include <algorithm>
+#include <tuple>
 #include <utility>
 
 #include "sim/compiler/emit/emitter.h"
@@ -155,13 +156,12 @@ class EmittedMemo {
   static CostSearch::EmittedKey key(const LayerGroup& group, const HwConfig& config,
                                     const Mapping& m, std::optional<std::uint32_t> on_chip_input,
                                     const OnChipContext& resident) {
-    CostSearch::EmittedKey k{
-        &group,
-        {config.lram_bytes, config.slices.count, static_cast<std::uint64_t>(m.kind), m.tile_rows,
-         m.tile_cols, m.tile_channel_units, m.k_step, m.row_pieces,
-         static_cast<std::uint64_t>(m.order), m.slices, m.shared_live, m.k_parts,
-         on_chip_input ? 1 + std::uint64_t{*on_chip_input} : 0, resident.output_resident ? 1u : 0u,
-         resident.other_bytes}};
+    CostSearch::EmittedKey k{&group,
+                             {config.lram_bytes, config.slices.count,
+                              on_chip_input ? 1 + std::uint64_t{*on_chip_input} : 0,
+                              resident.output_resident ? 1u : 0u, resident.other_bytes}};
+    const std::vector<std::uint64_t> fields = mapping_fields(m);
+    k.fields.insert(k.fields.end(), fields.begin(), fields.end());
     k.fields.insert(k.fields.end(), resident.resident_inputs.begin(),
                     resident.resident_inputs.end());
     return k;
@@ -255,16 +255,26 @@ Ranked rank(const MapSpace& space, const HwConfig& config, const std::vector<Map
   constexpr std::uint64_t kCloseFraction = 4;
   constexpr std::uint64_t kEmittedTiles = 2048;
   std::vector<std::size_t> picked;  // positions in `ranked`
-  std::vector<std::pair<MappingKind, LoopOrder>> families;
+  // (Reusing the halo is a family of its own: its closed form counts fewer bytes, so its
+  // candidates would otherwise crowd the plain ones out of the shortlist.)
+  std::vector<std::tuple<MappingKind, LoopOrder, bool>> families;
   for (std::size_t r = 0; r < ranked.size() && picked.size() < kEmitted; ++r) {
     const Mapping& m = candidates[ranked[r].second];
-    const bool new_family = std::find(families.begin(), families.end(),
-                                      std::make_pair(m.kind, m.order)) == families.end();
+    // The same mapping may come from several resource options: it takes one place.
+    const std::vector<std::uint64_t> fields = mapping_fields(m);
+    if (std::any_of(picked.begin(), picked.end(), [&](std::size_t q) {
+          return mapping_fields(candidates[ranked[q].second]) == fields;
+        })) {
+      continue;
+    }
+    const bool new_family =
+        std::find(families.begin(), families.end(),
+                  std::make_tuple(m.kind, m.order, m.reuse_halo)) == families.end();
     const bool close =
         ranked[r].first <= ranked.front().first + ranked.front().first / kCloseFraction;
     if (r < 2 || new_family || close) {
       picked.push_back(r);
-      if (new_family) families.push_back({m.kind, m.order});
+      if (new_family) families.push_back({m.kind, m.order, m.reuse_halo});
     }
   }
   auto tiles_of = [&](std::size_t r) {
@@ -427,6 +437,7 @@ std::string describe_mapping(const Mapping& m) {
   add("slices", m.slices);
   if (m.shared_live != 2) add("live", m.shared_live);
   if (m.k_parts > 1) add("k_parts", m.k_parts);
+  if (m.reuse_halo) s += " halo";
   return s;
 }
 
