@@ -1502,7 +1502,8 @@ namespace npusim {
 
 // A 1 x 1 conv of stride 2 (a ResNet downsample) reads one pixel in four: the DMA reads only the
 // rows its windows touch, and, when a pixel's channels fill a DMA burst, only those pixels
-// (SpatialLayer::rows_read, skips_cols). x [1, C, 8, 8] int8 -> y [1, C, 4, 4].
+// (SpatialLayer::rows_read, skips_cols; a K-split step reads fewer channels per pixel). x [1, C, 8,
+// 8] int8 -> y [1, C, 4, 4].
 TEST(CompilerParts, AStridedOneByOneConvReadsOnlyThePixelsItsWindowsTouch) {
   auto input_loaded = [](std::uint64_t c) {
     const std::string cs = std::to_string(c);

@@ -460,14 +460,18 @@ class DeviceCompiler {
     } catch (const InputError&) {  // past the command limit as emitted: keep `m`
       return false;
     }
-    if (!g.cycles) return false;  // the plan keeps nothing now, or does not check
+    if (!g.cycles) {  // the plan keeps nothing now, or does not check
+      line += (line.empty() ? "remap\t" : "; then ") + std::to_string(r->remapped) +
+              " group(s) mapped anew: no plan for them, kept: before";
+      return false;
+    }
     // Finer tiles may gain a fraction of a percent for many more commands (Llama-2-7B's prefill:
     // 0.4 % for 2.8 times the commands, and its outputs past 100 MB): a remapping that grows the
     // schedule by more than kRemapGrowthPct must gain at least kRemapGainPct.
     const std::uint64_t before_commands = e.schedule.commands.size();
     const std::uint64_t after_commands = g.schedule.commands.size();
     const bool grows = after_commands * 100 > before_commands * (100 + kRemapGrowthPct);
-    const bool keep = g.cycles && *g.cycles < *e.cycles &&
+    const bool keep = *g.cycles < *e.cycles &&
                       (!grows || (*e.cycles - *g.cycles) * 100 >= *e.cycles * kRemapGainPct);
     line += (line.empty() ? "remap\t" : "; then ") + std::to_string(r->remapped) +
             " group(s) mapped anew: " +

@@ -43,8 +43,7 @@ void Emitter::emit_spatial_halo(const LayerGroup& group, const SpatialLayer& s,
         std::uint64_t loaded_hi = 0;
         for (std::uint64_t i = 0; i < row_tiles; ++i) {
           const TileWindow v = window(i);
-          const std::uint64_t row_bytes =
-              (s.skips_cols ? s.cols_read(v.c0, v.c1) : v.wh - v.wl) * in_c * s.in_elem_bytes;
+          const std::uint64_t row_bytes = s.cols_read(v.c0, v.c1, in_c) * in_c * s.in_elem_bytes;
           // The new rows, cut where the set of tiles reading them changes: rows only this tile
           // reads are its own pieces (freed by its compute), the others are lent.
           std::vector<Piece> own;
@@ -52,7 +51,8 @@ void Emitter::emit_spatial_halo(const LayerGroup& group, const SpatialLayer& s,
           for (std::uint64_t a = std::max(v.lo, loaded_hi); a < v.hi;) {
             std::uint64_t last = i;
             while (last + 1 < row_tiles && window(last + 1).lo <= a) ++last;
-            const std::uint64_t b = last + 1 < row_tiles ? std::min(v.hi, window(last + 1).lo) : v.hi;
+            const std::uint64_t b =
+                last + 1 < row_tiles ? std::min(v.hi, window(last + 1).lo) : v.hi;
             const Piece p{s.input, (img * s.h + a) * image_row_bytes,
                           (img * s.h + b) * image_row_bytes, (b - a) * row_bytes};
             if (last == i) {
@@ -81,9 +81,10 @@ void Emitter::emit_spatial_halo(const LayerGroup& group, const SpatialLayer& s,
           for (const auto& [p, last] : lend) {
             std::vector<std::string> buffers;
             std::vector<CommandIndex> loads;
-            load_piece(group, p, wait != kNone ? std::vector<CommandIndex>{wait}
-                                               : std::vector<CommandIndex>{},
-                       buffers, loads);
+            load_piece(
+                group, p,
+                wait != kNone ? std::vector<CommandIndex>{wait} : std::vector<CommandIndex>{},
+                buffers, loads);
             live.push_back({last, p.bytes, loads.back(), buffers.back(), {}});
             held.loads.push_back(loads.back());
           }

@@ -44,8 +44,8 @@ std::uint64_t SpatialLayer::in_rows(std::uint64_t rows) const {
   return std::min(h, (rows - 1) * stride_h + span_h);
 }
 
-std::uint64_t SpatialLayer::in_cols(std::uint64_t cols) const {
-  if (skips_cols) return std::min(w, cols * span_w);
+std::uint64_t SpatialLayer::in_cols(std::uint64_t cols, std::uint64_t in_c) const {
+  if (skips_cols(in_c)) return std::min(w, cols * span_w);
   return std::min(w, (cols - 1) * stride_w + span_w);
 }
 
@@ -83,19 +83,21 @@ std::uint64_t SpatialLayer::rows_read(std::uint64_t r0, std::uint64_t r1) const 
   return read_of(r0, r1, stride_h, span_h, pad_top, h, skips_rows());
 }
 
-std::uint64_t SpatialLayer::cols_read(std::uint64_t c0, std::uint64_t c1) const {
-  return read_of(c0, c1, stride_w, span_w, pad_left, w, skips_cols);
+std::uint64_t SpatialLayer::cols_read(std::uint64_t c0, std::uint64_t c1,
+                                      std::uint64_t in_c) const {
+  return read_of(c0, c1, stride_w, span_w, pad_left, w, skips_cols(in_c));
 }
 
 std::uint64_t SpatialLayer::tile_bytes(std::uint64_t rows, std::uint64_t cols,
                                        std::uint64_t chunk_units) const {
-  return in_rows(rows) * in_cols(cols) * chunk_in_c(chunk_units) * in_elem_bytes +
+  return in_rows(rows) * in_cols(cols, chunk_in_c(chunk_units)) * chunk_in_c(chunk_units) *
+             in_elem_bytes +
          rows * cols * chunk_units * out_per_unit * (out_elem_bytes + residual_elem_bytes);
 }
 
 std::uint64_t SpatialLayer::input_bytes(std::uint64_t rows, std::uint64_t cols,
                                         std::uint64_t in_c) const {
-  return in_rows(rows) * in_cols(cols) * in_c * in_elem_bytes;
+  return in_rows(rows) * in_cols(cols, in_c) * in_c * in_elem_bytes;
 }
 
 std::uint64_t SpatialLayer::residual_bytes(std::uint64_t rows, std::uint64_t cols,
@@ -222,8 +224,8 @@ SpatialLayer describe_spatial(const Graph& graph, const LayerGroup& group, const
     s.in_per_unit = s.c / s.group_count;
   }
   s.input_whole_channels = !vector && s.group_count == 1;
-  s.skips_cols = s.input_whole_channels && s.span_w < s.stride_w && budgets.dma_burst_bytes > 0 &&
-                 s.c * s.in_elem_bytes >= budgets.dma_burst_bytes;
+  s.cols_skippable = s.input_whole_channels && s.span_w < s.stride_w;
+  s.dma_burst_bytes = budgets.dma_burst_bytes;
   return s;
 }
 
@@ -496,8 +498,9 @@ GroupWork spatial_work(const SpatialLayer& s, const Mapping& m, std::uint32_t sl
         // Reusing the halo, a tile loads its rows' new input rows (the first of a column band
         // all of its window, which this averages away), in up to two transfers.
         if (!input_outer && !input_on_chip && s.reuses_halo(m)) {
-          t.load_bytes = std::min(s.in_rows(rows), rows * s.stride_h) * s.in_cols(cols) *
-                         s.chunk_in_c(units) * s.in_elem_bytes;
+          t.load_bytes = std::min(s.in_rows(rows), rows * s.stride_h) *
+                         s.in_cols(cols, s.chunk_in_c(units)) * s.chunk_in_c(units) *
+                         s.in_elem_bytes;
           t.loads = 2;
         }
         t.load_bytes += s.residual_bytes(rows, cols, units);

@@ -49,7 +49,7 @@ struct SpatialLayer {
   // stride passes the window (a 1 x 1 conv of stride 2), the rows between windows are not read:
   // the DMA reads each window's rows, each one contiguous run of the image (rows_read).
   std::uint64_t in_rows(std::uint64_t rows) const;
-  std::uint64_t in_cols(std::uint64_t cols) const;
+  std::uint64_t in_cols(std::uint64_t cols, std::uint64_t in_c) const;
   // The input rows the windows of output rows [r0, r1) read, padding excluded: v.hi - v.lo of
   // their window, less the rows between windows when the stride passes the window.
   std::uint64_t rows_read(std::uint64_t r0, std::uint64_t r1) const;
@@ -58,13 +58,18 @@ struct SpatialLayer {
   // says so, weights outer, no K-split or parts, more than one row tile, and windows that
   // overlap.
   bool reuses_halo(const Mapping& m) const;
-  // Whether the columns between windows are not read either: the stride passes the window, every
-  // tile reads all C channels of a pixel, and those C channels (one run of the NHWC image) fill
-  // a DMA burst, so reading them pixel by pixel costs what a contiguous read of as many bytes
-  // does (set by describe_spatial).
-  bool skips_cols = false;
-  // The input columns the windows of output columns [c0, c1) read (as rows_read).
-  std::uint64_t cols_read(std::uint64_t c0, std::uint64_t c1) const;
+  // Whether a read of `in_c` channels skips the columns between windows too: the stride passes
+  // the window, the conv is ungrouped, and a pixel's `in_c` channels read (one run of the NHWC
+  // image) fill a DMA burst, so reading them pixel by pixel costs what a contiguous read of as
+  // many bytes does. (A K-split step reads fewer channels per pixel than a whole tile.)
+  bool skips_cols(std::uint64_t in_c) const {
+    return cols_skippable && dma_burst_bytes > 0 && in_c * in_elem_bytes >= dma_burst_bytes;
+  }
+  bool cols_skippable = false;        // ungrouped, and the stride passes the window
+  std::uint64_t dma_burst_bytes = 0;  // Budgets::dma_burst_bytes
+  // The input columns the windows of output columns [c0, c1) read when `in_c` channels are read
+  // (as rows_read).
+  std::uint64_t cols_read(std::uint64_t c0, std::uint64_t c1, std::uint64_t in_c) const;
   // Local memory of a tile: its input rows and columns, its share of a fused residual operand,
   // plus its output.
   std::uint64_t tile_bytes(std::uint64_t rows, std::uint64_t cols, std::uint64_t chunk_units) const;

@@ -233,26 +233,19 @@ std::vector<OnChipContext> on_chip_contexts(const Graph& graph,
       continue;
     }
     OnChipContext& c = out[g];
-    std::set<std::uint32_t> read_members;
     for (std::uint32_t l : group.layers) {
       for (std::uint32_t in : graph.layers[l].inputs) {
-        const auto a = aliases.find(in);
-        if (live.count(in) == 0 && a == aliases.end()) continue;
+        if (live.count(in) == 0 && aliases.count(in) == 0) continue;
         if (std::find(c.resident_inputs.begin(), c.resident_inputs.end(), in) ==
             c.resident_inputs.end()) {
           c.resident_inputs.push_back(in);
         }
-        if (a != aliases.end()) {
-          read_members.insert(a->second.begin(), a->second.end());
-        } else {
-          read_members.insert(in);
-        }
       }
     }
-    // The scratch emission holds the resident inputs; the bytes of the live tensors they are not
-    // (directly or through a view) are the others'.
+    // The scratch emission holds each resident input's own bytes (a view's, not its members');
+    // the rest of what is live is the others'.
     std::uint64_t inputs_bytes = 0;
-    for (std::uint32_t t : read_members) inputs_bytes += graph.tensors[t].bytes();
+    for (std::uint32_t t : c.resident_inputs) inputs_bytes += graph.tensors[t].bytes();
     std::uint64_t all = 0;
     for (const auto& [t, bytes] : live) all += bytes;
     c.other_bytes = all > inputs_bytes ? all - inputs_bytes : 0;
