@@ -16,6 +16,7 @@
 #include "sim/compiler/emit/size_estimate.h"
 #include "sim/compiler/emit/writer_index.h"
 #include "sim/compiler/mapping/map_space.h"
+#include "sim/compiler/mapping/spatial.h"
 #include "sim/compiler/passes/assign_layouts.h"
 #include "sim/compiler/passes/fuse_layer_groups.h"
 #include "sim/compiler/search/search.h"
@@ -311,6 +312,36 @@ TEST(Limits, TheEstimateCountsTheEmittedCommands) {
       emitter.emit_group(group, m);
     }
     EXPECT_EQ(total.commands, emitter.finish().commands.size()) << g.name;
+  }
+}
+
+// The same with every weights-outer spatial tiling reusing the halo (docs/compiler.md, "Halo
+// reuse"): its tiles load their new rows in as many pieces as halo_pieces cuts them into.
+TEST(Limits, TheEstimateCountsTheEmittedCommandsWhenTilesReuseTheHalo) {
+  std::vector<Graph> graphs = {load_graph_json(kZoo + "resnet50.json"),
+                               load_graph_json(kZoo + "mobilenetv2.json"),
+                               parse_graph_json(Json::parse(yolox_style(128)), "y.json")};
+  for (const char* kib : {"64", "128"}) {
+    const HwConfig config = parse_hw_config("{}", "c.json", {std::string("lram_kib=") + kib});
+    for (const Graph& g : graphs) {
+      const std::vector<LayerGroup> groups = fuse_layer_groups(g);
+      const TensorLayouts layouts = assign_layouts(g, groups);
+      const auto search = make_search("greedy");
+      Emitter emitter(g, config, layouts);
+      GroupSize total;
+      std::size_t reusing = 0;
+      for (const LayerGroup& group : groups) {
+        Mapping m = search->choose(make_map_space(g, group, layouts, config), config);
+        if (m.kind == MappingKind::kSpatial && m.order == LoopOrder::kWeightsOuter) {
+          m.reuse_halo = true;
+          reusing += describe_spatial(g, group, budgets_of(config)).reuses_halo(m) ? 1 : 0;
+        }
+        total = total + estimate_group(g, group, m, layouts, budgets_of(config));
+        emitter.emit_group(group, m);
+      }
+      EXPECT_GT(reusing, 0u) << g.name << " at " << kib;
+      EXPECT_EQ(total.commands, emitter.finish().commands.size()) << g.name << " at " << kib;
+    }
   }
 }
 

@@ -29,6 +29,7 @@ void Emitter::emit_spatial_halo(const LayerGroup& group, const SpatialLayer& s,
     std::string buffer;
     std::vector<CommandIndex> readers;
   };
+  const std::vector<std::vector<SpatialLayer::HaloPiece>> halo = s.halo_pieces(rows);
   for (std::uint64_t ch = 0; ch < chunks; ++ch) {
     const std::uint64_t u0 = ch * chunk_units;
     const std::uint64_t cu = std::min(s.units, u0 + chunk_units) - u0;
@@ -38,31 +39,24 @@ void Emitter::emit_spatial_halo(const LayerGroup& group, const SpatialLayer& s,
     std::vector<CommandIndex> computes;
     for (std::uint64_t img = 0; img < s.n; ++img) {
       for (std::uint64_t j = 0; j < col_tiles; ++j) {
-        auto window = [&](std::uint64_t i) { return s.window(i * col_tiles + j, rows, cols); };
         std::vector<Lent> live;
-        std::uint64_t loaded_hi = 0;
         for (std::uint64_t i = 0; i < row_tiles; ++i) {
-          const TileWindow v = window(i);
+          const TileWindow v = s.window(i * col_tiles + j, rows, cols);
           const std::uint64_t row_bytes = s.cols_read(v.c0, v.c1, in_c) * in_c * s.in_elem_bytes;
-          // The new rows, cut where the set of tiles reading them changes: rows only this tile
-          // reads are its own pieces (freed by its compute), the others are lent.
+          // Rows only this tile reads are its own pieces (freed by its compute); the others are
+          // lent.
           std::vector<Piece> own;
           std::vector<std::pair<Piece, std::uint64_t>> lend;  // with the last tile reading it
-          for (std::uint64_t a = std::max(v.lo, loaded_hi); a < v.hi;) {
-            std::uint64_t last = i;
-            while (last + 1 < row_tiles && window(last + 1).lo <= a) ++last;
-            const std::uint64_t b =
-                last + 1 < row_tiles ? std::min(v.hi, window(last + 1).lo) : v.hi;
-            const Piece p{s.input, (img * s.h + a) * image_row_bytes,
-                          (img * s.h + b) * image_row_bytes, (b - a) * row_bytes};
-            if (last == i) {
+          for (const SpatialLayer::HaloPiece& h : halo[i]) {
+            const Piece p{s.input, (img * s.h + h.lo) * image_row_bytes,
+                          (img * s.h + h.hi) * image_row_bytes, (h.hi - h.lo) * row_bytes};
+            if (p.bytes == 0) continue;  // a band wholly in the padding reads nothing
+            if (h.last == i) {
               own.push_back(p);
             } else {
-              lend.push_back({p, last});
+              lend.push_back({p, h.last});
             }
-            a = b;
           }
-          loaded_hi = std::max(loaded_hi, v.hi);
           const std::vector<Piece> pieces = with_residual(g_, group, layouts_, s, own, img, v.r0,
                                                           v.r1, v.c0, v.c1, cu * s.out_per_unit);
           const std::uint64_t out_bytes = s.output_bytes(v.r1 - v.r0, v.c1 - v.c0, cu);

@@ -57,8 +57,10 @@ void Emitter::emit_spatial_input_outer(const LayerGroup& group, const SpatialLay
       const bool reads_kept = kept_ && kept_->tensor == s.input;
       for (std::uint64_t first = 0; first < chunks; first += wave_chunks) {
         const std::uint64_t last = std::min(chunks, first + wave_chunks);
-        // 1. The weights of the wave.
+        // 1. The weights of the wave. Its parts claim the ring together (as a K-split batch
+        // does): none of them is on the ring yet when the next one asks for room.
         std::vector<BlockPart> parts;
+        std::uint64_t wave_bytes = 0;
         for (std::uint64_t ch = first; ch < last; ++ch) {
           for (std::uint64_t c0 = 0; c0 < s.c; c0 += part_c) {
             BlockPart p;
@@ -70,7 +72,8 @@ void Emitter::emit_spatial_input_outer(const LayerGroup& group, const SpatialLay
             // its residual share, and, split, its partial sums.
             p.bytes = s.part_weight_bytes(cu, p.in_c) + s.output_bytes(tr, tc, cu) +
                       s.residual_bytes(tr, tc, cu) + (split ? s.partial_bytes(tr, tc, cu) : 0);
-            const CommandIndex wait = ring_wait(p.bytes);
+            wave_bytes += p.bytes;
+            const CommandIndex wait = ring_wait(wave_bytes);
             if (wait != kNone) p.waits.push_back(wait);
             Command load = dma(EngineKind::kDmaIn, s.part_weight_bytes(cu, p.in_c));
             p.weights_buffer = buffer_name();

@@ -57,8 +57,16 @@ std::uint64_t commands_of(const Graph& g, const LayerGroup& group, const Mapping
             ceil_div(m.tile_rows, s.reduce_piece_rows(m.tile_rows, m.k_parts));
         per_tile = 2 * s.part_count(m.k_parts) + pieces * (per_tile - 2) + pieces;
       }
-      // Reusing the halo, a tile's new rows may take two loads.
-      if (s.reuses_halo(m)) per_tile += 1;
+      // Reusing the halo, a tile loads its new rows in as many pieces as halo_pieces cuts them
+      // into (none, one, or more): per band, the same for every band, image and chunk.
+      if (s.reuses_halo(m) && layouts.is_image(s.input)) {  // as emit_spatial decides
+        std::uint64_t pieces = 0;
+        for (const auto& tile : s.halo_pieces(m.tile_rows)) pieces += tile.size();
+        const std::uint64_t row_tiles = ceil_div(s.oh, m.tile_rows);
+        const std::uint64_t per_band = add(mul(per_tile - 1, row_tiles), pieces);
+        return add(s.weight_bytes_per_unit > 0 ? chunks : 0,
+                   mul(mul(chunks, mul(s.n, ceil_div(s.ow, m.tile_cols))), per_band));
+      }
       // One shared load per chunk (weights outer) or per input block (input outer).
       if (m.order == LoopOrder::kInputOuter) return add(blocks, mul(per_tile, tiles));
       return add(s.weight_bytes_per_unit > 0 ? chunks : 0, mul(per_tile, tiles));

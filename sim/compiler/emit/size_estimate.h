@@ -23,9 +23,10 @@ struct GroupSize {
 };
 
 // Commands the emitter makes for `group` tiled as `mapping` (exact, except a vector tile that
-// loads a zero-byte piece, counted anyway), and an upper estimate of their memory: the command
-// itself, its layer and loc strings, its buffers, at most kMaxDepsPerCommand dependencies, and
-// the per-command state of finalize_schedule and the estimate.
+// loads a zero-byte piece, or a halo-reusing column band wholly in the padding, counted anyway),
+// and an upper estimate of their memory: the command itself, its layer and loc strings, its
+// buffers, at most kMaxDepsPerCommand dependencies, and the per-command state of finalize_schedule
+// and the estimate.
 GroupSize estimate_group(const Graph& graph, const LayerGroup& group, const Mapping& mapping,
                          const TensorLayouts& layouts, const Budgets& budgets);
 

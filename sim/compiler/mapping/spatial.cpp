@@ -79,6 +79,26 @@ bool SpatialLayer::reuses_halo(const Mapping& m) const {
          span_h > stride_h;
 }
 
+std::vector<std::vector<SpatialLayer::HaloPiece>> SpatialLayer::halo_pieces(
+    std::uint64_t rows) const {
+  const std::uint64_t row_tiles = ceil_div(oh, rows);
+  auto window = [&](std::uint64_t i) { return this->window(i, rows, ow); };  // rows only matter
+  std::vector<std::vector<HaloPiece>> out(row_tiles);
+  std::uint64_t loaded_hi = 0;
+  for (std::uint64_t i = 0; i < row_tiles; ++i) {
+    const TileWindow v = window(i);
+    for (std::uint64_t a = std::max(v.lo, loaded_hi); a < v.hi;) {
+      std::uint64_t last = i;
+      while (last + 1 < row_tiles && window(last + 1).lo <= a) ++last;
+      const std::uint64_t b = last + 1 < row_tiles ? std::min(v.hi, window(last + 1).lo) : v.hi;
+      out[i].push_back({a, b, last});
+      a = b;
+    }
+    loaded_hi = std::max(loaded_hi, v.hi);
+  }
+  return out;
+}
+
 std::uint64_t SpatialLayer::rows_read(std::uint64_t r0, std::uint64_t r1) const {
   return read_of(r0, r1, stride_h, span_h, pad_top, h, skips_rows());
 }

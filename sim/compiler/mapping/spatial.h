@@ -58,6 +58,13 @@ struct SpatialLayer {
   // says so, weights outer, no K-split or parts, more than one row tile, and windows that
   // overlap.
   bool reuses_halo(const Mapping& m) const;
+  // Reusing the halo with tiles of `rows` output rows: the input rows each row tile of a column
+  // band loads, [lo, hi), cut where the set of tiles reading them changes, each with the last row
+  // tile that reads it (the same for every band, image and chunk).
+  struct HaloPiece {
+    std::uint64_t lo = 0, hi = 0, last = 0;
+  };
+  std::vector<std::vector<HaloPiece>> halo_pieces(std::uint64_t rows) const;
   // Whether a read of `in_c` channels skips the columns between windows too: the stride passes
   // the window, the conv is ungrouped, and a pixel's `in_c` channels read (one run of the NHWC
   // image) fill a DMA burst, so reading them pixel by pixel costs what a contiguous read of as
