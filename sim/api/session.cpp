@@ -497,10 +497,23 @@ void Session::measure_decode(Measured& m, bool simulate_too) const {
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     return result;
   };
+  // The steps compile independently of each other, so a batch of them compiles at once on the
+  // cores (the plans are those of one after another); then they run one after another. (Not
+  // compiled while one runs: a step's simulation forks a child, which must not be forked while
+  // other threads may hold locks.)
+  const std::uint64_t batch = std::max<unsigned>(1, worker_threads());
+  std::vector<LlmPhasePlan> plans;
   for (std::uint64_t i = 0; i < spec.decode_tokens; ++i) {
+    if (i % batch == 0) {
+      const std::uint64_t count = std::min(batch, spec.decode_tokens - i);
+      plans = timed(compile_ms, [&] {
+        return parallel_map(count, [&](std::size_t k) {
+          return compile_llm_phase(spec, decode_phase(spec, i + k), config_);
+        });
+      });
+    }
     const LlmPhase phase = decode_phase(spec, i);
-    const LlmPhasePlan plan =
-        timed(compile_ms, [&] { return compile_llm_phase(spec, phase, config_); });
+    const LlmPhasePlan& plan = plans[i % batch];
     PartRuns runs;
     try {
       runs = timed(run_ms, [&] { return run_llm_parts(plan, config_, simulate_too); });
