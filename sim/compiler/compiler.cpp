@@ -160,6 +160,11 @@ std::optional<std::uint64_t> estimated_cycles(Schedule& schedule, const HwConfig
   }
 }
 
+// A conv tiled to accumulate its reduction in steps (Mapping::k_step).
+bool accumulates_in_steps(const Mapping& m) {
+  return m.kind == MappingKind::kSpatial && m.k_step > 0;
+}
+
 bool same_mapping(const Mapping& a, const Mapping& b) {
   return mapping_fields(a) == mapping_fields(b);
 }
@@ -261,8 +266,7 @@ class DeviceCompiler {
         mapping = before->mappings[i];
         m.reasons.push_back(before->reasons[i]);
         m.ring_needs.push_back(before->ring_needs[i]);
-        m.ksplit_convs =
-            m.ksplit_convs || (mapping.kind == MappingKind::kSpatial && mapping.k_step > 0);
+        m.ksplit_convs = m.ksplit_convs || accumulates_in_steps(mapping);
       } else {
         mapping = choose(m, group, on_chip_input, ksplit_convs, context);
         if (before != nullptr && i < before->mappings.size() &&
@@ -474,8 +478,7 @@ class DeviceCompiler {
     const bool keep = *g.cycles < *e.cycles &&
                       (!grows || (*e.cycles - *g.cycles) * 100 >= *e.cycles * kRemapGainPct);
     line += (line.empty() ? "remap\t" : "; then ") + std::to_string(r->remapped) +
-            " group(s) mapped anew: " +
-            (g.cycles ? std::to_string(*g.cycles) + " cycles estimated" : "does not check") +
+            " group(s) mapped anew: " + std::to_string(*g.cycles) + " cycles estimated" +
             " (before: " + std::to_string(*e.cycles) + ")" +
             (grows ? ", " + std::to_string(after_commands) +
                          " commands (before: " + std::to_string(before_commands) + ")"
@@ -538,8 +541,7 @@ class DeviceCompiler {
       std::vector<Mapping> kept = space.candidates();
       kept.erase(std::remove_if(kept.begin(), kept.end(),
                                 [&](const Mapping& c) {
-                                  return (!ksplit_convs && space.kind == MappingKind::kSpatial &&
-                                          c.k_step > 0) ||
+                                  return (!ksplit_convs && accumulates_in_steps(c)) ||
                                          (context.any() && !keeps(c));
                                 }),
                  kept.end());
@@ -560,8 +562,7 @@ class DeviceCompiler {
       mapping = choice.mapping;
     }
     m.ring_needs.push_back(space.work ? ring_need(space.work(mapping)) : 0);
-    m.ksplit_convs =
-        m.ksplit_convs || (mapping.kind == MappingKind::kSpatial && mapping.k_step > 0);
+    m.ksplit_convs = m.ksplit_convs || accumulates_in_steps(mapping);
     return mapping;
   }
 

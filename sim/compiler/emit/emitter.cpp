@@ -211,13 +211,11 @@ Piece Emitter::spatial_input(const SpatialLayer& s, std::uint64_t img, const Til
                              std::uint64_t in_c) const {
   const std::uint64_t row_bytes = s.w * s.c * s.in_elem_bytes;
   const bool image = layouts_.is_image(s.input);
-  // Rows between windows are not read (SpatialLayer::rows_read); the range stays the window's,
-  // for the writers the load waits for.
-  const std::uint64_t rows = s.skips_rows() ? s.rows_read(v.r0, v.r1) : v.hi - v.lo;
-  const std::uint64_t cols = s.skips_cols(in_c) ? s.cols_read(v.c0, v.c1, in_c) : v.wh - v.wl;
+  // Rows (and columns) between windows are not read (SpatialLayer::rows_read); the range stays
+  // the window's, for the writers the load waits for.
   return Piece{s.input, image ? (img * s.h + v.lo) * row_bytes : 0,
                image ? (img * s.h + v.hi) * row_bytes : g_.tensors[s.input].bytes(),
-               rows * cols * in_c * s.in_elem_bytes};
+               s.rows_read(v.r0, v.r1) * s.cols_read(v.c0, v.c1, in_c) * in_c * s.in_elem_bytes};
 }
 
 // The computes that wrote [lo, hi) of resident `tensor`, the last of each queue: a reader waits

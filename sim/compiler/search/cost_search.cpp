@@ -148,40 +148,31 @@ std::optional<std::uint64_t> emitted_cycles(const Graph& graph, const LayerGroup
 
 }  // namespace
 
-// CostSearch's memo of emitted_cycles (cost_search.h, EmittedKey).
-class EmittedMemo {
- public:
-  explicit EmittedMemo(const CostSearch* search) : search_(search) {}
+EmittedCyclesMemo::Key EmittedCyclesMemo::key(const LayerGroup& group, const HwConfig& config,
+                                              const Mapping& m,
+                                              std::optional<std::uint32_t> on_chip_input,
+                                              const OnChipContext& resident) {
+  Key k{&group,
+        {config.lram_bytes, config.slices.count,
+         on_chip_input ? 1 + std::uint64_t{*on_chip_input} : 0, resident.output_resident ? 1u : 0u,
+         resident.other_bytes}};
+  const std::vector<std::uint64_t> fields = mapping_fields(m);
+  k.fields.insert(k.fields.end(), fields.begin(), fields.end());
+  k.fields.insert(k.fields.end(), resident.resident_inputs.begin(), resident.resident_inputs.end());
+  return k;
+}
 
-  static CostSearch::EmittedKey key(const LayerGroup& group, const HwConfig& config,
-                                    const Mapping& m, std::optional<std::uint32_t> on_chip_input,
-                                    const OnChipContext& resident) {
-    CostSearch::EmittedKey k{&group,
-                             {config.lram_bytes, config.slices.count,
-                              on_chip_input ? 1 + std::uint64_t{*on_chip_input} : 0,
-                              resident.output_resident ? 1u : 0u, resident.other_bytes}};
-    const std::vector<std::uint64_t> fields = mapping_fields(m);
-    k.fields.insert(k.fields.end(), fields.begin(), fields.end());
-    k.fields.insert(k.fields.end(), resident.resident_inputs.begin(),
-                    resident.resident_inputs.end());
-    return k;
-  }
-  std::optional<std::optional<std::uint64_t>> find(const CostSearch::EmittedKey& k) const {
-    if (search_ == nullptr) return std::nullopt;
-    std::lock_guard<std::mutex> lock(search_->emitted_mutex_);
-    const auto it = search_->emitted_.find(k);
-    if (it == search_->emitted_.end()) return std::nullopt;
-    return it->second;
-  }
-  void add(CostSearch::EmittedKey k, std::optional<std::uint64_t> cycles) const {
-    if (search_ == nullptr) return;
-    std::lock_guard<std::mutex> lock(search_->emitted_mutex_);
-    search_->emitted_.emplace(std::move(k), cycles);
-  }
+std::optional<std::optional<std::uint64_t>> EmittedCyclesMemo::find(const Key& k) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = cycles_.find(k);
+  if (it == cycles_.end()) return std::nullopt;
+  return it->second;
+}
 
- private:
-  const CostSearch* search_;
-};
+void EmittedCyclesMemo::add(Key k, std::optional<std::uint64_t> cycles) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  cycles_.emplace(std::move(k), cycles);
+}
 
 namespace {
 
@@ -213,7 +204,7 @@ struct Ranked {
 };
 
 Ranked rank(const MapSpace& space, const HwConfig& config, const std::vector<Mapping>& candidates,
-            const EmittedMemo& memo) {
+            EmittedCyclesMemo& memo) {
   Ranked out;
   SearchChoice& choice = out.choice;
   // Rank every candidate by the closed form, then emit the best few alone and let the estimator
@@ -300,7 +291,7 @@ Ranked rank(const MapSpace& space, const HwConfig& config, const std::vector<Map
     cycles = parallel_map(picked.size(), [&](std::size_t p) -> std::optional<std::uint64_t> {
       const Mapping& m = candidates[ranked[picked[p]].second];
       const bool on_chip = space.input_on_chip(m);
-      CostSearch::EmittedKey key = EmittedMemo::key(
+      EmittedCyclesMemo::Key key = EmittedCyclesMemo::key(
           *space.group, config, m, on_chip ? space.on_chip_input : std::nullopt, space.resident);
       if (const auto known = memo.find(key)) return *known;
       const std::optional<std::uint64_t> fresh =
@@ -356,10 +347,9 @@ SearchChoice CostSearch::choose_explained(const MapSpace& space, const HwConfig&
   for (const Mapping& m : candidates) {
     (m.kind == MappingKind::kSpatial && m.k_step > 0 ? ksplit : plain).push_back(m);
   }
-  const EmittedMemo memo(this);
-  if (plain.empty() || ksplit.empty()) return rank(space, config, candidates, memo).choice;
-  const Ranked a = rank(space, config, plain, memo);
-  const Ranked b = rank(space, config, ksplit, memo);
+  if (plain.empty() || ksplit.empty()) return rank(space, config, candidates, memo_).choice;
+  const Ranked a = rank(space, config, plain, memo_);
+  const Ranked b = rank(space, config, ksplit, memo_);
   // Compared by the same measure: the estimator's when both were emitted, else the closed form.
   const bool emitted = a.emitted && b.emitted;
   const std::uint64_t a_cycles =

@@ -63,26 +63,38 @@ SearchChoice choose_slices_by_emission(const Graph& graph, const LayerGroup& gro
                                        const TensorLayouts& layouts, const HwConfig& config,
                                        const OnChipContext& resident = {});
 
+// The estimator's cycles of candidates emitted alone, remembered per group (by address: the
+// driver's groups outlive the search), config, mapping and what is on chip, so that mapping a
+// model again (without K-split convs, or remapped under residency) emits each candidate once.
+// Safe to use from the shortlist's threads.
+class EmittedCyclesMemo {
+ public:
+  struct Key {
+    const void* group = nullptr;
+    std::vector<std::uint64_t> fields;  // config, mapping and on-chip facts, in a fixed order
+    bool operator<(const Key& o) const {
+      return group != o.group ? std::less<const void*>()(group, o.group) : fields < o.fields;
+    }
+  };
+  static Key key(const LayerGroup& group, const HwConfig& config, const Mapping& m,
+                 std::optional<std::uint32_t> on_chip_input, const OnChipContext& resident);
+  // The cycles remembered for `k` (themselves nullopt when that schedule did not check), or
+  // nullopt when none are.
+  std::optional<std::optional<std::uint64_t>> find(const Key& k) const;
+  void add(Key k, std::optional<std::uint64_t> cycles);
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<Key, std::optional<std::uint64_t>> cycles_;
+};
+
 class CostSearch final : public Search {
  public:
   Mapping choose(const MapSpace& space, const HwConfig& config) const override;
   SearchChoice choose_explained(const MapSpace& space, const HwConfig& config) const;
 
-  // The estimator's cycles of a candidate emitted alone, remembered per group (by address: the
-  // driver's groups outlive the search), config, mapping and what is on chip, so that mapping a
-  // model again (without K-split convs, or remapped under residency) emits each candidate once.
-  struct EmittedKey {
-    const void* group = nullptr;
-    std::vector<std::uint64_t> fields;  // config, mapping and on-chip facts, in a fixed order
-    bool operator<(const EmittedKey& o) const {
-      return group != o.group ? std::less<const void*>()(group, o.group) : fields < o.fields;
-    }
-  };
-
  private:
-  mutable std::mutex emitted_mutex_;
-  mutable std::map<EmittedKey, std::optional<std::uint64_t>> emitted_;
-  friend class EmittedMemo;
+  mutable EmittedCyclesMemo memo_;
 };
 
 }  // namespace npusim
