@@ -167,6 +167,33 @@ TEST_F(Cli, BadDeviceRequestsAreBadInputWithNothingWritten) {
   EXPECT_FALSE(fs::exists(dir_ / "llm"));
 }
 
+// An LLM's decode steps compile in batches of the worker threads at once (docs/llm.md): the
+// outputs are those of one step after another, byte for byte. GPT-2 small's 32 decode steps in
+// batches of 3 end with a partial batch.
+TEST_F(Cli, AnLlmRunIsTheSameOnOneThreadAsInBatchesOfThree) {
+  const char* saved = std::getenv("NPUSIM_THREADS");
+  const std::string restore = saved != nullptr ? saved : "";
+  std::vector<std::string> stats, summaries;
+  for (const char* threads : {"1", "3"}) {
+    ::setenv("NPUSIM_THREADS", threads, 1);
+    const fs::path out = dir_ / (std::string("llm") + threads);
+    const Result r = npusim({"run", "-m", (kSource / "models/llm/gpt2_small.json").string(), "-c",
+                             "server", "-o", out.string(), "-q", "--stats-level", "40"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    stats.push_back(read_file(out / "stats.json"));
+    summaries.push_back(read_file(out / "summary.txt"));
+  }
+  if (saved != nullptr) {
+    ::setenv("NPUSIM_THREADS", restore.c_str(), 1);
+  } else {
+    ::unsetenv("NPUSIM_THREADS");
+  }
+  ASSERT_FALSE(stats[0].empty());
+  EXPECT_EQ(stats[0], stats[1]);
+  EXPECT_EQ(summaries[0], summaries[1]);
+  EXPECT_THAT(summaries[0], HasSubstr("time per output token"));
+}
+
 TEST_F(Cli, ABadThreadCountIsBadInputWithNothingWritten) {
   // NPUSIM_THREADS takes a count from 1 to 256; anything else stops the run before it starts.
   const char* saved = std::getenv("NPUSIM_THREADS");
