@@ -101,6 +101,7 @@ TEST(Compiler, TilesSpreadOverSlicesWithExactShapesAndDependencies) {
   CompileOptions options;  // every tensor through DRAM: the dependencies below are on stores
   options.search = "greedy";
   options.residency = false;
+  options.chains = false;  // (a chain of the two, 1 tile ahead, estimates faster)
   const Schedule s = compile_schedule(two_convs(), config, options);
   std::vector<std::string> ids;
   for (const Command& c : s.commands) ids.push_back(c.id);
@@ -718,6 +719,108 @@ TEST(CompilerParts, AChainComputesTwoConvsDepthFirstWithoutTheirIntermediateInDr
   finalize_schedule(s, config, diag);
   ASSERT_TRUE(diag.empty());
   EXPECT_EQ(schedule_macs(s), 311296u);
+}
+
+TEST(CompilerParts, AChainMemberRunsAheadOfItsReaderWhenThatEstimatesFaster) {
+  // two_convs as above, 2-row tiles on both slices; the costs prefer conv1 one tile ahead of
+  // conv2, which plan_chains tries on the cheapest tilings with none ahead.
+  const Graph g = two_convs();
+  const HwConfig config = parse_hw_config("{}", "default.json");
+  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
+  const TensorLayouts layouts = assign_layouts(g, groups);
+  const ChainCost chain_cost = [](const Chain& c) {
+    const bool two_rows = c.mappings[0].tile_rows == 2 && c.slices == 0;
+    return std::optional<std::uint64_t>(two_rows ? (c.ahead == 1 ? 1 : 5) : 10);
+  };
+  const PlainCost plain_cost = [](std::size_t, std::size_t) {
+    return std::optional<std::uint64_t>(100);
+  };
+  const std::vector<Chain> chains =
+      plan_chains(g, config, groups, layouts, std::vector<Mapping>(2), chain_cost, plain_cost);
+  ASSERT_EQ(chains.size(), 1u);
+  const Chain& chain = chains[0];
+  EXPECT_EQ(chain.ahead, 1u);
+  EXPECT_EQ(chain.mappings[0].tile_rows, 2u);
+  // By hand: before conv2's tile t, conv1 computes the rows conv2's tile t + 1 reads, [0, 2t + 4)
+  // (tile 3 is the last: all 8 rows). So conv1's tiles 0 and 1 come before conv2's tile 0, and
+  // each later conv1 tile one step earlier than without running ahead. Frees as without: conv2's
+  // tile 2 frees conv1's tile 0, its last tile the rest.
+  std::vector<std::string> steps;
+  for (const ChainStep& st : chain.order) {
+    steps.push_back(std::to_string(st.member) + ":" + std::to_string(st.tile) + "/" +
+                    std::to_string(st.freed_before));
+  }
+  EXPECT_EQ(steps, (std::vector<std::string>{"0:0/0", "0:1/0", "1:0/0", "0:2/0", "1:1/0", "0:3/0",
+                                             "1:2/1", "1:3/4"}));
+  // All 4 of conv1's tiles are live before conv2's tile 2 frees one: reserved are the weights
+  // (4608 + 256 bytes) and 4 tiles of 2 x 8 x 32 = 512 bytes.
+  EXPECT_EQ(chain.live_tiles[0], 4u);
+  EXPECT_EQ(chain.reserved_bytes, 4608u + 256u + 4 * 512u);
+  Emitter emitter(g, config, layouts);
+  emitter.emit_chain({&groups[0], &groups[1]}, chain);
+  Schedule s = emitter.finish();
+  Diagnostics diag("two.json");
+  finalize_schedule(s, config, diag);
+  ASSERT_TRUE(diag.empty());
+  EXPECT_EQ(schedule_macs(s), 311296u);  // as without running ahead
+}
+
+TEST(CompilerParts, AChainStepGoesToTheSliceWhereItWouldEndFirst) {
+  // A depthwise 3x3 conv (vector unit) then a 1x1 conv (array) on 8 x 8 x 32, chained in 2-row
+  // tiles on both slices of `default`, none ahead: the order is dw 0, pw 0, dw 1, pw 1, ...
+  // (pw's tile t reads dw's tile t alone), so a round-robin would put every dw tile on slice 0
+  // and every pw tile on slice 1.
+  const Graph g = parse_graph_json(Json::parse(R"({"format": "npusim-graph", "version": 1,
+    "name": "dw",
+    "tensors": [{"name": "x", "shape": [1, 32, 8, 8]},
+                {"name": "wd", "shape": [32, 1, 3, 3], "constant": true},
+                {"name": "wp", "shape": [16, 32, 1, 1], "constant": true},
+                {"name": "d", "shape": [1, 32, 8, 8]}, {"name": "y", "shape": [1, 16, 8, 8]}],
+    "inputs": ["x"], "outputs": ["y"],
+    "layers": [
+      {"name": "dw", "op": "Conv", "inputs": ["x", "wd"], "outputs": ["d"],
+       "attrs": {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "group": 32}},
+      {"name": "pw", "op": "Conv", "inputs": ["d", "wp"], "outputs": ["y"],
+       "attrs": {"kernel_shape": [1, 1]}}]})"),
+                                   "dw.json");
+  const HwConfig config = parse_hw_config("{}", "default.json");
+  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
+  const TensorLayouts layouts = assign_layouts(g, groups);
+  const ChainCost chain_cost = [](const Chain& c) {
+    return std::optional<std::uint64_t>(
+        c.mappings[0].tile_rows == 2 && c.slices == 0 && c.ahead == 0 ? 1 : 10);
+  };
+  const PlainCost plain_cost = [](std::size_t, std::size_t) {
+    return std::optional<std::uint64_t>(100);
+  };
+  const std::vector<Chain> chains =
+      plan_chains(g, config, groups, layouts, std::vector<Mapping>(2), chain_cost, plain_cost);
+  ASSERT_EQ(chains.size(), 1u);
+  ASSERT_EQ(chains[0].live_tiles[0], 3u);  // dw's tile 3 waits for pw's tile 2, which frees tile 0
+  Emitter emitter(g, config, layouts);
+  emitter.emit_chain({&groups[0], &groups[1]}, chains[0]);
+  Schedule s = emitter.finish();
+  // Costs: a dw tile is 2 x 8 x 32 x 9 = 4608 MACs over 16 lanes = 288 cycles; a pw tile a GEMM
+  // of 16 pixels x 32 -> 16 on the 16 x 16 ws array: 2 folds of 2 x 16 + 16 + 16 - 2 = 62, so
+  // 123 cycles. Each step goes where it would end first (ties: the round-robin's slice):
+  //   dw 0: 288 either way           -> slice 0 (vector 0 busy to 288)
+  //   pw 0: after dw 0, 411 either   -> slice 1 (array 1 to 411)
+  //   dw 1: slice 0 ends 576, 1: 288 -> slice 1 (vector 1 to 288)
+  //   pw 1: after dw 1 (288); slice 1 ends 534, 0: 411 -> slice 0 (array 0 to 411)
+  //   dw 2: 576 either way           -> slice 0 (vector 0 to 576)
+  //   pw 2: after dw 2, 699 either   -> slice 1 (array 1 to 699)
+  //   dw 3: after pw 2 (its room), 987 either -> slice 0
+  //   pw 3: after dw 3, 1110 either  -> slice 1
+  std::vector<std::uint32_t> dw_slices, pw_slices;
+  for (const Command& c : s.commands) {
+    if (c.engine == EngineKind::kVector) dw_slices.push_back(c.slice);
+    if (c.engine == EngineKind::kArray) pw_slices.push_back(c.slice);
+  }
+  EXPECT_EQ(dw_slices, (std::vector<std::uint32_t>{0, 1, 0, 0}));
+  EXPECT_EQ(pw_slices, (std::vector<std::uint32_t>{1, 0, 1, 1}));
+  Diagnostics diag("dw.json");
+  finalize_schedule(s, config, diag);
+  ASSERT_TRUE(diag.empty());
 }
 
 TEST(CompilerParts, AChainEndsAtAMemberWithAFusedResidual) {

@@ -12,12 +12,14 @@
 #include "sim/compiler/mapping/map_space.h"
 #include "sim/compiler/passes/assign_layouts.h"
 #include "sim/compiler/passes/fuse_layer_groups.h"
+#include "sim/compiler/passes/plan_chains.h"
 #include "sim/compiler/passes/plan_residency.h"
 #include "sim/compiler/search/greedy.h"
 #include "sim/estimator/estimator.h"
 #include "sim/frontend/graph_json.h"
 #include "sim/ir/schedule.h"
 #include "sim/platform/platform.h"
+#include "sim/util/error.h"
 #include "sim/util/json_reader.h"
 
 namespace npusim {
@@ -298,6 +300,112 @@ TEST(Residency, ResNet50OnServerIsRemappedForItsResidentTensors) {
   EXPECT_LT(after, before) << *line;
   EXPECT_LE(estimate(s, config).total_cycles(), after) << *line;
   EXPECT_EQ(schedule_macs(s), graph_macs(g));
+}
+
+// x -> conv0 (1x1) -> a -> conv1 (3x3, pad 1) -> b -> conv2 (1x1) -> c -> conv3 (1x1) -> y, all
+// 16 channels of 8 x 8, int8; conv1 and conv2 chained (2-row tiles on both slices).
+struct ChainedFour {
+  Graph g;
+  std::vector<LayerGroup> groups;
+  TensorLayouts layouts;
+  Chain chain;
+};
+
+static ChainedFour chained_four(const HwConfig& config) {
+  ChainedFour f;
+  f.g = parse_graph_json(Json::parse(R"({"format": "npusim-graph", "version": 1, "name": "four",
+    "tensors": [{"name": "x", "shape": [1, 16, 8, 8]},
+      {"name": "w0", "shape": [16, 16, 1, 1], "constant": true},
+      {"name": "w1", "shape": [16, 16, 3, 3], "constant": true},
+      {"name": "w2", "shape": [16, 16, 1, 1], "constant": true},
+      {"name": "w3", "shape": [16, 16, 1, 1], "constant": true},
+      {"name": "a", "shape": [1, 16, 8, 8]}, {"name": "b", "shape": [1, 16, 8, 8]},
+      {"name": "c", "shape": [1, 16, 8, 8]}, {"name": "y", "shape": [1, 16, 8, 8]}],
+    "inputs": ["x"], "outputs": ["y"],
+    "layers": [
+      {"name": "conv0", "op": "Conv", "inputs": ["x", "w0"], "outputs": ["a"],
+       "attrs": {"kernel_shape": [1, 1]}},
+      {"name": "conv1", "op": "Conv", "inputs": ["a", "w1"], "outputs": ["b"],
+       "attrs": {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}},
+      {"name": "conv2", "op": "Conv", "inputs": ["b", "w2"], "outputs": ["c"],
+       "attrs": {"kernel_shape": [1, 1]}},
+      {"name": "conv3", "op": "Conv", "inputs": ["c", "w3"], "outputs": ["y"],
+       "attrs": {"kernel_shape": [1, 1]}}]})"),
+                         "four.json");
+  f.groups = fuse_layer_groups(f.g);
+  f.layouts = assign_layouts(f.g, f.groups);
+  // Costs that make plan_chains pick conv1 and conv2 at 2 rows: no chain from conv0 saves.
+  const ChainCost chain_cost = [](const Chain& c) {
+    const bool wanted = c.first == 1 && c.mappings.size() == 2 && c.mappings[0].tile_rows == 2 &&
+                        c.slices == 0 && c.ahead == 0;
+    return std::optional<std::uint64_t>(wanted ? 1 : 10);
+  };
+  const PlainCost plain_cost = [](std::size_t first, std::size_t) {
+    return std::optional<std::uint64_t>(first == 1 ? 100 : 1);
+  };
+  const std::vector<Chain> chains = plan_chains(f.g, config, f.groups, f.layouts,
+                                                std::vector<Mapping>(4), chain_cost, plain_cost);
+  EXPECT_EQ(chains.size(), 1u);
+  if (!chains.empty()) f.chain = chains[0];
+  return f;
+}
+
+// A chain's input and output may stay on chip like any group's; its intermediate is never
+// planned (it lives in the chain's reservation, not as a resident tensor).
+TEST(Residency, AChainReadsAResidentInputAndLeavesItsOutputResident) {
+  const HwConfig config = load_hw_config("default");
+  const ChainedFour f = chained_four(config);
+  ASSERT_EQ(f.chain.first, 1u);
+  ASSERT_EQ(f.chain.mappings.size(), 2u);
+  const GreedySearch greedy;
+  const std::vector<Mapping> mappings = {
+      greedy.choose(make_map_space(f.g, f.groups[0], f.layouts, config), config),
+      f.chain.mappings[0], f.chain.mappings[1],
+      greedy.choose(make_map_space(f.g, f.groups[3], f.layouts, config), config)};
+  const std::vector<bool> kept(4, false);
+  const std::vector<std::uint64_t> needs(4, 0);
+  // Without telling the planner about the chain, b would be planned too (conv2 reads it through
+  // its tiles).
+  const std::vector<Residency> loose =
+      plan_residency(f.g, config, f.groups, mappings, kept, needs, config.lram_bytes / 2);
+  EXPECT_TRUE(loose[1].output);
+  const std::vector<bool> internal = {false, true, false, false};
+  const std::vector<Residency> plan = plan_residency(f.g, config, f.groups, mappings, kept, needs,
+                                                     config.lram_bytes / 2, &internal);
+  EXPECT_TRUE(plan[0].output);   // a: conv0 -> the chain's first member
+  EXPECT_FALSE(plan[1].output);  // b: inside the chain
+  EXPECT_TRUE(plan[2].output);   // c: the chain's last member -> conv3
+  EXPECT_EQ(plan[1].release, std::vector<std::uint32_t>{tensor_id(f.g, "a")});
+  EXPECT_EQ(plan[3].release, std::vector<std::uint32_t>{tensor_id(f.g, "c")});
+
+  // Alone, the chain loads its weights, 16 x 16 x 9 = 2304 and 16 x 16 = 256 bytes, and its
+  // input in 2-row tiles with their halo rows, [0, 3), [1, 5), [3, 7) and [5, 8): 14 rows of
+  // 8 x 16 = 128 bytes; it stores all of c, 8 x 8 x 16 = 1024 bytes.
+  Emitter alone(f.g, config, f.layouts);
+  alone.emit_chain({&f.groups[1], &f.groups[2]}, f.chain);
+  const Schedule a = alone.finish();
+  EXPECT_EQ(bytes_of(a, EngineKind::kDmaIn, "conv1") + bytes_of(a, EngineKind::kDmaIn, "conv2"),
+            2304u + 256u + 14u * 128u);
+  EXPECT_EQ(bytes_of(a, EngineKind::kDmaOut, "conv2"), 1024u);
+  // Under the plan it loads its weights alone and stores nothing; conv3 loads its 256 bytes of
+  // weights alone.
+  Emitter e(f.g, config, f.layouts);
+  e.emit_group(f.groups[0], mappings[0], false, false, plan[0]);
+  e.emit_chain({&f.groups[1], &f.groups[2]}, f.chain, {plan[1], plan[2]});
+  e.emit_group(f.groups[3], mappings[3], false, false, plan[3]);
+  Schedule s = e.finish();
+  EXPECT_EQ(bytes_of(s, EngineKind::kDmaIn, "conv1") + bytes_of(s, EngineKind::kDmaIn, "conv2"),
+            2304u + 256u);
+  EXPECT_EQ(bytes_of(s, EngineKind::kDmaOut, "conv1") + bytes_of(s, EngineKind::kDmaOut, "conv2"),
+            0u);
+  EXPECT_EQ(bytes_of(s, EngineKind::kDmaIn, "conv3"), 256u);
+  // Every buffer is freed once, after its allocator; the work is the graph's; the simulation
+  // runs it (no deadlock, local memory within its size) in the estimate's cycles.
+  Diagnostics diag("four.json");
+  finalize_schedule(s, config, diag);
+  ASSERT_TRUE(diag.empty());
+  EXPECT_EQ(schedule_macs(s), graph_macs(f.g));
+  EXPECT_EQ(simulate(s, config).total_cycles(), estimate(s, config).total_cycles());
 }
 
 }  // namespace npusim

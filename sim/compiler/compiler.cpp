@@ -187,12 +187,19 @@ struct Mapped {
 
 // A schedule emitted from a Mapped: `cycles` is its estimate when known, `report` the residency
 // line of `explain` when any plan was tried.
+// Which residency plan: its cap, L / share, and whether chains take part (their inputs and
+// outputs may be resident) or stay apart (their members read and write through DRAM).
+struct PlanChoice {
+  std::uint64_t share = 0;
+  bool chains_apart = false;
+};
+
 struct Emitted {
   Schedule schedule;
   std::optional<std::uint64_t> cycles;
   std::string report;
   std::vector<Residency> residency;  // the plan kept; empty without residency
-  std::uint64_t share = 0;           // its cap, L / share
+  PlanChoice plan;                   // the plan kept (share 0: none)
 };
 
 // A model as it will be emitted: its mappings, its chains (if any) and its schedule.
@@ -290,55 +297,65 @@ class DeviceCompiler {
   // (keeping tensors takes local memory from the tiles' lookahead, which a DMA-bound layer may
   // need more than the trips it saves): plans that keep on-chip tensors in up to L / 2 and in up
   // to L / 4 are emitted too, and without wins a tie.
-  // With `chains`, their members take no part in residency (their intermediates stay on chip
-  // anyway, and they read and write the rest through DRAM): the plan sees them unmapped, each
-  // needing its chain's reservation of the ring.
-  // With `only_share`, only the plan with the cap L / only_share is made, emitted and estimated
-  // (remap compares it with the model it remaps); no schedule and no cycles when it keeps none.
+  // With `chains`, each cap is planned twice: with chains taking part, a chain's input and
+  // output may be resident (its first member reads the one and its last writes the other through
+  // their tiles), never its intermediates, which stay on chip anyway; and with chains apart, as
+  // before chains could take part (they read and write through DRAM; a resident tensor can cost
+  // a chain's steps more room than it saves, mnist_cnn on `server`). Either way the plan sees
+  // the members between unmapped, and each member needing its chain's reservation of the ring.
+  // With `only`, only that plan is made, emitted and estimated (remap compares it with the model
+  // it remaps); no schedule and no cycles when it keeps none.
   Emitted emit_best(Mapped& m, const std::vector<Chain>* chains = nullptr,
-                    std::uint64_t only_share = 0) const {
+                    std::optional<PlanChoice> only = std::nullopt) const {
     Emitted best;
-    if (only_share == 0) {
-      best.schedule = emit_all(m, std::vector<Residency>(m.mappings.size()), chains);
-    }
+    if (!only) best.schedule = emit_all(m, std::vector<Residency>(m.mappings.size()), chains);
     if (!options_.residency) return best;
-    std::vector<Mapping> plan_mappings = m.mappings;
-    std::vector<std::uint64_t> plan_needs = m.ring_needs;
-    for (const Chain& c : chains != nullptr ? *chains : std::vector<Chain>{}) {
-      for (std::size_t j = c.first; j < c.first + c.mappings.size(); ++j) {
-        plan_mappings[j] = Mapping{};
-        plan_needs[j] = c.reserved_bytes + c.ring_bytes;
-      }
-    }
     struct Plan {
       std::vector<Residency> residency;
       std::vector<bool> outputs;
       std::string what;
-      std::uint64_t share = 0;
+      PlanChoice choice;
     };
     std::vector<Plan> plans;
-    for (const std::uint64_t share : {2, 4}) {
-      if (only_share != 0 && share != only_share) continue;
-      Plan p{plan_residency(graph_, config_, groups_, plan_mappings, m.keep, plan_needs,
-                            config_.lram_bytes / share),
-             {},
-             "",
-             share};
-      p.outputs.resize(p.residency.size());
-      for (std::size_t g = 0; g < p.residency.size(); ++g) p.outputs[g] = p.residency[g].output;
-      const auto count = std::count(p.outputs.begin(), p.outputs.end(), true);
-      const bool repeated = std::any_of(plans.begin(), plans.end(),
-                                        [&](const Plan& q) { return q.outputs == p.outputs; });
-      if (count == 0 || repeated) continue;
-      p.what = std::to_string(count) + " tensor(s) in up to L/" + std::to_string(share);
-      plans.push_back(std::move(p));
+    const bool has_chains = chains != nullptr && !chains->empty();
+    for (const bool apart : {false, true}) {
+      if ((apart && !has_chains) || (only && only->chains_apart != apart)) continue;
+      std::vector<Mapping> plan_mappings = m.mappings;
+      std::vector<std::uint64_t> plan_needs = m.ring_needs;
+      std::vector<bool> in_chain(m.mappings.size(), false);
+      for (const Chain& c : has_chains ? *chains : std::vector<Chain>{}) {
+        const std::size_t last = c.first + c.mappings.size() - 1;
+        for (std::size_t j = c.first; j <= last; ++j) {
+          const bool end = !apart && (j == c.first || j == last);
+          plan_mappings[j] = end ? c.mappings[j - c.first] : Mapping{};
+          plan_needs[j] = c.reserved_bytes + c.ring_bytes;
+          in_chain[j] = j != last;
+        }
+      }
+      for (const std::uint64_t share : {2, 4}) {
+        if (only && share != only->share) continue;
+        Plan p{plan_residency(graph_, config_, groups_, plan_mappings, m.keep, plan_needs,
+                              config_.lram_bytes / share, &in_chain),
+               {},
+               "",
+               {share, apart}};
+        p.outputs.resize(p.residency.size());
+        for (std::size_t g = 0; g < p.residency.size(); ++g) p.outputs[g] = p.residency[g].output;
+        const auto count = std::count(p.outputs.begin(), p.outputs.end(), true);
+        const bool repeated = std::any_of(plans.begin(), plans.end(),
+                                          [&](const Plan& q) { return q.outputs == p.outputs; });
+        if (count == 0 || repeated) continue;
+        p.what = std::to_string(count) + " tensor(s) in up to L/" + std::to_string(share) +
+                 (apart ? " apart from the chains" : "");
+        plans.push_back(std::move(p));
+      }
     }
     if (plans.empty()) return best;
-    if (only_share != 0) {
+    if (only) {
       best.schedule = emit_all(m, plans.front().residency, chains);
       best.cycles = estimated_cycles(best.schedule, config_);
       best.residency = plans.front().residency;
-      best.share = only_share;
+      best.plan = *only;
       best.report = "residency\t" + plans.front().what + ": " +
                     (best.cycles ? std::to_string(*best.cycles) : "does not check");
       return best;
@@ -366,7 +383,7 @@ class DeviceCompiler {
         best.schedule = std::move(tried[i + 1].schedule);
         best.cycles = cycles;
         best.residency = plans[i].residency;
-        best.share = plans[i].share;
+        best.plan = plans[i].choice;
         chosen = plans[i].what;
       }
     }
@@ -374,29 +391,74 @@ class DeviceCompiler {
     return best;
   }
 
-  // `m` with its chains (plan_chains) emitted depth first, without residency, if it has any.
-  // The members take the chains' mappings; no output is kept on chip into or out of a chain.
-  std::optional<Final> emit_chained(const Mapped& m) const {
+  // `m` with its chains (plan_chains) emitted depth first, if it has any, residency planned
+  // around them. The members take the chains' mappings; no output is kept on chip into or out of
+  // a chain. With `plain_plan` (the residency plan `m` is emitted with alone), a run of groups is
+  // costed, chained or not, as that plan would find it: the resident tensors it reads (and the
+  // others' bytes) on chip, its outputs left there as the plan leaves them. A chain that saves
+  // its members' DRAM round trips saves nothing where residency already saves them.
+  std::optional<Final> emit_chained(const Mapped& m,
+                                    const std::vector<Residency>* plain_plan = nullptr) const {
     auto members_of = [&](std::size_t first, std::size_t count) {
       std::vector<const LayerGroup*> members;
       for (std::size_t j = 0; j < count; ++j) members.push_back(&groups_[first + j]);
       return members;
     };
+    const std::vector<OnChipContext> contexts = plain_plan != nullptr
+                                                    ? on_chip_contexts(graph_, groups_, *plain_plan)
+                                                    : std::vector<OnChipContext>{};
+    // An emitter that finds on chip what groups [first, first + count) would under the plan:
+    // the resident tensors they read that none of them writes, and the other resident bytes
+    // when the first runs.
+    auto in_context = [&](std::size_t first, std::size_t count) {
+      auto e = std::make_unique<Emitter>(graph_, config_, layouts_);
+      if (contexts.empty()) return e;
+      for (std::size_t j = first; j < first + count && j < contexts.size(); ++j) {
+        for (const std::uint32_t t : contexts[j].resident_inputs) {
+          const bool written_here =
+              std::any_of(groups_.begin() + static_cast<std::ptrdiff_t>(first),
+                          groups_.begin() + static_cast<std::ptrdiff_t>(j),
+                          [&](const LayerGroup& g) { return g.output == t; });
+          if (!written_here) e->assume_resident(t);
+        }
+      }
+      if (first < contexts.size()) e->assume_on_chip_bytes(contexts[first].other_bytes);
+      return e;
+    };
+    // What group j releases of the tensors resident in `e` now.
+    auto releases = [&](const Emitter& e, std::size_t j) {
+      Residency r;
+      if (plain_plan == nullptr || j >= plain_plan->size()) return r;
+      for (const std::uint32_t t : (*plain_plan)[j].release) {
+        if (e.is_resident(t)) r.release.push_back(t);
+      }
+      return r;
+    };
     const ChainCost chain_cost = [&](const Chain& c) -> std::optional<std::uint64_t> {
-      Emitter alone(graph_, config_, layouts_);
+      const std::size_t k = c.mappings.size();
+      std::unique_ptr<Emitter> alone = in_context(c.first, k);
+      std::vector<Residency> residency;
+      for (std::size_t j = c.first; j < c.first + k; ++j) residency.push_back(releases(*alone, j));
+      const std::size_t last = c.first + k - 1;
+      residency.back().output =
+          plain_plan != nullptr && last < plain_plan->size() && (*plain_plan)[last].output;
       try {
-        alone.emit_chain(members_of(c.first, c.mappings.size()), c);
+        alone->emit_chain(members_of(c.first, k), c,
+                          plain_plan != nullptr ? residency : std::vector<Residency>{});
       } catch (const InputError&) {  // past the command limit: not this chain
         return std::nullopt;
       }
-      Schedule schedule = alone.finish();
+      Schedule schedule = alone->finish();
       return estimated_cycles(schedule, config_);
     };
     const PlainCost plain_cost = [&](std::size_t first, std::size_t count) {
-      Emitter alone(graph_, config_, layouts_);
-      for (std::size_t j = first; j < first + count; ++j)
-        alone.emit_group(groups_[j], m.mappings[j]);
-      Schedule schedule = alone.finish();
+      std::unique_ptr<Emitter> alone = in_context(first, count);
+      for (std::size_t j = first; j < first + count; ++j) {
+        Residency r = releases(*alone, j);
+        r.output = plain_plan != nullptr && j < plain_plan->size() && (*plain_plan)[j].output;
+        alone->emit_group(groups_[j], m.mappings[j], false, false, r);
+      }
+      Schedule schedule = alone->finish();
       return estimated_cycles(schedule, config_);
     };
     const std::vector<Chain> chains =
@@ -420,6 +482,7 @@ class DeviceCompiler {
       which += (which.empty() ? "" : "; ") + groups_[c.first].name + " x" +
                std::to_string(c.mappings.size()) + " rows " +
                std::to_string(c.mappings.front().tile_rows) +
+               (c.ahead == 0 ? "" : " ahead " + std::to_string(c.ahead)) +
                (c.slices == 0 ? "" : " slices " + std::to_string(c.slices));
     }
     e.report = "chains\t" + std::to_string(chains.size()) + " chain(s) of " +
@@ -460,7 +523,7 @@ class DeviceCompiler {
     // all lost to it before).
     Emitted g;
     try {
-      g = emit_best(*r, chains, e.share);
+      g = emit_best(*r, chains, e.plan);
     } catch (const InputError&) {  // past the command limit as emitted: keep `m`
       return false;
     }
@@ -492,17 +555,23 @@ class DeviceCompiler {
     return true;
   }
 
-  // `m` and `best`, or `m` with chains if that estimates faster (best wins a tie); `line` gets
-  // the chains' explain line.
-  Final with_chains(Mapped m, Emitted best, std::string& line) const {
-    if (!options_.chains) return Final{std::move(m), std::move(best), {}};
-    std::optional<Final> chained = emit_chained(m);
-    if (!chained) return Final{std::move(m), std::move(best), {}};
+  // `m` with chains, then `m` as `best` maps it, when chains estimate faster (best wins a tie);
+  // else `m` alone. Both go on to be remapped, which may turn the order (chains' members keep
+  // their mappings, so groups the plain model remaps may gain more). `line` gets the chains'
+  // explain line.
+  std::vector<Final> with_chains(Mapped m, Emitted best, std::string& line) const {
+    std::vector<Final> out;
+    std::optional<Final> chained;
+    if (options_.chains) {
+      chained = emit_chained(m, best.residency.empty() ? nullptr : &best.residency);
+    }
     if (!best.cycles) best.cycles = estimated_cycles(best.schedule, config_);
-    const bool keep = chained->e.cycles && (!best.cycles || *chained->e.cycles < *best.cycles);
-    line = chained->e.report + "; kept: " + (keep ? "chains" : "without");
-    if (keep) return std::move(*chained);
-    return Final{std::move(m), std::move(best), {}};
+    const bool keep =
+        chained && chained->e.cycles && (!best.cycles || *chained->e.cycles < *best.cycles);
+    if (chained) line = chained->e.report + "; kept: " + (keep ? "chains" : "without");
+    if (keep) out.push_back(std::move(*chained));
+    out.push_back(Final{std::move(m), std::move(best), {}});
+    return out;
   }
 
   // `m`'s reasons and `residency_line`, for `explain`.
@@ -586,7 +655,11 @@ class DeviceCompiler {
         const Chain& chain = (*chains)[next_chain++];
         std::vector<const LayerGroup*> members;
         for (std::size_t j = 0; j < chain.mappings.size(); ++j) members.push_back(&groups_[i + j]);
-        emitter.emit_chain(members, chain);
+        emitter.emit_chain(
+            members, chain,
+            std::vector<Residency>(residency.begin() + static_cast<std::ptrdiff_t>(i),
+                                   residency.begin() + static_cast<std::ptrdiff_t>(i) +
+                                       static_cast<std::ptrdiff_t>(members.size())));
         i += members.size() - 1;
         continue;
       }
@@ -631,9 +704,25 @@ Schedule compile_one_device(const Graph& graph, const HwConfig& config,
   auto finish = [&](Mapped& m, Emitted& e) {
     const std::string residency_line = e.report;
     std::string chains_line, remap_line;
-    Final f = compiler.with_chains(std::move(m), std::move(e), chains_line);
-    // A second round sees the plan the first one's mappings allow.
-    for (int round = 1; round <= kRemapRounds && compiler.remap(f, remap_line); ++round) {
+    std::vector<Final> finals = compiler.with_chains(std::move(m), std::move(e), chains_line);
+    std::vector<std::string> remap_lines(finals.size());
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < finals.size(); ++i) {
+      // A second round sees the plan the first one's mappings allow.
+      for (int round = 1; round <= kRemapRounds && compiler.remap(finals[i], remap_lines[i]);
+           ++round) {
+      }
+      if (finals[i].e.cycles && *finals[i].e.cycles < *finals[kept].e.cycles) kept = i;
+    }
+    Final& f = finals[kept];
+    remap_line = remap_lines[kept];
+    if (finals.size() > 1) {
+      // Chains won before remapping (so finals[0] checks); say which won after.
+      const std::optional<std::uint64_t>& without = finals[1].e.cycles;
+      chains_line += "; remapped: with chains " + std::to_string(*finals[0].e.cycles) +
+                     " cycles estimated, without " +
+                     (without ? std::to_string(*without) : std::string("does not check")) +
+                     ", kept: " + (kept == 0 ? "chains" : "without");
     }
     compiler.give_reasons(f.m, residency_line);
     for (const std::string* line : {&ksplit_line, &chains_line, &remap_line}) {

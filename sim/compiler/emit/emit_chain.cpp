@@ -3,10 +3,12 @@
 // kept in local memory and freed as their reader moves past them.
 #include <algorithm>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "sim/compiler/emit/emitter.h"
 #include "sim/compiler/emit/epilogue.h"
 #include "sim/compiler/mapping/spatial.h"
+#include "sim/cost/compute.h"
 #include "sim/util/math.h"
 
 namespace npusim {
@@ -22,12 +24,28 @@ namespace npusim {
 //    stay, and each step frees the member before's tiles that no later step reads.
 // 3. The last store frees the weights and waits for every compute of the chain; the ring counts
 //    the reservation as its from there.
-void Emitter::emit_chain(const std::vector<const LayerGroup*>& members, const Chain& chain) {
+void Emitter::emit_chain(const std::vector<const LayerGroup*>& members, const Chain& chain,
+                         const std::vector<Residency>& residency) {
   if (kept_ || keeping_) {
     throw std::logic_error("emit_chain: '" + members.front()->name +
                            "' cannot read or keep an output kept on chip");
   }
   const std::size_t k = members.size();
+  if (!residency.empty() && residency.size() != k) {
+    throw std::logic_error("emit_chain: '" + members.front()->name + "' residency per member");
+  }
+  for (std::size_t i = 0; i + 1 < residency.size(); ++i) {
+    if (residency[i].output) {
+      throw std::logic_error("emit_chain: '" + members[i]->name +
+                             "' cannot leave its output resident inside a chain");
+    }
+  }
+  // The last member's tiles leave its output in local memory, as emit_group's do.
+  const bool output_resident = !residency.empty() && residency.back().output;
+  if (output_resident) {
+    const std::uint32_t out = members.back()->output;
+    keeping_ = OnChip{out, g_.tensors[out].bytes(), true, {}, {}, {}};
+  }
   std::vector<SpatialLayer> s;
   std::vector<std::uint32_t> programs;
   for (std::size_t i = 0; i < k; ++i) {
@@ -64,6 +82,16 @@ void Emitter::emit_chain(const std::vector<const LayerGroup*>& members, const Ch
   std::vector<std::uint64_t> freed(k, 0);
   std::vector<CommandIndex> computes;
   CommandIndex last_store = kNone;
+  // Each step goes to the chain's slice where it would end first (list scheduling): members run
+  // on different units (the array, the vector unit) with different costs, so a plain round-robin
+  // leaves one slice's vector unit with most of a depthwise member while the other idles. The
+  // clock counts compute cycles only; its loads and stores share the DMA engines wherever a step
+  // runs.
+  struct UnitClock {
+    std::uint64_t array = 0, vector = 0;  // estimated cycle at which each unit is free
+  };
+  std::vector<UnitClock> free_at(group_slices_);
+  std::unordered_map<CommandIndex, std::uint64_t> ends;  // the chain's computes, estimated
   for (const ChainStep& step : chain.order) {
     const std::size_t i = step.member;
     const LayerGroup& group = *members[i];
@@ -115,6 +143,27 @@ void Emitter::emit_chain(const std::vector<const LayerGroup*>& members, const Ch
       }
     }
     Command c = compute(m.op, next_slice(), m.tile_shape(tr, m.ow, m.units));
+    const std::uint64_t cycles = cost::slice_op_cost(c.op, c.shape, cfg_).cycles;
+    std::uint64_t ready = 0;
+    for (const CommandIndex d : deps) {
+      if (const auto e = ends.find(d); e != ends.end()) ready = std::max(ready, e->second);
+    }
+    // Ties go to the round-robin's slice, so steps of equal cost spread as before.
+    const std::uint32_t rr = (c.slice + slices_ - group_base_) % slices_;
+    std::uint32_t best = rr;
+    std::uint64_t best_end = 0;
+    for (std::uint32_t n = 0; n < group_slices_; ++n) {
+      const std::uint32_t j = (rr + n) % group_slices_;
+      const UnitClock& u = free_at[j];
+      const std::uint64_t end =
+          std::max(ready, c.engine == EngineKind::kVector ? u.vector : u.array) + cycles;
+      if (n == 0 || end < best_end) {
+        best = j;
+        best_end = end;
+      }
+    }
+    (c.engine == EngineKind::kVector ? free_at[best].vector : free_at[best].array) = best_end;
+    c.slice = (group_base_ + best) % slices_;
     const std::string out_buffer = buffer_name();
     c.alloc.push_back({out_buffer, std::max<std::uint64_t>(out_bytes, 1)});
     c.free = in_buffers;
@@ -132,6 +181,7 @@ void Emitter::emit_chain(const std::vector<const LayerGroup*>& members, const Ch
     const std::vector<CommandIndex> readers_done = last_per_queue(readers);
     deps.insert(deps.end(), readers_done.begin(), readers_done.end());
     const CommandIndex comp = emit(std::move(c), "S", s_, group, std::move(deps));
+    ends.emplace(comp, best_end);
     computes.push_back(comp);
     for (const std::size_t w : reads) written[i - 1][w].readers.push_back(comp);
     if (i > 0) freer[i - 1].resize(step.freed_before, comp);
@@ -157,12 +207,23 @@ void Emitter::emit_chain(const std::vector<const LayerGroup*>& members, const Ch
       after.push_back(written[i][freed[i]].compute);
     }
   }
+  // (A last store that is the last compute, its output resident, waits for the others.)
+  after.erase(std::remove(after.begin(), after.end(), last_store), after.end());
   add_deps(last_store, after);
   std::vector<std::string>& free = sched_.commands[last_store].free;
   free.insert(free.end(), frees_at_end.begin(), frees_at_end.end());
   resident_bytes_ -= chain.reserved_bytes;
   push_ring(last_store, chain.reserved_bytes);
   end_slices();
+  if (output_resident) {
+    resident_bytes_ += keeping_->bytes;
+    resident_.emplace(members.back()->output, std::move(*keeping_));
+    keeping_.reset();
+  }
+  // Resident tensors read by the chain: its last command ends after every member's computes.
+  for (const Residency& r : residency) {
+    for (const std::uint32_t t : r.release) release_resident(t, last_store);
+  }
   track_other_outputs(*members.back());
   program_ = programs.back();
 }

@@ -50,7 +50,11 @@ class Emitter {
   // Appends a chain's members (consecutive groups, members[i] mapped as chain.mappings[i]) depth
   // first, as the chain's order says (emit_chain.cpp; docs/compiler.md, "Chains of
   // convolutions"). Each member is a program; the intermediate outputs never reach DRAM.
-  void emit_chain(const std::vector<const LayerGroup*>& members, const Chain& chain);
+  // `residency` (one per member, or empty) as emit_group's: the first member may read a resident
+  // input and the last a resident residual, and the last may leave its output resident; what a
+  // member releases is released after the chain.
+  void emit_chain(const std::vector<const LayerGroup*>& members, const Chain& chain,
+                  const std::vector<Residency>& residency = {});
 
   // For costing a group alone: its input `tensor` is taken to be the last group's output kept on
   // chip (with no writer), so the group must read it whole, as one block.
@@ -67,6 +71,8 @@ class Emitter {
     resident_bytes_ += g_.tensors[tensor].bytes();
   }
   void assume_on_chip_bytes(std::uint64_t bytes) { resident_bytes_ += bytes; }
+  // Whether `tensor` is resident now (assumed, or left by a group emitted before).
+  bool is_resident(std::uint32_t tensor) const { return resident_.count(tensor) > 0; }
 
   // Room for `commands` commands (the driver's estimate), so the schedule does not reallocate.
   void reserve(std::uint64_t commands) { sched_.commands.reserve(commands); }

@@ -34,6 +34,8 @@ struct Chain {
   // One per member: weights outer, one chunk of every channel unit, whole-width tiles of rows.
   std::vector<Mapping> mappings;
   std::vector<ChainStep> order;
+  // How many tiles each member produces ahead of what its reader's tile needs (chain_order).
+  std::uint64_t ahead = 0;
   // Per member: the most of its tiles live at once (0 for the last member, whose tiles are stored
   // as usual). A tile of member i waits for the step that freed its tile live_tiles[i] back.
   std::vector<std::uint64_t> live_tiles;

@@ -70,11 +70,13 @@ struct Closure {
 class Planner {
  public:
   Planner(const Graph& graph, const std::vector<LayerGroup>& groups,
-          const std::vector<Mapping>& mappings, const std::vector<bool>& kept)
+          const std::vector<Mapping>& mappings, const std::vector<bool>& kept,
+          const std::vector<bool>* internal)
       : g_(graph),
         groups_(groups),
         mappings_(mappings),
         kept_(kept),
+        internal_(internal),
         ix_(index_graph(graph, groups)),
         tried_(mappings.size(), false) {}
 
@@ -117,8 +119,10 @@ class Planner {
     if (!seen_.insert(t).second) return true;
     if (!ix_.writer[t]) return false;  // a graph input
     const std::size_t g = ix_.group_of[*ix_.writer[t]];
-    if (g >= mappings_.size() || tried_[g] || kept_[g] || groups_[g].output != t ||
-        !tiles_output(mappings_[g]) || g_.layers[groups_[g].layers.back()].outputs.size() != 1) {
+    if (g >= mappings_.size() || tried_[g] || kept_[g] ||
+        (internal_ != nullptr && g < internal_->size() && (*internal_)[g]) ||
+        groups_[g].output != t || !tiles_output(mappings_[g]) ||
+        g_.layers[groups_[g].layers.back()].outputs.size() != 1) {
       return false;
     }
     c.members.push_back(t);
@@ -146,6 +150,7 @@ class Planner {
   const std::vector<LayerGroup>& groups_;
   const std::vector<Mapping>& mappings_;
   const std::vector<bool>& kept_;
+  const std::vector<bool>* internal_;
   GraphIndex ix_;
   std::vector<bool> tried_;
   std::set<std::uint32_t> seen_;
@@ -168,7 +173,8 @@ std::vector<Residency> plan_residency(const Graph& graph, const HwConfig& config
                                       const std::vector<Mapping>& mappings,
                                       const std::vector<bool>& kept,
                                       const std::vector<std::uint64_t>& ring_needs,
-                                      std::uint64_t on_chip_cap) {
+                                      std::uint64_t on_chip_cap,
+                                      const std::vector<bool>* internal) {
   const std::size_t n = mappings.size();
   std::vector<Residency> plan(n);
   // The bytes each group's tiles need, and on top the bytes on chip while it runs: kept outputs
@@ -185,7 +191,7 @@ std::vector<Residency> plan_residency(const Graph& graph, const HwConfig& config
     on_chip[i + 1] += bytes;
   }
   const std::uint64_t budget = config.lram_bytes / 2;  // the tiles' half
-  Planner planner(graph, groups, mappings, kept);
+  Planner planner(graph, groups, mappings, kept, internal);
   for (std::size_t i = 0; i < n; ++i) {
     if (planner.tried(i) || kept[i] || !tiles_output(mappings[i])) continue;
     const std::optional<Closure> c = planner.closure(i);

@@ -49,6 +49,8 @@ std::uint64_t ring_need(const GroupWork& work);
 //    memory (docs/compiler.md, "Memory budgets") besides the resident and kept tensors, so that
 //    every slice can still hold a tile; and the resident and kept tensors together hold at most
 //    `on_chip_cap` bytes. Earlier tensors are planned first.
+// `internal[i]` (if given) says group i's output never leaves local memory another way (a chain's
+// members but the last): it is never planned.
 // Whether a plan pays (less lookahead for the tiles against fewer DRAM trips) is the driver's
 // call: it plans with two caps and estimates the schedules with each plan and without.
 std::vector<Residency> plan_residency(const Graph& graph, const HwConfig& config,
@@ -56,7 +58,8 @@ std::vector<Residency> plan_residency(const Graph& graph, const HwConfig& config
                                       const std::vector<Mapping>& mappings,
                                       const std::vector<bool>& kept,
                                       const std::vector<std::uint64_t>& ring_needs,
-                                      std::uint64_t on_chip_cap);
+                                      std::uint64_t on_chip_cap,
+                                      const std::vector<bool>* internal = nullptr);
 
 // What each group finds on chip under `plan` (one Residency per mapped group), as the emitter
 // will track it: the resident tensors (or views of them) it reads, whether its output stays, and
