@@ -599,6 +599,59 @@ TEST(CompilerParts, AKSplitStepLoadsAfterTheStepTwoBackHasFreedItsOperands) {
   EXPECT_EQ(schedule_macs(s), 294912u);
 }
 
+TEST(CompilerParts, AKSplitTileMayHoldAnAccumulatorUpToItsTileBudget) {
+  // VGG-19's conv3 in fp32: 256 -> 256 channels at 56 x 56, pad 1, on `default`. Neither the
+  // weights (2359296 bytes) nor the input (3211264) fit, so every tile re-reads one of them:
+  // the input once per chunk of output channels, the weights once per pixel tile. An accumulator
+  // within T / 3 (at most 43690 bytes, 1 slice) allows few rows x channels per tile; a slice holds
+  // one K-split tile at a time, so a tile may take its accumulator up to T and each step's
+  // operands up to T / 2.
+  const Graph g = parse_graph_json(Json::parse(R"({"format": "npusim-graph", "version": 1,
+    "name": "vgg3",
+    "tensors": [{"name": "x", "shape": [1, 256, 56, 56], "dtype": "float32"},
+                {"name": "w", "shape": [256, 256, 3, 3], "dtype": "float32", "constant": true},
+                {"name": "y", "shape": [1, 256, 56, 56], "dtype": "float32"}],
+    "inputs": ["x"], "outputs": ["y"],
+    "layers": [{"name": "conv", "op": "Conv", "inputs": ["x", "w"], "outputs": ["y"],
+                "attrs": {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}}]})"),
+                                   "vgg3.json");
+  const HwConfig config = load_hw_config("default");
+  std::vector<std::string> explain;
+  const Schedule s = compile_schedule(g, config, &explain);
+  ASSERT_FALSE(explain.empty());
+  const std::string& line = explain.front();
+  ASSERT_THAT(line, ::testing::HasSubstr("k_step"));
+  auto number_after = [&](const std::string& key) -> std::uint64_t {
+    const std::size_t at = line.find(key + " ");
+    return at == std::string::npos ? 0 : std::stoull(line.substr(at + key.size() + 1));
+  };
+  const std::uint64_t rows = number_after("rows"), cols = number_after("cols");
+  const std::uint64_t units = number_after("units"), slices = number_after("slices");
+  ASSERT_GT(rows, 0u);
+  ASSERT_EQ(cols, 56u);  // whole rows: the arithmetic below counts whole-width windows
+  const std::uint64_t t_bytes = budgets_of(config, static_cast<std::uint32_t>(slices)).tile_bytes;
+  const std::uint64_t accumulator = rows * cols * units * 4;
+  EXPECT_GT(accumulator, t_bytes / 3) << line;  // the larger tiles are what the search took
+  EXPECT_LE(accumulator, t_bytes) << line;
+  // Bytes in: each pixel tile reads all the weights of its chunk (so all weights once per row
+  // tile), and each chunk reads every row tile's window: rows [r0 - 1, r1 + 1) within the image.
+  const std::uint64_t row_tiles = ceil_div(56, rows), chunks = ceil_div(256, units);
+  std::uint64_t window_rows = 0;
+  for (std::uint64_t t = 0; t < row_tiles; ++t) {
+    const std::uint64_t r0 = t * rows, r1 = std::min<std::uint64_t>(56, r0 + rows);
+    window_rows += std::min<std::uint64_t>(56, r1 + 1) - (r0 == 0 ? 0 : r0 - 1);
+  }
+  std::uint64_t in = 0, out = 0;
+  for (const Command& c : s.commands) {
+    if (c.engine == EngineKind::kDmaIn) in += c.bytes;
+    if (c.engine == EngineKind::kDmaOut) out += c.bytes;
+  }
+  EXPECT_EQ(in, 2359296u * row_tiles + chunks * window_rows * 56 * 256 * 4) << line;
+  EXPECT_EQ(out, 3211264u);  // the output, once
+  // 56 x 56 x 256 x (256 x 3 x 3) MACs.
+  EXPECT_EQ(schedule_macs(s), 1849688064u);
+}
+
 TEST(CompilerParts, AnFp32DeepConvKeepsWideChunksBySplittingAlongK) {
   // ResNet-50's layer4 3x3 conv in fp32: 512 -> 512 channels at 7 x 7, pad 1, on `default`
   // (512 KiB, 16 x 16 arrays). One output channel's weights are 3 x 3 x 512 x 4 = 18432 bytes,

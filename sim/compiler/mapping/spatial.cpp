@@ -329,33 +329,40 @@ std::vector<Mapping> ksplit_candidates(const SpatialLayer& s, const HwConfig& co
       balanced_sizes(s.units, size_options(s.units, config.slices.cols));
   const std::vector<std::uint64_t> steps = size_options(s.c, config.slices.rows);
   for (const std::uint32_t slices : slice_options(config.slices.count)) {
-    const std::uint64_t third = budgets_of(config, slices).tile_bytes / 3;
-    for (const std::uint64_t cu : chunks) {
-      for (const std::uint64_t rows : size_options(s.oh, 1)) {
-        std::uint64_t cols = s.ow;
-        while (s.accumulator_bytes(rows, cols, cu) > third && cols > 1 && rows == 1) {
-          cols = ceil_div(cols, 2);
-        }
-        if (s.accumulator_bytes(rows, cols, cu) > third) continue;
-        // The largest step that fits, and the largest that also fills whole row folds (its
-        // kernel_h x kernel_w x step rows a multiple of the array's): smaller ones only add
-        // commands.
-        bool any = false;
-        for (const std::uint64_t step_c : steps) {
-          // A step of every channel is no split: the plain mapping covers it.
-          if (step_c >= s.c || s.step_bytes(rows, cols, cu, step_c) > third) continue;
-          const bool full_folds = s.kernel_h * s.kernel_w * step_c % config.slices.rows == 0;
-          if (any && !full_folds) continue;
-          Mapping m;
-          m.kind = MappingKind::kSpatial;
-          m.tile_rows = rows;
-          m.tile_cols = cols;
-          m.tile_channel_units = cu;
-          m.k_step = step_c;
-          m.slices = slices;
-          out.push_back(m);
-          if (full_folds) break;
-          any = true;
+    const std::uint64_t t_bytes = budgets_of(config, slices).tile_bytes;
+    // A tile holds its accumulator and two steps' operands: within T, a third each; or, since a
+    // slice holds one K-split tile at a time (the next batch waits for its store), within 2T, the
+    // accumulator up to T and each step up to T / 2: larger tiles read the input for fewer chunks
+    // and the weights for fewer row tiles.
+    for (const auto& [acc_budget, step_budget] :
+         {std::pair{t_bytes / 3, t_bytes / 3}, std::pair{t_bytes, t_bytes / 2}}) {
+      for (const std::uint64_t cu : chunks) {
+        for (const std::uint64_t rows : size_options(s.oh, 1)) {
+          std::uint64_t cols = s.ow;
+          while (s.accumulator_bytes(rows, cols, cu) > acc_budget && cols > 1 && rows == 1) {
+            cols = ceil_div(cols, 2);
+          }
+          if (s.accumulator_bytes(rows, cols, cu) > acc_budget) continue;
+          // The largest step that fits, and the largest that also fills whole row folds (its
+          // kernel_h x kernel_w x step rows a multiple of the array's): smaller ones only add
+          // commands.
+          bool any = false;
+          for (const std::uint64_t step_c : steps) {
+            // A step of every channel is no split: the plain mapping covers it.
+            if (step_c >= s.c || s.step_bytes(rows, cols, cu, step_c) > step_budget) continue;
+            const bool full_folds = s.kernel_h * s.kernel_w * step_c % config.slices.rows == 0;
+            if (any && !full_folds) continue;
+            Mapping m;
+            m.kind = MappingKind::kSpatial;
+            m.tile_rows = rows;
+            m.tile_cols = cols;
+            m.tile_channel_units = cu;
+            m.k_step = step_c;
+            m.slices = slices;
+            out.push_back(m);
+            if (full_folds) break;
+            any = true;
+          }
         }
       }
     }
