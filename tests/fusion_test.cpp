@@ -146,7 +146,9 @@ Graph residual_block() {
 
 TEST(Fusion, ResidualAddAndReluFuseIntoTheConvEpilogue) {
   const Graph g = residual_block();
-  const Schedule s = compile_schedule(g, load_hw_config("default"));
+  CompileOptions through_dram;  // c through DRAM: the residual is a load of its own
+  through_dram.residency = false;
+  const Schedule s = compile_schedule(g, load_hw_config("default"), through_dram);
   ASSERT_THAT(program_names(s),
               ::testing::ElementsAre("fused(conv1+relu1)", "fused(conv2+add+relu)"));
   // Whatever the tiling, each conv2 compute reads its weights, its input rows of c and its
@@ -185,6 +187,15 @@ TEST(Fusion, ResidualAddAndReluFuseIntoTheConvEpilogue) {
   // MACs: two 1x1 convs of 8*8 pixels * 32 * 32 = 65536 each; the Add adds none.
   EXPECT_EQ(schedule_macs(s), 2u * 65536u);
   EXPECT_EQ(schedule_macs(s), graph_macs(g));
+
+  // With residency, c (kept for conv2 and also its residual) stays on chip: conv2's group loads
+  // only its weights, 32 x 32 = 1024 bytes. conv1's group stores only its weight chunk's last
+  // tile (that store carries the chunk's free; emitter.cpp store_tile), never all 2048 bytes.
+  const Schedule on_chip = compile_schedule(g, load_hw_config("default"));
+  EXPECT_LT(bytes_of(on_chip, EngineKind::kDmaOut, "fused(conv1+relu1)"), 2048u);
+  EXPECT_EQ(bytes_of(on_chip, EngineKind::kDmaIn, "fused(conv2+add+relu)"), 1024u);
+  EXPECT_EQ(bytes_of(on_chip, EngineKind::kDmaOut, "fused(conv2+add+relu)"), 2048u);
+  EXPECT_EQ(schedule_macs(on_chip), graph_macs(g));
 }
 
 // ResNet-50 has 16 bottleneck blocks (3 + 4 + 6 + 3), each ending in Add + Relu. In the 4 with a

@@ -317,11 +317,28 @@ class DeviceCompiler {
       PlanChoice choice;
     };
     std::vector<Plan> plans;
+    // An output kept for the next group that another layer reads too is also stored for that
+    // reader; the plan may make it resident instead (no store at all; emit_group lets residency
+    // win). While it is kept its bytes count in the two groups' needs, as the plan counts a
+    // kept output's.
+    std::vector<bool> kept_alone(m.keep.size(), false);
+    std::vector<std::uint64_t> kept_needs(m.mappings.size(), 0);
+    for (std::size_t i = 0; i < m.keep.size(); ++i) {
+      if (!m.keep[i]) continue;
+      if (i + 1 < groups_.size() && read_only_by(graph_, groups_[i], groups_[i + 1])) {
+        kept_alone[i] = true;
+        continue;
+      }
+      const std::uint64_t bytes = graph_.tensors[groups_[i].output].bytes();
+      kept_needs[i] += bytes;
+      if (i + 1 < kept_needs.size()) kept_needs[i + 1] += bytes;
+    }
     const bool has_chains = chains != nullptr && !chains->empty();
     for (const bool apart : {false, true}) {
       if ((apart && !has_chains) || (only && only->chains_apart != apart)) continue;
       std::vector<Mapping> plan_mappings = m.mappings;
       std::vector<std::uint64_t> plan_needs = m.ring_needs;
+      for (std::size_t i = 0; i < plan_needs.size(); ++i) plan_needs[i] += kept_needs[i];
       std::vector<bool> in_chain(m.mappings.size(), false);
       for (const Chain& c : has_chains ? *chains : std::vector<Chain>{}) {
         const std::size_t last = c.first + c.mappings.size() - 1;
@@ -334,7 +351,7 @@ class DeviceCompiler {
       }
       for (const std::uint64_t share : {2, 4}) {
         if (only && share != only->share) continue;
-        Plan p{plan_residency(graph_, config_, groups_, plan_mappings, m.keep, plan_needs,
+        Plan p{plan_residency(graph_, config_, groups_, plan_mappings, kept_alone, plan_needs,
                               config_.lram_bytes / share, &in_chain),
                {},
                "",
