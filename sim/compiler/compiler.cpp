@@ -382,10 +382,10 @@ class DeviceCompiler {
     // cores at once, compared in order below as one after another would. A plan whose emission
     // throws (a compiler bug) is thrown, whatever the other estimates.
     std::vector<Emitted> tried = parallel_map(plans.size() + 1, [&](std::size_t i) -> Emitted {
-      if (i == 0) return {Schedule{}, estimated_cycles(best.schedule, config_), "", {}, 0};
+      if (i == 0) return {Schedule{}, estimated_cycles(best.schedule, config_), "", {}, {}};
       Schedule with = emit_all(m, plans[i - 1].residency, chains);
       const std::optional<std::uint64_t> cycles = estimated_cycles(with, config_);
-      return {std::move(with), cycles, "", {}, 0};
+      return {std::move(with), cycles, "", {}, {}};
     });
     best.cycles = tried[0].cycles;
     if (!best.cycles) return best;

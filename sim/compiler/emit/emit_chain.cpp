@@ -13,6 +13,54 @@
 
 namespace npusim {
 
+namespace {
+
+// Where a chain's steps go (list scheduling): each to the chain's slice where it would end first
+// on its unit. Members run on different units (the array, the vector unit) at different costs, so
+// a plain round-robin can leave one slice's vector unit with every depthwise tile while the
+// other's idles. The clock counts compute cycles only: a step's loads and stores share the DMA
+// engines wherever it runs.
+class StepClock {
+ public:
+  explicit StepClock(std::uint32_t slices) : free_at_(slices) {}
+  // The slice (of the chain's, 0-based) for a step of `cycles` on `unit` after `deps`, the
+  // round-robin's `rr` on a tie.
+  std::uint32_t place(EngineKind unit, std::uint64_t cycles, const std::vector<std::uint32_t>& deps,
+                      std::uint32_t rr) {
+    std::uint64_t ready = 0;
+    for (const std::uint32_t d : deps) {
+      if (const auto e = ends_.find(d); e != ends_.end()) ready = std::max(ready, e->second);
+    }
+    const auto n_slices = static_cast<std::uint32_t>(free_at_.size());
+    std::uint32_t best = rr;
+    for (std::uint32_t n = 0; n < n_slices; ++n) {
+      const std::uint32_t j = (rr + n) % n_slices;
+      const std::uint64_t end = std::max(ready, free(j, unit)) + cycles;
+      if (n == 0 || end < last_end_) {
+        best = j;
+        last_end_ = end;
+      }
+    }
+    free(best, unit) = last_end_;
+    return best;
+  }
+  // The step just placed was emitted as `command`.
+  void placed(std::uint32_t command) { ends_.emplace(command, last_end_); }
+
+ private:
+  std::uint64_t& free(std::uint32_t slice, EngineKind unit) {
+    return unit == EngineKind::kVector ? free_at_[slice].vector : free_at_[slice].array;
+  }
+  struct UnitClock {
+    std::uint64_t array = 0, vector = 0;  // estimated cycle at which each unit is free
+  };
+  std::vector<UnitClock> free_at_;
+  std::unordered_map<std::uint32_t, std::uint64_t> ends_;  // the chain's computes, estimated
+  std::uint64_t last_end_ = 0;
+};
+
+}  // namespace
+
 // Each member is a program of its own; its commands go to it however they interleave.
 // 1. Every member's weights, one load each, after the ring has room for what the chain reserves
 //    (Chain::reserved_bytes, taken from the tiles' half while the chain runs).
@@ -82,16 +130,7 @@ void Emitter::emit_chain(const std::vector<const LayerGroup*>& members, const Ch
   std::vector<std::uint64_t> freed(k, 0);
   std::vector<CommandIndex> computes;
   CommandIndex last_store = kNone;
-  // Each step goes to the chain's slice where it would end first (list scheduling): members run
-  // on different units (the array, the vector unit) with different costs, so a plain round-robin
-  // leaves one slice's vector unit with most of a depthwise member while the other idles. The
-  // clock counts compute cycles only; its loads and stores share the DMA engines wherever a step
-  // runs.
-  struct UnitClock {
-    std::uint64_t array = 0, vector = 0;  // estimated cycle at which each unit is free
-  };
-  std::vector<UnitClock> free_at(group_slices_);
-  std::unordered_map<CommandIndex, std::uint64_t> ends;  // the chain's computes, estimated
+  StepClock clock(group_slices_);
   for (const ChainStep& step : chain.order) {
     const std::size_t i = step.member;
     const LayerGroup& group = *members[i];
@@ -143,27 +182,11 @@ void Emitter::emit_chain(const std::vector<const LayerGroup*>& members, const Ch
       }
     }
     Command c = compute(m.op, next_slice(), m.tile_shape(tr, m.ow, m.units));
-    const std::uint64_t cycles = cost::slice_op_cost(c.op, c.shape, cfg_).cycles;
-    std::uint64_t ready = 0;
-    for (const CommandIndex d : deps) {
-      if (const auto e = ends.find(d); e != ends.end()) ready = std::max(ready, e->second);
-    }
     // Ties go to the round-robin's slice, so steps of equal cost spread as before.
-    const std::uint32_t rr = (c.slice + slices_ - group_base_) % slices_;
-    std::uint32_t best = rr;
-    std::uint64_t best_end = 0;
-    for (std::uint32_t n = 0; n < group_slices_; ++n) {
-      const std::uint32_t j = (rr + n) % group_slices_;
-      const UnitClock& u = free_at[j];
-      const std::uint64_t end =
-          std::max(ready, c.engine == EngineKind::kVector ? u.vector : u.array) + cycles;
-      if (n == 0 || end < best_end) {
-        best = j;
-        best_end = end;
-      }
-    }
-    (c.engine == EngineKind::kVector ? free_at[best].vector : free_at[best].array) = best_end;
-    c.slice = (group_base_ + best) % slices_;
+    const std::uint32_t place =
+        clock.place(c.engine, cost::slice_op_cost(c.op, c.shape, cfg_).cycles, deps,
+                    (c.slice + slices_ - group_base_) % slices_);
+    c.slice = (group_base_ + place) % slices_;
     const std::string out_buffer = buffer_name();
     c.alloc.push_back({out_buffer, std::max<std::uint64_t>(out_bytes, 1)});
     c.free = in_buffers;
@@ -181,7 +204,7 @@ void Emitter::emit_chain(const std::vector<const LayerGroup*>& members, const Ch
     const std::vector<CommandIndex> readers_done = last_per_queue(readers);
     deps.insert(deps.end(), readers_done.begin(), readers_done.end());
     const CommandIndex comp = emit(std::move(c), "S", s_, group, std::move(deps));
-    ends.emplace(comp, best_end);
+    clock.placed(comp);
     computes.push_back(comp);
     for (const std::size_t w : reads) written[i - 1][w].readers.push_back(comp);
     if (i > 0) freer[i - 1].resize(step.freed_before, comp);

@@ -103,6 +103,7 @@ std::optional<Chain> make_chain(const HwConfig& config, const std::vector<Spatia
                                 std::size_t first, std::uint64_t r, std::uint32_t slices,
                                 std::uint64_t ahead, std::uint64_t cap) {
   std::vector<std::uint64_t> rows;
+  rows.reserve(s.size());
   for (const SpatialLayer& m : s) rows.push_back(std::min(r, m.oh));
   Chain c;
   c.first = first;
