@@ -2,6 +2,7 @@
 // convolutions"): the members' tiles interleaved in the chain's order, their intermediate outputs
 // kept in local memory and freed as their reader moves past them.
 #include <algorithm>
+#include <iterator>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -61,6 +62,51 @@ class StepClock {
 
 }  // namespace
 
+// Checks a chain's `residency` (one per member, or none) against the chain and the emitter's
+// state, and starts keeping the last member's output when it is to stay resident (its tiles then
+// leave it in local memory, as emit_group's do); returns whether it is.
+bool Emitter::begin_chain_output(const std::vector<const LayerGroup*>& members,
+                                 const std::vector<Residency>& residency) {
+  if (kept_ || keeping_) {
+    throw std::logic_error("emit_chain: '" + members.front()->name +
+                           "' cannot read or keep an output kept on chip");
+  }
+  if (!residency.empty() && residency.size() != members.size()) {
+    throw std::logic_error("emit_chain: '" + members.front()->name + "' residency per member");
+  }
+  for (std::size_t i = 0; i + 1 < residency.size(); ++i) {
+    if (residency[i].output) {
+      throw std::logic_error("emit_chain: '" + members[i]->name +
+                             "' cannot leave its output resident inside a chain");
+    }
+  }
+  if (residency.empty() || !residency.back().output) return false;
+  const std::uint32_t out = members.back()->output;
+  keeping_ = OnChip{out, g_.tensors[out].bytes(), true, {}, {}, {}};
+  return true;
+}
+
+// Every member's weights, one load each after `room`, into buffers named in `buffers`; kNone for
+// a member without weights (a pool).
+std::vector<Emitter::CommandIndex> Emitter::load_chain_weights(
+    const std::vector<const LayerGroup*>& members, const std::vector<SpatialLayer>& s,
+    const std::vector<std::uint32_t>& programs, CommandIndex room,
+    std::vector<std::string>& buffers) {
+  std::vector<CommandIndex> weights(members.size(), kNone);
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    const std::uint64_t bytes = s[i].chunk_weight_bytes(s[i].units);
+    if (bytes == 0) continue;
+    program_ = programs[i];
+    Command load = dma(EngineKind::kDmaIn, bytes);
+    buffers.push_back(buffer_name());
+    load.alloc.push_back({buffers.back(), load.bytes});
+    std::vector<CommandIndex> deps;
+    if (room != kNone) deps.push_back(room);
+    weights[i] = emit(std::move(load), "DI", di_, *members[i], std::move(deps));
+  }
+  return weights;
+}
+
 // Each member is a program of its own; its commands go to it however they interleave.
 // 1. Every member's weights, one load each, after the ring has room for what the chain reserves
 //    (Chain::reserved_bytes, taken from the tiles' half while the chain runs).
@@ -74,26 +120,8 @@ class StepClock {
 //    the reservation as its from there.
 void Emitter::emit_chain(const std::vector<const LayerGroup*>& members, const Chain& chain,
                          const std::vector<Residency>& residency) {
-  if (kept_ || keeping_) {
-    throw std::logic_error("emit_chain: '" + members.front()->name +
-                           "' cannot read or keep an output kept on chip");
-  }
   const std::size_t k = members.size();
-  if (!residency.empty() && residency.size() != k) {
-    throw std::logic_error("emit_chain: '" + members.front()->name + "' residency per member");
-  }
-  for (std::size_t i = 0; i + 1 < residency.size(); ++i) {
-    if (residency[i].output) {
-      throw std::logic_error("emit_chain: '" + members[i]->name +
-                             "' cannot leave its output resident inside a chain");
-    }
-  }
-  // The last member's tiles leave its output in local memory, as emit_group's do.
-  const bool output_resident = !residency.empty() && residency.back().output;
-  if (output_resident) {
-    const std::uint32_t out = members.back()->output;
-    keeping_ = OnChip{out, g_.tensors[out].bytes(), true, {}, {}, {}};
-  }
+  const bool output_resident = begin_chain_output(members, residency);
   std::vector<SpatialLayer> s;
   std::vector<std::uint32_t> programs;
   for (std::size_t i = 0; i < k; ++i) {
@@ -105,19 +133,9 @@ void Emitter::emit_chain(const std::vector<const LayerGroup*>& members, const Ch
   // 1. Weights.
   const CommandIndex room = ring_wait(chain.reserved_bytes);
   resident_bytes_ += chain.reserved_bytes;
-  std::vector<CommandIndex> weights(k, kNone);
   std::vector<std::string> frees_at_end;
-  for (std::size_t i = 0; i < k; ++i) {
-    const std::uint64_t bytes = s[i].chunk_weight_bytes(s[i].units);
-    if (bytes == 0) continue;
-    program_ = programs[i];
-    Command load = dma(EngineKind::kDmaIn, bytes);
-    frees_at_end.push_back(buffer_name());
-    load.alloc.push_back({frees_at_end.back(), load.bytes});
-    std::vector<CommandIndex> deps;
-    if (room != kNone) deps.push_back(room);
-    weights[i] = emit(std::move(load), "DI", di_, *members[i], std::move(deps));
-  }
+  const std::vector<CommandIndex> weights =
+      load_chain_weights(members, s, programs, room, frees_at_end);
   // 2. The steps.
   struct Written {
     std::uint64_t r0 = 0, r1 = 0;  // output rows
@@ -221,9 +239,8 @@ void Emitter::emit_chain(const std::vector<const LayerGroup*>& members, const Ch
   // 3. The last store frees what the chain reserved.
   if (last_store == kNone) throw std::logic_error("emit_chain: the chain stored nothing");
   std::vector<CommandIndex> after = last_per_queue(computes);
-  for (const CommandIndex w : weights) {
-    if (w != kNone) after.push_back(w);
-  }
+  std::copy_if(weights.begin(), weights.end(), std::back_inserter(after),
+               [](CommandIndex w) { return w != kNone; });
   for (std::size_t i = 0; i + 1 < k; ++i) {
     for (; freed[i] < written[i].size(); ++freed[i]) {
       frees_at_end.push_back(written[i][freed[i]].buffer);
@@ -238,11 +255,7 @@ void Emitter::emit_chain(const std::vector<const LayerGroup*>& members, const Ch
   resident_bytes_ -= chain.reserved_bytes;
   push_ring(last_store, chain.reserved_bytes);
   end_slices();
-  if (output_resident) {
-    resident_bytes_ += keeping_->bytes;
-    resident_.emplace(members.back()->output, std::move(*keeping_));
-    keeping_.reset();
-  }
+  if (output_resident) keep_resident();
   // Resident tensors read by the chain: its last command ends after every member's computes.
   for (const Residency& r : residency) {
     for (const std::uint32_t t : r.release) release_resident(t, last_store);

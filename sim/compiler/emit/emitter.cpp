@@ -91,12 +91,11 @@ void Emitter::emit_group(const LayerGroup& group, const Mapping& mapping, bool k
   if (kept_)
     throw std::logic_error("emit_group: '" + group.name + "' did not read its input on chip");
   if (residency.output && keeping_) {
-    resident_bytes_ += keeping_->bytes;
-    resident_.emplace(group.output, std::move(*keeping_));
+    keep_resident();
   } else {
     kept_ = std::move(keeping_);
+    keeping_.reset();
   }
-  keeping_.reset();
   for (std::uint32_t t : residency.release) {
     if (sched_.commands.size() == first_command)
       throw std::logic_error("emit_group: '" + group.name + "' read no resident tensor");
@@ -311,6 +310,13 @@ void Emitter::release_output(CommandIndex store, const LayerGroup& group, const 
     return;
   }
   sched_.commands[store].free.push_back(buffer);
+}
+
+void Emitter::keep_resident() {
+  resident_bytes_ += keeping_->bytes;
+  const std::uint32_t tensor = keeping_->tensor;
+  resident_.emplace(tensor, std::move(*keeping_));
+  keeping_.reset();
 }
 
 void Emitter::release_kept(CommandIndex store) {

@@ -84,6 +84,15 @@ class Emitter {
   using CommandIndex = std::uint32_t;
   static constexpr CommandIndex kNone = ~CommandIndex{0};
 
+  // A chain's checks and its output's residency, and its weights (emit_chain.cpp).
+  bool begin_chain_output(const std::vector<const LayerGroup*>& members,
+                          const std::vector<Residency>& residency);
+  std::vector<CommandIndex> load_chain_weights(const std::vector<const LayerGroup*>& members,
+                                               const std::vector<SpatialLayer>& s,
+                                               const std::vector<std::uint32_t>& programs,
+                                               CommandIndex room,
+                                               std::vector<std::string>& buffers);
+
   // ---- primitives (emitter.cpp) ----
   CommandIndex emit(Command c, const char* prefix, std::uint64_t& counter, const LayerGroup& group,
                     std::vector<CommandIndex> deps);
@@ -208,6 +217,8 @@ class Emitter {
   // The last command of each slice unit's queue among those emitted since `from`, for `to`'s
   // dependencies: their ends imply the ends of every earlier command on those queues.
   std::vector<CommandIndex> last_per_queue_since(std::size_t from) const;
+  // The output being written (keeping_) stays resident until its last reader group.
+  void keep_resident();
   // Frees resident `tensor` with `carrier`, the last command of its last reader group.
   void release_resident(std::uint32_t tensor, CommandIndex carrier);
   // The bytes the live tiles may hold: half the local memory, less what is kept on chip.
