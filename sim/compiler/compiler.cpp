@@ -429,17 +429,23 @@ class DeviceCompiler {
     // when the first runs.
     auto in_context = [&](std::size_t first, std::size_t count) {
       auto e = std::make_unique<Emitter>(graph_, config_, layouts_);
-      if (contexts.empty()) return e;
+      if (contexts.empty() || first >= contexts.size()) return e;
+      // The first group's other bytes hold the tensors later members read (live before the run):
+      // those are assumed resident themselves, so they leave the other bytes.
+      std::uint64_t later = 0;
       for (std::size_t j = first; j < first + count && j < contexts.size(); ++j) {
         for (const std::uint32_t t : contexts[j].resident_inputs) {
           const bool written_here =
               std::any_of(groups_.begin() + static_cast<std::ptrdiff_t>(first),
                           groups_.begin() + static_cast<std::ptrdiff_t>(j),
                           [&](const LayerGroup& g) { return g.output == t; });
-          if (!written_here) e->assume_resident(t);
+          if (written_here || e->is_resident(t)) continue;
+          e->assume_resident(t);
+          if (j > first) later += graph_.tensors[t].bytes();
         }
       }
-      if (first < contexts.size()) e->assume_on_chip_bytes(contexts[first].other_bytes);
+      const std::uint64_t other = contexts[first].other_bytes;
+      e->assume_on_chip_bytes(other > later ? other - later : 0);
       return e;
     };
     // What group j releases of the tensors resident in `e` now.

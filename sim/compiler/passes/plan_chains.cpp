@@ -218,10 +218,13 @@ std::vector<Chain> plan_chains(const Graph& graph, const HwConfig& config,
       cheapest = options[costed.front().second];
       for (std::size_t n = 0; n < std::min(costed.size(), kAheadTried); ++n) {
         const Chain& base = options[costed[n].second];
+        // Its row count: each member's rows are min(rows, its height).
+        std::uint64_t rows = 0;
+        for (const Mapping& member : base.mappings) rows = std::max(rows, member.tile_rows);
         for (std::uint64_t ahead = 1; ahead <= kMostTilesAhead; ++ahead) {
-          std::optional<Chain> option = make_chain(
-              config, run, i, base.mappings.front().tile_rows,
-              base.slices == 0 ? config.slices.count : base.slices, ahead, chain_cap(config));
+          std::optional<Chain> option =
+              make_chain(config, run, i, rows, base.slices == 0 ? config.slices.count : base.slices,
+                         ahead, chain_cap(config));
           if (!option) break;  // more ahead holds more
           const std::optional<std::uint64_t> cycles = chain_cost(*option);
           if (cycles && *cycles < cheapest_cycles) {
