@@ -818,6 +818,58 @@ TEST(CompilerParts, AChainMemberRunsAheadOfItsReaderWhenThatEstimatesFaster) {
   EXPECT_EQ(schedule_macs(s), 311296u);  // as without running ahead
 }
 
+TEST(CompilerParts, AChainsFirstMemberLoadsEachInputRowOnceWhenItReusesTheHalo) {
+  // two_convs as a chain of 2-row tiles on `default`, its first member (conv1, 3x3, pad 1)
+  // reusing its halo. Windows: tile 0 reads input rows [0, 3) (the row above is padding), tile 1
+  // [1, 5), tile 2 [3, 7), tile 3 [5, 8). So tile 0 loads row 0 (its own) and rows 1-2 (tile 1
+  // reads them too), tile 1 rows 3-4 (with tile 2), tile 2 rows 5-6 (with tile 3), tile 3 row 7:
+  // 1, 2, 2, 2 and 1 rows of 8 x 16 = 128 bytes, each row once (1024 bytes, against 1792
+  // without).
+  const Graph g = two_convs();
+  const HwConfig config = parse_hw_config("{}", "default.json");
+  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
+  const TensorLayouts layouts = assign_layouts(g, groups);
+  const ChainCost chain_cost = [](const Chain& c) {
+    return std::optional<std::uint64_t>(
+        c.mappings[0].tile_rows == 2 && c.slices == 0 && c.ahead == 0 ? (c.reuse_halo ? 1 : 2)
+                                                                      : 10);
+  };
+  const PlainCost plain_cost = [](std::size_t, std::size_t) {
+    return std::optional<std::uint64_t>(100);
+  };
+  const std::vector<Chain> chains =
+      plan_chains(g, config, groups, layouts, std::vector<Mapping>(2), chain_cost, plain_cost);
+  ASSERT_EQ(chains.size(), 1u);
+  ASSERT_TRUE(chains[0].reuse_halo);
+  Emitter emitter(g, config, layouts);
+  emitter.emit_chain({&groups[0], &groups[1]}, chains[0]);
+  Schedule s = emitter.finish();
+  std::vector<std::uint64_t> input_loads;
+  std::vector<std::uint32_t> conv1_computes;
+  for (std::uint32_t i = 0; i < s.commands.size(); ++i) {
+    const Command& c = s.commands[i];
+    if (c.layer != "fused(conv1+bn1+relu1)") continue;
+    if (c.engine == EngineKind::kDmaIn && c.bytes != 4608) input_loads.push_back(c.bytes);
+    if (c.engine == EngineKind::kArray) conv1_computes.push_back(i);
+  }
+  EXPECT_EQ(input_loads, (std::vector<std::uint64_t>{128, 256, 256, 256, 128}));
+  // The rows lent to tile t are freed by tile t's compute (the last to read them), after tile
+  // t - 1's, which read them too: tiles 1, 2 and 3 each free one lent piece besides their own.
+  ASSERT_EQ(conv1_computes.size(), 4u);
+  EXPECT_EQ(s.commands[conv1_computes[0]].free.size(), 1u);  // row 0
+  EXPECT_EQ(s.commands[conv1_computes[1]].free.size(), 1u);  // rows 1-2
+  EXPECT_EQ(s.commands[conv1_computes[2]].free.size(), 1u);  // rows 3-4
+  EXPECT_EQ(s.commands[conv1_computes[3]].free.size(), 2u);  // row 7, rows 5-6
+  for (std::size_t t = 1; t < 4; ++t) {
+    const IndexList& deps = s.commands[conv1_computes[t]].deps;
+    EXPECT_NE(std::find(deps.begin(), deps.end(), conv1_computes[t - 1]), deps.end()) << t;
+  }
+  Diagnostics diag("two.json");
+  finalize_schedule(s, config, diag);
+  ASSERT_TRUE(diag.empty());
+  EXPECT_EQ(schedule_macs(s), 311296u);  // 8 x 8 x 32 x 144 + 8 x 8 x 8 x 32
+}
+
 TEST(CompilerParts, AChainStepGoesToTheSliceWhereItWouldEndFirst) {
   // A depthwise 3x3 conv (vector unit) then a 1x1 conv (array) on 8 x 8 x 32, chained in 2-row
   // tiles on both slices of `default`, none ahead: the order is dw 0, pw 0, dw 1, pw 1, ...

@@ -506,6 +506,7 @@ class DeviceCompiler {
                std::to_string(c.mappings.size()) + " rows " +
                std::to_string(c.mappings.front().tile_rows) +
                (c.ahead == 0 ? "" : " ahead " + std::to_string(c.ahead)) +
+               (c.reuse_halo ? " halo" : "") +
                (c.slices == 0 ? "" : " slices " + std::to_string(c.slices));
     }
     e.report = "chains\t" + std::to_string(chains.size()) + " chain(s) of " +

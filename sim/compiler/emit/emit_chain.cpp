@@ -86,6 +86,77 @@ bool Emitter::begin_chain_output(const std::vector<const LayerGroup*>& members,
   return true;
 }
 
+Emitter::ChainInput Emitter::chain_input(const Chain& chain, const SpatialLayer& first) const {
+  ChainInput in;
+  const std::uint64_t rows = chain.mappings.front().tile_rows;
+  // Only windows that overlap have a halo; an input on chip is read where it is.
+  in.reuse_halo =
+      chain.reuse_halo && first.span_h > first.stride_h && rows < first.oh && !on_chip(first.input);
+  if (in.reuse_halo) in.halo = first.halo_pieces(rows);
+  return in;
+}
+
+std::uint64_t Emitter::load_chain_input(const LayerGroup& group, const SpatialLayer& m,
+                                        const TileWindow& v, std::uint64_t tile, ChainInput& in,
+                                        std::vector<std::string>& in_buffers,
+                                        std::vector<CommandIndex>& deps) {
+  const std::uint64_t in_c = m.chunk_in_c(m.units);
+  std::vector<Piece> own;
+  std::vector<std::pair<Piece, std::uint64_t>> lend;  // with the last tile reading it
+  std::uint64_t bytes = 0;
+  if (!in.reuse_halo) {
+    own.push_back(spatial_input(m, 0, v, in_c));
+  } else {
+    const std::uint64_t row_bytes = m.cols_read(v.c0, v.c1, in_c) * in_c * m.in_elem_bytes;
+    const std::uint64_t image_row_bytes = m.w * m.c * m.in_elem_bytes;
+    for (const SpatialLayer::HaloPiece& h : in.halo.at(tile)) {
+      const Piece p{m.input, h.lo * image_row_bytes, h.hi * image_row_bytes,
+                    (h.hi - h.lo) * row_bytes};
+      if (p.bytes == 0) continue;  // a band wholly in the padding reads nothing
+      if (h.last == tile) {
+        own.push_back(p);
+      } else {
+        lend.push_back({p, h.last});
+      }
+    }
+    // The tile holds the rows lent to it and those it lends, besides its own.
+    for (const ChainInput::Lent& l : in.live) {
+      bytes += l.bytes;
+      deps.push_back(l.load);
+    }
+    for (const auto& [p, last] : lend) bytes += p.bytes;
+  }
+  for (const Piece& p : own) bytes += p.bytes;
+  const CommandIndex wait = bytes > 0 ? ring_wait(bytes) : kNone;
+  const std::vector<CommandIndex> after =
+      wait != kNone ? std::vector<CommandIndex>{wait} : std::vector<CommandIndex>{};
+  for (const Piece& p : own) {
+    if (p.bytes > 0) load_piece(group, p, after, in_buffers, deps);
+  }
+  for (const auto& [p, last] : lend) {
+    std::vector<std::string> buffers;
+    std::vector<CommandIndex> loads;
+    load_piece(group, p, after, buffers, loads);
+    in.live.push_back({last, p.bytes, loads.back(), buffers.back(), {}});
+    deps.push_back(loads.back());
+  }
+  if (wait != kNone) deps.push_back(wait);
+  return bytes;
+}
+
+void Emitter::free_chain_input(ChainInput& in, std::uint64_t tile, CommandIndex compute) {
+  for (auto l = in.live.begin(); l != in.live.end();) {
+    if (l->last != tile) {
+      l->readers.push_back(compute);
+      ++l;
+      continue;
+    }
+    add_deps(compute, last_per_queue(l->readers));
+    sched_.commands[compute].free.push_back(l->buffer);
+    l = in.live.erase(l);
+  }
+}
+
 // Every member's weights, one load each after `room`, into buffers named in `buffers`; kNone for
 // a member without weights (a pool).
 std::vector<Emitter::CommandIndex> Emitter::load_chain_weights(
@@ -149,6 +220,7 @@ void Emitter::emit_chain(const std::vector<const LayerGroup*>& members, const Ch
   std::vector<CommandIndex> computes;
   CommandIndex last_store = kNone;
   StepClock clock(group_slices_);
+  ChainInput input = chain_input(chain, s.front());
   for (const ChainStep& step : chain.order) {
     const std::size_t i = step.member;
     const LayerGroup& group = *members[i];
@@ -172,23 +244,24 @@ void Emitter::emit_chain(const std::vector<const LayerGroup*>& members, const Ch
           std::vector<CommandIndex>(f.begin(), f.begin() + static_cast<std::ptrdiff_t>(back + 1)));
       deps.insert(deps.end(), room_made.begin(), room_made.end());
     }
-    // Its input, and for the last member its residual share: transient tiles on the ring.
-    std::vector<Piece> pieces;
-    if (i == 0) pieces.push_back(spatial_input(m, 0, v, m.chunk_in_c(m.units)));
+    // The first member's input, and the last member's residual share: transient tiles on the
+    // ring (with the first member's lent rows, held longer).
+    std::uint64_t ring_bytes = 0;
+    if (i == 0) ring_bytes = load_chain_input(group, m, v, step.tile, input, in_buffers, deps);
     if (last_member) {
-      pieces = with_residual(g_, group, layouts_, m, pieces, 0, v.r0, v.r1, 0, m.ow,
-                             m.units * m.out_per_unit);
+      const std::vector<Piece> pieces = with_residual(g_, group, layouts_, m, {}, 0, v.r0, v.r1, 0,
+                                                      m.ow, m.units * m.out_per_unit);
+      ring_bytes = std::max<std::uint64_t>(out_bytes, 1);
+      for (const Piece& p : pieces) ring_bytes += p.bytes;
+      const CommandIndex wait = ring_wait(ring_bytes);
+      for (const Piece& p : pieces) {
+        if (p.bytes == 0) continue;
+        std::vector<CommandIndex> load_deps;
+        if (wait != kNone) load_deps.push_back(wait);
+        load_piece(group, p, std::move(load_deps), in_buffers, deps);
+      }
+      if (wait != kNone) deps.push_back(wait);
     }
-    std::uint64_t ring_bytes = last_member ? std::max<std::uint64_t>(out_bytes, 1) : 0;
-    for (const Piece& p : pieces) ring_bytes += p.bytes;
-    const CommandIndex wait = ring_bytes > 0 ? ring_wait(ring_bytes) : kNone;
-    for (const Piece& p : pieces) {
-      if (p.bytes == 0) continue;
-      std::vector<CommandIndex> load_deps;
-      if (wait != kNone) load_deps.push_back(wait);
-      load_piece(group, p, std::move(load_deps), in_buffers, deps);
-    }
-    if (wait != kNone) deps.push_back(wait);
     // The tiles of the member before that wrote its input rows.
     std::vector<std::size_t> reads;
     if (i > 0) {
@@ -226,7 +299,10 @@ void Emitter::emit_chain(const std::vector<const LayerGroup*>& members, const Ch
     computes.push_back(comp);
     for (const std::size_t w : reads) written[i - 1][w].readers.push_back(comp);
     if (i > 0) freer[i - 1].resize(step.freed_before, comp);
-    if (i == 0 && ring_bytes > 0) push_ring(comp, ring_bytes);  // its compute frees its input
+    if (i == 0) {
+      free_chain_input(input, step.tile, comp);
+      if (ring_bytes > 0) push_ring(comp, ring_bytes);  // its compute frees its input
+    }
     if (!last_member) {
       written[i].push_back({v.r0, v.r1, comp, out_buffer, {}});
       continue;

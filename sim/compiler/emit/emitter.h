@@ -84,6 +84,31 @@ class Emitter {
   using CommandIndex = std::uint32_t;
   static constexpr CommandIndex kNone = ~CommandIndex{0};
 
+  // A chain's first member reading its input from DRAM with the halo reused (emit_chain.cpp):
+  // each tile loads only the rows the tiles before it did not, and rows a later tile reads too
+  // stay until that tile's compute, which frees them after every tile that read them.
+  struct ChainInput {
+    bool reuse_halo = false;
+    std::vector<std::vector<SpatialLayer::HaloPiece>> halo;  // per row tile
+    struct Lent {
+      std::uint64_t last = 0;  // the last row tile that reads them
+      std::uint64_t bytes = 0;
+      CommandIndex load = 0;
+      std::string buffer;
+      std::vector<CommandIndex> readers;
+    };
+    std::vector<Lent> live;
+  };
+  ChainInput chain_input(const Chain& chain, const SpatialLayer& first) const;
+  // Loads what row tile `tile` (window `v`) of the first member needs and adds the loads to
+  // `deps` and its own pieces' buffers to `in_buffers`; returns its bytes on the ring.
+  std::uint64_t load_chain_input(const LayerGroup& group, const SpatialLayer& m,
+                                 const TileWindow& v, std::uint64_t tile, ChainInput& in,
+                                 std::vector<std::string>& in_buffers,
+                                 std::vector<CommandIndex>& deps);
+  // After the first member's tile `tile` was emitted as `compute`: it frees the lent rows it is
+  // the last to read, once every tile that read them has ended.
+  void free_chain_input(ChainInput& in, std::uint64_t tile, CommandIndex compute);
   // A chain's checks and its output's residency, and its weights (emit_chain.cpp).
   bool begin_chain_output(const std::vector<const LayerGroup*>& members,
                           const std::vector<Residency>& residency);

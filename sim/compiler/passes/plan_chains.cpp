@@ -233,6 +233,18 @@ std::vector<Chain> plan_chains(const Graph& graph, const HwConfig& config,
           }
         }
       }
+      // The cheapest with the first member reusing its halo, when its windows overlap: it loads
+      // each input row once but holds rows longer, which costs some chains more than it saves.
+      const SpatialLayer& head = run.front();
+      if (head.span_h > head.stride_h && cheapest->mappings.front().tile_rows < head.oh) {
+        Chain option = *cheapest;
+        option.reuse_halo = true;
+        const std::optional<std::uint64_t> cycles = chain_cost(option);
+        if (cycles && *cycles < cheapest_cycles) {
+          cheapest_cycles = *cycles;
+          cheapest = std::move(option);
+        }
+      }
       if (cheapest_cycles < *plain && (*plain - cheapest_cycles) > best_saving) {
         best_saving = *plain - cheapest_cycles;
         best = std::move(cheapest);

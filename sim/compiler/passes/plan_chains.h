@@ -36,6 +36,9 @@ struct Chain {
   std::vector<ChainStep> order;
   // How many tiles each member produces ahead of what its reader's tile needs (chain_order).
   std::uint64_t ahead = 0;
+  // Whether the first member, reading its input from DRAM, loads each input row once: a tile
+  // loads the rows the tiles before it did not, and keeps those a later tile reads too.
+  bool reuse_halo = false;
   // Per member: the most of its tiles live at once (0 for the last member, whose tiles are stored
   // as usual). A tile of member i waits for the step that freed its tile live_tiles[i] back.
   std::vector<std::uint64_t> live_tiles;
