@@ -599,6 +599,26 @@ TEST(CompilerParts, AKSplitStepLoadsAfterTheStepTwoBackHasFreedItsOperands) {
   EXPECT_EQ(schedule_macs(s), 294912u);
 }
 
+// One fp32 3x3 conv (pad 1) of `c` -> `c` channels on a `size` x `size` image.
+static Graph fp32_conv3x3(std::uint64_t c, std::uint64_t size) {
+  const std::string ch = std::to_string(c), hw = std::to_string(size);
+  return parse_graph_json(Json::parse(R"({"format": "npusim-graph", "version": 1,
+    "name": "conv3x3",
+    "tensors": [{"name": "x", "shape": [1, )" +
+                                      ch + ", " + hw + ", " + hw +
+                                      R"(], "dtype": "float32"},
+                {"name": "w", "shape": [)" +
+                                      ch + ", " + ch +
+                                      R"(, 3, 3], "dtype": "float32", "constant": true},
+                {"name": "y", "shape": [1, )" +
+                                      ch + ", " + hw + ", " + hw +
+                                      R"(], "dtype": "float32"}],
+    "inputs": ["x"], "outputs": ["y"],
+    "layers": [{"name": "conv", "op": "Conv", "inputs": ["x", "w"], "outputs": ["y"],
+                "attrs": {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}}]})"),
+                          "conv3x3.json");
+}
+
 TEST(CompilerParts, AKSplitTileMayHoldAnAccumulatorUpToItsTileBudget) {
   // VGG-19's conv3 in fp32: 256 -> 256 channels at 56 x 56, pad 1, on `default`. Neither the
   // weights (2359296 bytes) nor the input (3211264) fit, so every tile re-reads one of them:
@@ -606,15 +626,7 @@ TEST(CompilerParts, AKSplitTileMayHoldAnAccumulatorUpToItsTileBudget) {
   // within T / 3 (at most 43690 bytes, 1 slice) allows few rows x channels per tile; a slice holds
   // one K-split tile at a time, so a tile may take its accumulator up to T and each step's
   // operands up to T / 2.
-  const Graph g = parse_graph_json(Json::parse(R"({"format": "npusim-graph", "version": 1,
-    "name": "vgg3",
-    "tensors": [{"name": "x", "shape": [1, 256, 56, 56], "dtype": "float32"},
-                {"name": "w", "shape": [256, 256, 3, 3], "dtype": "float32", "constant": true},
-                {"name": "y", "shape": [1, 256, 56, 56], "dtype": "float32"}],
-    "inputs": ["x"], "outputs": ["y"],
-    "layers": [{"name": "conv", "op": "Conv", "inputs": ["x", "w"], "outputs": ["y"],
-                "attrs": {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}}]})"),
-                                   "vgg3.json");
+  const Graph g = fp32_conv3x3(256, 56);
   const HwConfig config = load_hw_config("default");
   std::vector<std::string> explain;
   const Schedule s = compile_schedule(g, config, &explain);
@@ -657,15 +669,7 @@ TEST(CompilerParts, AnFp32DeepConvKeepsWideChunksBySplittingAlongK) {
   // (512 KiB, 16 x 16 arrays). One output channel's weights are 3 x 3 x 512 x 4 = 18432 bytes,
   // so a weights-outer chunk within its L/4 = 131072-byte budget holds 7 channels of the 16
   // columns. K-split keeps a chunk wide and loads its weights a step at a time.
-  const Graph g = parse_graph_json(Json::parse(R"({"format": "npusim-graph", "version": 1,
-    "name": "deep",
-    "tensors": [{"name": "x", "shape": [1, 512, 7, 7], "dtype": "float32"},
-                {"name": "w", "shape": [512, 512, 3, 3], "dtype": "float32", "constant": true},
-                {"name": "y", "shape": [1, 512, 7, 7], "dtype": "float32"}],
-    "inputs": ["x"], "outputs": ["y"],
-    "layers": [{"name": "conv", "op": "Conv", "inputs": ["x", "w"], "outputs": ["y"],
-                "attrs": {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}}]})"),
-                                   "deep.json");
+  const Graph g = fp32_conv3x3(512, 7);
   const HwConfig config = load_hw_config("default");
   std::vector<std::string> explain;
   const Schedule s = compile_schedule(g, config, &explain);
@@ -693,6 +697,26 @@ TEST(CompilerParts, AnFp32DeepConvKeepsWideChunksBySplittingAlongK) {
   EXPECT_EQ(schedule_macs(s), 115605504u);
 }
 
+// "member:tile/freed_before" for each step of `chain`, in order.
+static std::vector<std::string> chain_steps(const Chain& chain) {
+  std::vector<std::string> steps;
+  for (const ChainStep& st : chain.order) {
+    steps.push_back(std::to_string(st.member) + ":" + std::to_string(st.tile) + "/" +
+                    std::to_string(st.freed_before));
+  }
+  return steps;
+}
+
+// The chains of a two-group graph under `chain_cost`, against 100 cycles for the two plain.
+static std::vector<Chain> plan_two(const Graph& g, const HwConfig& config,
+                                   const std::vector<LayerGroup>& groups,
+                                   const TensorLayouts& layouts, const ChainCost& chain_cost) {
+  const PlainCost plain_cost = [](std::size_t, std::size_t) {
+    return std::optional<std::uint64_t>(100);
+  };
+  return plan_chains(g, config, groups, layouts, std::vector<Mapping>(2), chain_cost, plain_cost);
+}
+
 TEST(CompilerParts, AChainComputesTwoConvsDepthFirstWithoutTheirIntermediateInDram) {
   // two_convs on `default` (2 slices, 1 DMA_IN channel): conv1 (3x3, 16 -> 32, pad 1, with batch
   // norm and ReLU) and conv2 (1x1, 32 -> 8), the only reader of conv1's output, as a chain of
@@ -717,13 +741,8 @@ TEST(CompilerParts, AChainComputesTwoConvsDepthFirstWithoutTheirIntermediateInDr
   // Order: conv2's tile t needs conv1's rows [2t, 2t + 2), so the two alternate. conv2's tile t
   // (t >= 2, one per slice behind) frees conv1's tiles that tile t - 2 was the last to read, its
   // last tile all the rest: so at most 3 of conv1's tiles live at once.
-  std::vector<std::string> steps;
-  for (const ChainStep& st : chain.order) {
-    steps.push_back(std::to_string(st.member) + ":" + std::to_string(st.tile) + "/" +
-                    std::to_string(st.freed_before));
-  }
-  EXPECT_EQ(steps, (std::vector<std::string>{"0:0/0", "1:0/0", "0:1/0", "1:1/0", "0:2/0", "1:2/1",
-                                             "0:3/0", "1:3/4"}));
+  EXPECT_EQ(chain_steps(chain), (std::vector<std::string>{"0:0/0", "1:0/0", "0:1/0", "1:1/0",
+                                                          "0:2/0", "1:2/1", "0:3/0", "1:3/4"}));
   EXPECT_EQ(chain.live_tiles[0], 3u);
   // Reserved: the weights, 32 x 16 x 9 = 4608 and 8 x 32 = 256 bytes, and 3 of conv1's tiles of
   // 2 x 8 x 32 = 512 bytes.
@@ -785,11 +804,7 @@ TEST(CompilerParts, AChainMemberRunsAheadOfItsReaderWhenThatEstimatesFaster) {
     const bool two_rows = c.mappings[0].tile_rows == 2 && c.slices == 0;
     return std::optional<std::uint64_t>(two_rows ? (c.ahead == 1 ? 1 : 5) : 10);
   };
-  const PlainCost plain_cost = [](std::size_t, std::size_t) {
-    return std::optional<std::uint64_t>(100);
-  };
-  const std::vector<Chain> chains =
-      plan_chains(g, config, groups, layouts, std::vector<Mapping>(2), chain_cost, plain_cost);
+  const std::vector<Chain> chains = plan_two(g, config, groups, layouts, chain_cost);
   ASSERT_EQ(chains.size(), 1u);
   const Chain& chain = chains[0];
   EXPECT_EQ(chain.ahead, 1u);
@@ -798,13 +813,8 @@ TEST(CompilerParts, AChainMemberRunsAheadOfItsReaderWhenThatEstimatesFaster) {
   // (tile 3 is the last: all 8 rows). So conv1's tiles 0 and 1 come before conv2's tile 0, and
   // each later conv1 tile one step earlier than without running ahead. Frees as without: conv2's
   // tile 2 frees conv1's tile 0, its last tile the rest.
-  std::vector<std::string> steps;
-  for (const ChainStep& st : chain.order) {
-    steps.push_back(std::to_string(st.member) + ":" + std::to_string(st.tile) + "/" +
-                    std::to_string(st.freed_before));
-  }
-  EXPECT_EQ(steps, (std::vector<std::string>{"0:0/0", "0:1/0", "1:0/0", "0:2/0", "1:1/0", "0:3/0",
-                                             "1:2/1", "1:3/4"}));
+  EXPECT_EQ(chain_steps(chain), (std::vector<std::string>{"0:0/0", "0:1/0", "1:0/0", "0:2/0",
+                                                          "1:1/0", "0:3/0", "1:2/1", "1:3/4"}));
   // All 4 of conv1's tiles are live before conv2's tile 2 frees one: reserved are the weights
   // (4608 + 256 bytes) and 4 tiles of 2 x 8 x 32 = 512 bytes.
   EXPECT_EQ(chain.live_tiles[0], 4u);
@@ -834,11 +844,7 @@ TEST(CompilerParts, AChainsFirstMemberLoadsEachInputRowOnceWhenItReusesTheHalo) 
         c.mappings[0].tile_rows == 2 && c.slices == 0 && c.ahead == 0 ? (c.reuse_halo ? 1 : 2)
                                                                       : 10);
   };
-  const PlainCost plain_cost = [](std::size_t, std::size_t) {
-    return std::optional<std::uint64_t>(100);
-  };
-  const std::vector<Chain> chains =
-      plan_chains(g, config, groups, layouts, std::vector<Mapping>(2), chain_cost, plain_cost);
+  const std::vector<Chain> chains = plan_two(g, config, groups, layouts, chain_cost);
   ASSERT_EQ(chains.size(), 1u);
   ASSERT_TRUE(chains[0].reuse_halo);
   Emitter emitter(g, config, layouts);
@@ -895,11 +901,7 @@ TEST(CompilerParts, AChainStepGoesToTheSliceWhereItWouldEndFirst) {
     return std::optional<std::uint64_t>(
         c.mappings[0].tile_rows == 2 && c.slices == 0 && c.ahead == 0 ? 1 : 10);
   };
-  const PlainCost plain_cost = [](std::size_t, std::size_t) {
-    return std::optional<std::uint64_t>(100);
-  };
-  const std::vector<Chain> chains =
-      plan_chains(g, config, groups, layouts, std::vector<Mapping>(2), chain_cost, plain_cost);
+  const std::vector<Chain> chains = plan_two(g, config, groups, layouts, chain_cost);
   ASSERT_EQ(chains.size(), 1u);
   ASSERT_EQ(chains[0].live_tiles[0], 3u);  // dw's tile 3 waits for pw's tile 2, which frees tile 0
   Emitter emitter(g, config, layouts);
@@ -991,11 +993,7 @@ TEST(CompilerParts, AChainWaitsForItsReaderToFreeRowsBeforeRunningAhead) {
   const ChainCost chain_cost = [](const Chain& c) {
     return std::optional<std::uint64_t>(c.mappings[0].tile_rows == 1 && c.slices == 0 ? 1 : 10);
   };
-  const PlainCost plain_cost = [](std::size_t, std::size_t) {
-    return std::optional<std::uint64_t>(100);
-  };
-  const std::vector<Chain> chains =
-      plan_chains(g, config, groups, layouts, std::vector<Mapping>(2), chain_cost, plain_cost);
+  const std::vector<Chain> chains = plan_two(g, config, groups, layouts, chain_cost);
   ASSERT_EQ(chains.size(), 1u);
   const Chain& chain = chains[0];
   // Depthwise row 0 reads conv_a's rows [0, 2), row 1 [1, 4), row 2 [3, 6), row 3 (the last)

@@ -120,7 +120,7 @@ std::uint64_t Emitter::load_chain_input(const LayerGroup& group, const SpatialLa
       }
     }
     // The tile holds the rows lent to it and those it lends, besides its own.
-    for (const ChainInput::Lent& l : in.live) {
+    for (const LentRows& l : in.live) {
       bytes += l.bytes;
       deps.push_back(l.load);
     }

@@ -21,14 +21,6 @@ void Emitter::emit_spatial_halo(const LayerGroup& group, const SpatialLayer& s,
   const std::uint64_t row_tiles = ceil_div(s.oh, rows), col_tiles = ceil_div(s.ow, cols);
   const std::uint64_t y_row_bytes = s.ow * s.k * s.out_elem_bytes;
   const std::uint64_t image_row_bytes = s.w * s.c * s.in_elem_bytes;  // addresses in the image
-  // Input rows loaded for the tiles below the one that loaded them.
-  struct Lent {
-    std::uint64_t last = 0;  // the last row tile that reads them
-    std::uint64_t bytes = 0;
-    CommandIndex load = 0;
-    std::string buffer;
-    std::vector<CommandIndex> readers;
-  };
   const std::vector<std::vector<SpatialLayer::HaloPiece>> halo = s.halo_pieces(rows);
   for (std::uint64_t ch = 0; ch < chunks; ++ch) {
     const std::uint64_t u0 = ch * chunk_units;
@@ -39,7 +31,7 @@ void Emitter::emit_spatial_halo(const LayerGroup& group, const SpatialLayer& s,
     std::vector<CommandIndex> computes;
     for (std::uint64_t img = 0; img < s.n; ++img) {
       for (std::uint64_t j = 0; j < col_tiles; ++j) {
-        std::vector<Lent> live;
+        std::vector<LentRows> live;
         for (std::uint64_t i = 0; i < row_tiles; ++i) {
           const TileWindow v = s.window(i * col_tiles + j, rows, cols);
           const std::uint64_t row_bytes = s.cols_read(v.c0, v.c1, in_c) * in_c * s.in_elem_bytes;
@@ -62,7 +54,7 @@ void Emitter::emit_spatial_halo(const LayerGroup& group, const SpatialLayer& s,
           const std::uint64_t out_bytes = s.output_bytes(v.r1 - v.r0, v.c1 - v.c0, cu);
           // What the tile holds besides its pieces: the rows lent to it and those it lends.
           Held held;
-          for (const Lent& l : live) {
+          for (const LentRows& l : live) {
             held.bytes += l.bytes;
             held.loads.push_back(l.load);
           }

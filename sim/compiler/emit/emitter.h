@@ -84,20 +84,22 @@ class Emitter {
   using CommandIndex = std::uint32_t;
   static constexpr CommandIndex kNone = ~CommandIndex{0};
 
+  // Input rows a tile loads for the tiles below it too (halo reuse): they stay until the last
+  // of them has read them.
+  struct LentRows {
+    std::uint64_t last = 0;  // the last row tile that reads them
+    std::uint64_t bytes = 0;
+    CommandIndex load = 0;
+    std::string buffer;
+    std::vector<CommandIndex> readers;
+  };
   // A chain's first member reading its input from DRAM with the halo reused (emit_chain.cpp):
   // each tile loads only the rows the tiles before it did not, and rows a later tile reads too
   // stay until that tile's compute, which frees them after every tile that read them.
   struct ChainInput {
     bool reuse_halo = false;
     std::vector<std::vector<SpatialLayer::HaloPiece>> halo;  // per row tile
-    struct Lent {
-      std::uint64_t last = 0;  // the last row tile that reads them
-      std::uint64_t bytes = 0;
-      CommandIndex load = 0;
-      std::string buffer;
-      std::vector<CommandIndex> readers;
-    };
-    std::vector<Lent> live;
+    std::vector<LentRows> live;
   };
   ChainInput chain_input(const Chain& chain, const SpatialLayer& first) const;
   // Loads what row tile `tile` (window `v`) of the first member needs and adds the loads to
