@@ -71,6 +71,9 @@ bool Emitter::begin_chain_output(const std::vector<const LayerGroup*>& members,
     throw std::logic_error("emit_chain: '" + members.front()->name +
                            "' cannot read or keep an output kept on chip");
   }
+  if (members.size() < 2) {  // a first member is never the last (their ring entries differ)
+    throw std::logic_error("emit_chain: '" + members.front()->name + "' a chain of one");
+  }
   if (!residency.empty() && residency.size() != members.size()) {
     throw std::logic_error("emit_chain: '" + members.front()->name + "' residency per member");
   }
@@ -314,6 +317,7 @@ void Emitter::emit_chain(const std::vector<const LayerGroup*>& members, const Ch
   }
   // 3. The last store frees what the chain reserved.
   if (last_store == kNone) throw std::logic_error("emit_chain: the chain stored nothing");
+  if (!input.live.empty()) throw std::logic_error("emit_chain: input rows were never freed");
   std::vector<CommandIndex> after = last_per_queue(computes);
   std::copy_if(weights.begin(), weights.end(), std::back_inserter(after),
                [](CommandIndex w) { return w != kNone; });

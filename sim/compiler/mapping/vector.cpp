@@ -112,7 +112,7 @@ MapSpace vector_map_space(const GroupContext& ctx) {
   const VectorLayer v = describe_vector(ctx.graph, ctx.group, ctx.layouts);
   if (v.once_bytes > ctx.budgets.weight_chunk_bytes) {
     throw_cannot_fit(ctx.graph, ctx.group, ctx.config.lram_bytes, v.once_bytes,
-                     "its constant operands");
+                     "the whole of its constant operands");
   }
   // Rows are cut into pieces when one row is more than a tile.
   std::uint64_t row_pieces = 1;
