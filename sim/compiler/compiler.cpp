@@ -185,8 +185,6 @@ struct Mapped {
   std::size_t remapped = 0;    // groups costed again under a residency plan (remap)
 };
 
-// A schedule emitted from a Mapped: `cycles` is its estimate when known, `report` the residency
-// line of `explain` when any plan was tried.
 // Which residency plan: its cap, L / share, and whether chains take part (their inputs and
 // outputs may be resident) or stay apart (their members read and write through DRAM).
 struct PlanChoice {
@@ -194,6 +192,8 @@ struct PlanChoice {
   bool chains_apart = false;
 };
 
+// A schedule emitted from a Mapped: `cycles` is its estimate when known, `report` the residency
+// line of `explain` when any plan was tried.
 struct Emitted {
   Schedule schedule;
   std::optional<std::uint64_t> cycles;

@@ -104,45 +104,27 @@ std::uint64_t Emitter::load_chain_input(const LayerGroup& group, const SpatialLa
                                         std::vector<std::string>& in_buffers,
                                         std::vector<CommandIndex>& deps) {
   const std::uint64_t in_c = m.chunk_in_c(m.units);
-  std::vector<Piece> own;
-  std::vector<std::pair<Piece, std::uint64_t>> lend;  // with the last tile reading it
+  HaloRows rows;
   std::uint64_t bytes = 0;
   if (!in.reuse_halo) {
-    own.push_back(spatial_input(m, 0, v, in_c));
+    rows.own.push_back(spatial_input(m, 0, v, in_c));
   } else {
-    const std::uint64_t row_bytes = m.cols_read(v.c0, v.c1, in_c) * in_c * m.in_elem_bytes;
-    const std::uint64_t image_row_bytes = m.w * m.c * m.in_elem_bytes;
-    for (const SpatialLayer::HaloPiece& h : in.halo.at(tile)) {
-      const Piece p{m.input, h.lo * image_row_bytes, h.hi * image_row_bytes,
-                    (h.hi - h.lo) * row_bytes};
-      if (p.bytes == 0) continue;  // a band wholly in the padding reads nothing
-      if (h.last == tile) {
-        own.push_back(p);
-      } else {
-        lend.push_back({p, h.last});
-      }
-    }
+    rows = halo_rows(m, 0, v, in_c, in.halo.at(tile), tile);
     // The tile holds the rows lent to it and those it lends, besides its own.
     for (const LentRows& l : in.live) {
       bytes += l.bytes;
       deps.push_back(l.load);
     }
-    for (const auto& [p, last] : lend) bytes += p.bytes;
+    bytes += rows.lent_bytes;
   }
-  for (const Piece& p : own) bytes += p.bytes;
+  for (const Piece& p : rows.own) bytes += p.bytes;
   const CommandIndex wait = bytes > 0 ? ring_wait(bytes) : kNone;
   const std::vector<CommandIndex> after =
       wait != kNone ? std::vector<CommandIndex>{wait} : std::vector<CommandIndex>{};
-  for (const Piece& p : own) {
+  for (const Piece& p : rows.own) {
     if (p.bytes > 0) load_piece(group, p, after, in_buffers, deps);
   }
-  for (const auto& [p, last] : lend) {
-    std::vector<std::string> buffers;
-    std::vector<CommandIndex> loads;
-    load_piece(group, p, after, buffers, loads);
-    in.live.push_back({last, p.bytes, loads.back(), buffers.back(), {}});
-    deps.push_back(loads.back());
-  }
+  lend_rows(group, rows, wait, in.live, deps);
   if (wait != kNone) deps.push_back(wait);
   return bytes;
 }

@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "sim/compiler/emit/writer_index.h"
@@ -93,6 +94,21 @@ class Emitter {
     std::string buffer;
     std::vector<CommandIndex> readers;
   };
+  // A halo-reusing tile's input rows (emit_spatial_halo.cpp): row tile `tile` of image `img`
+  // (window `v`, `in_c` channels) loads `pieces` (SpatialLayer::halo_pieces); those no later tile
+  // reads are its own, the others it lends, each with the last tile reading it.
+  struct HaloRows {
+    std::vector<Piece> own;
+    std::vector<std::pair<Piece, std::uint64_t>> lend;
+    std::uint64_t lent_bytes = 0;
+  };
+  HaloRows halo_rows(const SpatialLayer& s, std::uint64_t img, const TileWindow& v,
+                     std::uint64_t in_c, const std::vector<SpatialLayer::HaloPiece>& pieces,
+                     std::uint64_t tile) const;
+  // Loads the rows `rows` lends after `wait` (kNone: nothing), each into `live` and its load
+  // into `loads`.
+  void lend_rows(const LayerGroup& group, const HaloRows& rows, CommandIndex wait,
+                 std::vector<LentRows>& live, std::vector<CommandIndex>& loads);
   // A chain's first member reading its input from DRAM with the halo reused (emit_chain.cpp):
   // each tile loads only the rows the tiles before it did not, and rows a later tile reads too
   // stay until that tile's compute, which frees them after every tile that read them.
