@@ -17,6 +17,7 @@
 
 #include "profiler/stats.h"
 #include "sim/compiler/emit/emitter.h"
+#include "sim/compiler/mapping/group_signature.h"
 #include "sim/compiler/mapping/map_space.h"
 #include "sim/compiler/passes/assign_layouts.h"
 #include "sim/compiler/passes/fuse_layer_groups.h"
@@ -293,6 +294,59 @@ TEST(CompilerParts, EmitsOneGroupIntoAScratchScheduleInIsolation) {
   finalize_schedule(s, config, diag);
   EXPECT_NO_THROW(diag.throw_if_any());
   EXPECT_EQ(s.commands[2].macs, 4u * 8u * 8u * 32u);  // 4 rows * 8 cols * 8 out * 32 in
+}
+
+// Three 1x1 convs and two products: c2 is c1 with other names and tensors, c3 strides by 2; sq
+// squares y (one tensor read twice), xy multiplies y by z (two tensors of the same shape).
+Graph signature_cases() {
+  const Json doc = Json::parse(R"({
+    "format": "npusim-graph", "version": 1, "name": "sig",
+    "tensors": [
+      {"name": "x", "shape": [1, 32, 8, 8]},
+      {"name": "w1", "shape": [32, 32, 1, 1], "constant": true},
+      {"name": "a", "shape": [1, 32, 8, 8]},
+      {"name": "w2", "shape": [32, 32, 1, 1], "constant": true},
+      {"name": "b", "shape": [1, 32, 8, 8]},
+      {"name": "w3", "shape": [32, 32, 1, 1], "constant": true},
+      {"name": "c", "shape": [1, 32, 4, 4]},
+      {"name": "d", "shape": [1, 32, 4, 4]},
+      {"name": "e", "shape": [1, 32, 4, 4]}
+    ],
+    "inputs": ["x"], "outputs": ["e"],
+    "layers": [
+      {"name": "c1", "op": "Conv", "inputs": ["x", "w1"], "outputs": ["a"],
+       "attrs": {"kernel_shape": [1, 1]}},
+      {"name": "c2", "op": "Conv", "inputs": ["a", "w2"], "outputs": ["b"],
+       "attrs": {"kernel_shape": [1, 1]}},
+      {"name": "c3", "op": "Conv", "inputs": ["b", "w3"], "outputs": ["c"],
+       "attrs": {"kernel_shape": [1, 1], "strides": [2, 2]}},
+      {"name": "sq", "op": "Mul", "inputs": ["c", "c"], "outputs": ["d"]},
+      {"name": "xy", "op": "Mul", "inputs": ["c", "d"], "outputs": ["e"]}
+    ]})");
+  return parse_graph_json(doc, "sig.json");
+}
+
+TEST(CompilerParts, GroupsAlikeButForNamesShareASignatureAndNoOthersDo) {
+  const Graph g = signature_cases();
+  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
+  ASSERT_EQ(groups.size(), 5u);
+  const TensorLayouts layouts = assign_layouts(g, groups);
+  std::vector<std::string> sig;
+  for (const LayerGroup& group : groups) sig.push_back(GroupSignature(g, group, layouts).text());
+  EXPECT_EQ(sig[0], sig[1]);  // c1 and c2: the same conv on other tensors
+  EXPECT_NE(sig[1], sig[2]);  // strides 2
+  EXPECT_NE(sig[3], sig[4]);  // c * c reads one tensor twice, c * d two
+  // What a choice is made under is part of the key: the input on chip, a resident input, the
+  // output left resident, other resident bytes, the caller's flags.
+  const GroupSignature c2(g, groups[1], layouts);
+  const std::string plain = c2.with(std::nullopt, {}, 0);
+  std::set<std::string> keys = {plain, c2.with(2, {}, 0), c2.with(std::nullopt, {{2}, false, 0}, 0),
+                                c2.with(std::nullopt, {{}, true, 0}, 0),
+                                c2.with(std::nullopt, {{}, false, 64}, 0),
+                                c2.with(std::nullopt, {}, 1)};
+  EXPECT_EQ(keys.size(), 6u);
+  // c1 and c2 under the same context (each's own input on chip) still share a key.
+  EXPECT_EQ(GroupSignature(g, groups[0], layouts).with(0, {}, 1), c2.with(2, {}, 1));
 }
 
 TEST(CompilerParts, GreedyHalvingShrinksDimsInOrder) {

@@ -20,7 +20,9 @@
 #include "sim/compiler/compiler.h"
 
 #include <algorithm>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,6 +30,7 @@
 #include "sim/compiler/emit/emitter.h"
 #include "sim/compiler/emit/size_estimate.h"
 #include "sim/compiler/mapping/global_pool.h"
+#include "sim/compiler/mapping/group_signature.h"
 #include "sim/compiler/mapping/map_space.h"
 #include "sim/compiler/mapping/spatial.h"
 #include "sim/compiler/passes/assign_layouts.h"
@@ -226,6 +229,14 @@ std::vector<LayerGroup> make_groups(const Graph& graph, const HwConfig& config) 
   return fuse_layer_groups(graph, budgets_of(config).weight_chunk_bytes, &layouts.image);
 }
 
+std::vector<GroupSignature> signatures_of(const Graph& graph, const std::vector<LayerGroup>& groups,
+                                          const TensorLayouts& layouts) {
+  std::vector<GroupSignature> out;
+  out.reserve(groups.size());
+  for (const LayerGroup& g : groups) out.emplace_back(graph, g, layouts);
+  return out;
+}
+
 class DeviceCompiler {
  public:
   DeviceCompiler(const Graph& graph, const HwConfig& config, const CompileOptions& options)
@@ -236,7 +247,8 @@ class DeviceCompiler {
         layouts_(assign_layouts(graph, groups_)),
         search_(make_search(options.search)),
         cost_search_(dynamic_cast<const CostSearch*>(search_.get())),
-        budgets_(budgets_of(config)) {}
+        budgets_(budgets_of(config)),
+        signatures_(signatures_of(graph, groups_, layouts_)) {}
 
   // First map every group and total the estimates, so that a schedule past the limits, or a
   // group that cannot be tiled, stops before anything is emitted. Emission can only fail on an op
@@ -609,11 +621,44 @@ class DeviceCompiler {
   }
 
  private:
-  // The mapping of a group, its reasons and tile needs recorded in `m`. Under a residency plan
-  // (`context`), only candidates the plan can keep are costed, each as the plan would emit it;
-  // when none is left the group is mapped as without the plan.
+  // A group's choice as `choose` records it.
+  struct Choice {
+    Mapping mapping;
+    std::string reason;  // without the group's name; empty with nothing to choose
+    std::uint64_t ring_need = 0;
+  };
+
+  // The mapping of a group, its reasons and tile needs recorded in `m`. Groups with the same
+  // signature (GroupSignature) choose alike, so the cost search runs once for all of them.
   Mapping choose(Mapped& m, const LayerGroup& group, std::optional<std::uint32_t> on_chip_input,
                  bool ksplit_convs, const OnChipContext& context = {}) const {
+    Choice c;
+    if (cost_search_ == nullptr) {
+      c = choose_fresh(group, on_chip_input, ksplit_convs, context);
+    } else {
+      const std::size_t index = static_cast<std::size_t>(&group - groups_.data());
+      const std::string key =
+          signatures_[index].with(on_chip_input, context, ksplit_convs ? 1 : 0);
+      std::unique_lock<std::mutex> lock(choices_mutex_);
+      if (const auto it = choices_.find(key); it != choices_.end()) {
+        c = it->second;
+      } else {
+        lock.unlock();
+        c = choose_fresh(group, on_chip_input, ksplit_convs, context);
+        lock.lock();
+        choices_.emplace(key, c);
+      }
+    }
+    m.reasons.push_back(c.reason.empty() ? c.reason : group.name + "\t" + c.reason);
+    m.ring_needs.push_back(c.ring_need);
+    m.ksplit_convs = m.ksplit_convs || accumulates_in_steps(c.mapping);
+    return c.mapping;
+  }
+
+  // Under a residency plan (`context`), only candidates the plan can keep are costed, each as the
+  // plan would emit it; when none is left the group is mapped as without the plan.
+  Choice choose_fresh(const LayerGroup& group, std::optional<std::uint32_t> on_chip_input,
+                      bool ksplit_convs, const OnChipContext& context) const {
     MapSpace space = make_map_space(graph_, group, layouts_, config_);
     space.on_chip_input = on_chip_input;
     // Whether the plan could still keep what `context` says with `c`.
@@ -638,25 +683,24 @@ class DeviceCompiler {
                                          (context.any() && !keeps(c));
                                 }),
                  kept.end());
-      if (kept.empty() && context.any()) return choose(m, group, on_chip_input, ksplit_convs);
+      if (kept.empty() && context.any()) {
+        return choose_fresh(group, on_chip_input, ksplit_convs, OnChipContext{});
+      }
       space.candidates = [kept] { return kept; };
     }
     space.resident = context;
-    Mapping mapping;
+    Choice c;
     if (cost_search_ == nullptr) {
-      mapping = search_->choose(space, config_);
-      m.reasons.emplace_back();
+      c.mapping = search_->choose(space, config_);
     } else {
       const SearchChoice choice = cost_search_->choose_explained(space, config_);
-      m.reasons.push_back(space.kind == MappingKind::kNone
-                              ? std::string()
-                              : group.name + "\t" + describe_choice(choice) +
-                                    (space.resident.any() ? " (under residency)" : ""));
-      mapping = choice.mapping;
+      if (space.kind != MappingKind::kNone) {
+        c.reason = describe_choice(choice) + (space.resident.any() ? " (under residency)" : "");
+      }
+      c.mapping = choice.mapping;
     }
-    m.ring_needs.push_back(space.work ? ring_need(space.work(mapping)) : 0);
-    m.ksplit_convs = m.ksplit_convs || accumulates_in_steps(mapping);
-    return mapping;
+    c.ring_need = space.work ? ring_need(space.work(c.mapping)) : 0;
+    return c;
   }
 
   // Adds the group's size to `m`'s total; past the limits, stops with the group named.
@@ -710,6 +754,10 @@ class DeviceCompiler {
   const std::unique_ptr<Search> search_;
   const CostSearch* cost_search_;
   const Budgets budgets_;
+  const std::vector<GroupSignature> signatures_;  // per group
+  // Choices made (choose), by signature and what they were made under.
+  mutable std::mutex choices_mutex_;
+  mutable std::map<std::string, Choice> choices_;
 };
 
 // One device's schedule, not yet finalized.
