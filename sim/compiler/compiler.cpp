@@ -624,24 +624,35 @@ class DeviceCompiler {
   // A group's choice as `choose` records it.
   struct Choice {
     Mapping mapping;
-    std::string reason;  // without the group's name; empty with nothing to choose
+    std::optional<SearchChoice> search;  // the cost search's, with something to choose
+    bool under_residency = false;
     std::uint64_t ring_need = 0;
   };
 
   // The mapping of a group, its reasons and tile needs recorded in `m`. Groups with the same
-  // signature (GroupSignature) choose alike, so the cost search runs once for all of them.
+  // signature (GroupSignature) choose alike, so the cost search runs once for all of them; and
+  // without K-split candidates, a group whose choice with them was plain chooses it again.
   Mapping choose(Mapped& m, const LayerGroup& group, std::optional<std::uint32_t> on_chip_input,
                  bool ksplit_convs, const OnChipContext& context = {}) const {
     Choice c;
     if (cost_search_ == nullptr) {
       c = choose_fresh(group, on_chip_input, ksplit_convs, context);
     } else {
-      const std::size_t index = static_cast<std::size_t>(&group - groups_.data());
-      const std::string key =
-          signatures_[index].with(on_chip_input, context, ksplit_convs ? 1 : 0);
+      const GroupSignature& signature =
+          signatures_[static_cast<std::size_t>(&group - groups_.data())];
+      const std::string key = signature.with(on_chip_input, context, ksplit_convs ? 1 : 0);
       std::unique_lock<std::mutex> lock(choices_mutex_);
-      if (const auto it = choices_.find(key); it != choices_.end()) {
-        c = it->second;
+      auto known = choices_.find(key);
+      if (known == choices_.end() && !ksplit_convs) {
+        const auto with = choices_.find(signature.with(on_chip_input, context, 1));
+        if (with != choices_.end() && !accumulates_in_steps(with->second.mapping)) {
+          Choice plain = with->second;
+          if (plain.search) plain.search->candidates = plain.search->plain_candidates;
+          known = choices_.emplace(key, plain).first;
+        }
+      }
+      if (known != choices_.end()) {
+        c = known->second;
       } else {
         lock.unlock();
         c = choose_fresh(group, on_chip_input, ksplit_convs, context);
@@ -649,7 +660,9 @@ class DeviceCompiler {
         choices_.emplace(key, c);
       }
     }
-    m.reasons.push_back(c.reason.empty() ? c.reason : group.name + "\t" + c.reason);
+    m.reasons.push_back(c.search ? group.name + "\t" + describe_choice(*c.search) +
+                                       (c.under_residency ? " (under residency)" : "")
+                                 : std::string());
     m.ring_needs.push_back(c.ring_need);
     m.ksplit_convs = m.ksplit_convs || accumulates_in_steps(c.mapping);
     return c.mapping;
@@ -694,9 +707,8 @@ class DeviceCompiler {
       c.mapping = search_->choose(space, config_);
     } else {
       const SearchChoice choice = cost_search_->choose_explained(space, config_);
-      if (space.kind != MappingKind::kNone) {
-        c.reason = describe_choice(choice) + (space.resident.any() ? " (under residency)" : "");
-      }
+      if (space.kind != MappingKind::kNone) c.search = choice;
+      c.under_residency = space.resident.any();
       c.mapping = choice.mapping;
     }
     c.ring_need = space.work ? ring_need(space.work(c.mapping)) : 0;

@@ -466,14 +466,15 @@ std::vector<std::uint32_t> topological_positions(const std::vector<Command>& com
 // on it, so the search stays among the few commands between the two.
 bool depends_on(const std::vector<Command>& commands, const std::vector<std::uint32_t>& position,
                 std::uint32_t later, std::uint32_t earlier, std::vector<std::uint32_t>& stamp,
-                std::uint32_t epoch) {
-  std::vector<std::uint32_t> stack = {later};
+                std::uint32_t epoch, std::vector<std::uint32_t>& stack) {
+  stack.assign(1, later);
   while (!stack.empty()) {
     const std::uint32_t at = stack.back();
     stack.pop_back();
     if (at == earlier) return true;
     for (std::uint32_t d : commands[at].deps) {
-      if (position[d] >= position[earlier] && stamp[d] != epoch) {
+      if (d == earlier) return true;
+      if (position[d] > position[earlier] && stamp[d] != epoch) {
         stamp[d] = epoch;
         stack.push_back(d);
       }
@@ -487,12 +488,12 @@ bool depends_on(const std::vector<Command>& commands, const std::vector<std::uin
 void check_buffer_order(const std::vector<Command>& commands,
                         const std::vector<std::uint32_t>& position, const BufferTable& buffers,
                         Diagnostics& diag) {
-  std::vector<std::uint32_t> stamp(commands.size(), 0);
+  std::vector<std::uint32_t> stamp(commands.size(), 0), stack;
   std::uint32_t epoch = 0;
   std::vector<const Buffer*> wrong;
   for (const Buffer& b : buffers.list()) {
     if (!b.freed) continue;
-    if (!depends_on(commands, position, b.freed_by, b.allocated_by, stamp, ++epoch)) {
+    if (!depends_on(commands, position, b.freed_by, b.allocated_by, stamp, ++epoch, stack)) {
       wrong.push_back(&b);
     }
   }

@@ -152,8 +152,12 @@ Schedule Emitter::finish() {
 Emitter::CommandIndex Emitter::emit(Command c, const char* prefix, std::uint64_t& counter,
                                     const LayerGroup& group, std::vector<CommandIndex> deps) {
   c.id = prefix + std::to_string(counter++);
-  c.layer = group.name;
-  c.loc = group.loc;
+  if (name_ != group.name || loc_ != group.loc) {
+    name_ = InternedString(group.name);
+    loc_ = InternedString(group.loc);
+  }
+  c.layer = name_;
+  c.loc = loc_;
   c.program = program_;
   std::sort(deps.begin(), deps.end());
   deps.erase(std::unique(deps.begin(), deps.end()), deps.end());

@@ -285,6 +285,8 @@ class Emitter {
   std::uint64_t di_ = 0, do_ = 0, s_ = 0, h_ = 0, buffers_ = 0;
   std::uint32_t rr_ = 0;
   std::uint32_t program_ = 0;  // the program new commands belong to
+  // The last group's name and location, interned once for all its commands (emit).
+  InternedString name_, loc_;
   // The current group's slices: tiles go round-robin over group_slices_ of them from group_base_.
   std::uint32_t group_slices_ = 0, group_base_ = 0;
   std::uint64_t group_tiles_ = 0;

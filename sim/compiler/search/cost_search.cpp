@@ -347,7 +347,11 @@ SearchChoice CostSearch::choose_explained(const MapSpace& space, const HwConfig&
   for (const Mapping& m : candidates) {
     (m.kind == MappingKind::kSpatial && m.k_step > 0 ? ksplit : plain).push_back(m);
   }
-  if (plain.empty() || ksplit.empty()) return rank(space, config, candidates, memo_).choice;
+  if (plain.empty() || ksplit.empty()) {
+    SearchChoice choice = rank(space, config, candidates, memo_).choice;
+    choice.plain_candidates = plain.size();
+    return choice;
+  }
   const Ranked a = rank(space, config, plain, memo_);
   const Ranked b = rank(space, config, ksplit, memo_);
   // Compared by the same measure: the estimator's when both were emitted, else the closed form.
@@ -365,6 +369,7 @@ SearchChoice CostSearch::choose_explained(const MapSpace& space, const HwConfig&
     choice.runner_up_cycles = a_cycles;
   }
   choice.candidates = candidates.size();
+  choice.plain_candidates = plain.size();
   return choice;
 }
 
@@ -400,6 +405,7 @@ SearchChoice choose_slices_by_emission(const Graph& graph, const LayerGroup& gro
     if (!cycles) continue;
     m.slices = slices == config.slices.count ? 0 : slices;
     ++choice.candidates;
+    ++choice.plain_candidates;
     consider(choice, m, *cycles, first);
   }
   // Every slice count made a schedule that does not check (a tile larger than one DMA transfer

@@ -46,6 +46,9 @@ struct SearchChoice {
   Mapping mapping;
   std::uint64_t cycles = 0;  // 0 when the kind is mapped greedily (not costed)
   std::size_t candidates = 0;
+  // Of them, those not accumulating in steps (Mapping::k_step): without those, a plain winner
+  // is chosen alike, of this many.
+  std::size_t plain_candidates = 0;
   std::optional<Mapping> runner_up;
   std::uint64_t runner_up_cycles = 0;
 };
