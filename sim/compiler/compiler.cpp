@@ -436,12 +436,15 @@ class DeviceCompiler {
     const std::vector<OnChipContext> contexts = plain_plan != nullptr
                                                     ? on_chip_contexts(graph_, groups_, *plain_plan)
                                                     : std::vector<OnChipContext>{};
-    // An emitter that finds on chip what groups [first, first + count) would under the plan:
-    // the resident tensors they read that none of them writes, and the other resident bytes
-    // when the first runs.
-    auto in_context = [&](std::size_t first, std::size_t count) {
-      auto e = std::make_unique<Emitter>(graph_, config_, layouts_);
-      if (contexts.empty() || first >= contexts.size()) return e;
+    // What groups [first, first + count) find on chip under the plan: the resident tensors they
+    // read that none of them writes, and the other resident bytes when the first runs.
+    struct RunContext {
+      std::vector<std::uint32_t> resident;
+      std::uint64_t other_bytes = 0;
+    };
+    auto context_of = [&](std::size_t first, std::size_t count) {
+      RunContext r;
+      if (contexts.empty() || first >= contexts.size()) return r;
       // The first group's other bytes hold the tensors later members read (live before the run):
       // those are assumed resident themselves, so they leave the other bytes.
       std::uint64_t later = 0;
@@ -451,13 +454,22 @@ class DeviceCompiler {
               std::any_of(groups_.begin() + static_cast<std::ptrdiff_t>(first),
                           groups_.begin() + static_cast<std::ptrdiff_t>(j),
                           [&](const LayerGroup& g) { return g.output == t; });
-          if (written_here || e->is_resident(t)) continue;
-          e->assume_resident(t);
+          if (written_here || std::find(r.resident.begin(), r.resident.end(), t) !=
+                                  r.resident.end()) {
+            continue;
+          }
+          r.resident.push_back(t);
           if (j > first) later += graph_.tensors[t].bytes();
         }
       }
       const std::uint64_t other = contexts[first].other_bytes;
-      e->assume_on_chip_bytes(other > later ? other - later : 0);
+      r.other_bytes = other > later ? other - later : 0;
+      return r;
+    };
+    auto emitter_in = [&](const RunContext& r) {
+      auto e = std::make_unique<Emitter>(graph_, config_, layouts_);
+      for (const std::uint32_t t : r.resident) e->assume_resident(t);
+      e->assume_on_chip_bytes(r.other_bytes);
       return e;
     };
     // What group j releases of the tensors resident in `e` now.
@@ -469,32 +481,77 @@ class DeviceCompiler {
       }
       return r;
     };
+    auto leaves_resident = [&](std::size_t j) {
+      return plain_plan != nullptr && j < plain_plan->size() && (*plain_plan)[j].output;
+    };
+    // Runs alike (GroupSignature) in the same context cost alike: the key of a run's cost, with
+    // what the plan releases and leaves resident, and `fields` (its tiling).
+    auto run_key = [&](char what, std::size_t first, std::size_t count, const RunContext& r,
+                       const std::vector<std::uint64_t>& fields) {
+      GroupSignature key(graph_, members_of(first, count), layouts_);
+      key.add(static_cast<std::uint64_t>(what));
+      key.add(plain_plan != nullptr ? 1 : 0);
+      key.add(r.resident.size());
+      for (const std::uint32_t t : r.resident) key.add_tensor_place(t);
+      key.add(r.other_bytes);
+      for (std::size_t j = first; j < first + count; ++j) {
+        const std::vector<std::uint32_t> none;
+        const std::vector<std::uint32_t>& release =
+            plain_plan != nullptr && j < plain_plan->size() ? (*plain_plan)[j].release : none;
+        key.add(release.size());
+        for (const std::uint32_t t : release) key.add_tensor_place(t);
+        key.add(leaves_resident(j) ? 1 : 0);
+      }
+      for (const std::uint64_t f : fields) key.add(f);
+      return key.text();
+    };
+    auto memo = [&](const std::string& key, const auto& cost) -> std::optional<std::uint64_t> {
+      {
+        const std::lock_guard<std::mutex> lock(choices_mutex_);
+        if (const auto it = run_costs_.find(key); it != run_costs_.end()) return it->second;
+      }
+      const std::optional<std::uint64_t> cycles = cost();
+      const std::lock_guard<std::mutex> lock(choices_mutex_);
+      run_costs_.emplace(key, cycles);
+      return cycles;
+    };
     const ChainCost chain_cost = [&](const Chain& c) -> std::optional<std::uint64_t> {
       const std::size_t k = c.mappings.size();
-      std::unique_ptr<Emitter> alone = in_context(c.first, k);
-      std::vector<Residency> residency;
-      for (std::size_t j = c.first; j < c.first + k; ++j) residency.push_back(releases(*alone, j));
-      const std::size_t last = c.first + k - 1;
-      residency.back().output =
-          plain_plan != nullptr && last < plain_plan->size() && (*plain_plan)[last].output;
-      try {
-        alone->emit_chain(members_of(c.first, k), c,
-                          plain_plan != nullptr ? residency : std::vector<Residency>{});
-      } catch (const InputError&) {  // past the command limit: not this chain
-        return std::nullopt;
-      }
-      Schedule schedule = alone->finish();
-      return estimated_cycles(schedule, config_);
+      const RunContext context = context_of(c.first, k);
+      return memo(run_key('C', c.first, k, context, chain_fields(c)), [&] {
+        std::unique_ptr<Emitter> alone = emitter_in(context);
+        std::vector<Residency> residency;
+        for (std::size_t j = c.first; j < c.first + k; ++j) {
+          residency.push_back(releases(*alone, j));
+        }
+        residency.back().output = leaves_resident(c.first + k - 1);
+        try {
+          alone->emit_chain(members_of(c.first, k), c,
+                            plain_plan != nullptr ? residency : std::vector<Residency>{});
+        } catch (const InputError&) {  // past the command limit: not this chain
+          return std::optional<std::uint64_t>();
+        }
+        Schedule schedule = alone->finish();
+        return estimated_cycles(schedule, config_);
+      });
     };
     const PlainCost plain_cost = [&](std::size_t first, std::size_t count) {
-      std::unique_ptr<Emitter> alone = in_context(first, count);
+      const RunContext context = context_of(first, count);
+      std::vector<std::uint64_t> fields;
       for (std::size_t j = first; j < first + count; ++j) {
-        Residency r = releases(*alone, j);
-        r.output = plain_plan != nullptr && j < plain_plan->size() && (*plain_plan)[j].output;
-        alone->emit_group(groups_[j], m.mappings[j], false, false, r);
+        const std::vector<std::uint64_t> f = mapping_fields(m.mappings[j]);
+        fields.insert(fields.end(), f.begin(), f.end());
       }
-      Schedule schedule = alone->finish();
-      return estimated_cycles(schedule, config_);
+      return memo(run_key('P', first, count, context, fields), [&] {
+        std::unique_ptr<Emitter> alone = emitter_in(context);
+        for (std::size_t j = first; j < first + count; ++j) {
+          Residency r = releases(*alone, j);
+          r.output = leaves_resident(j);
+          alone->emit_group(groups_[j], m.mappings[j], false, false, r);
+        }
+        Schedule schedule = alone->finish();
+        return estimated_cycles(schedule, config_);
+      });
     };
     const std::vector<Chain> chains =
         plan_chains(graph_, config_, groups_, layouts_, m.mappings, chain_cost, plain_cost);
@@ -767,9 +824,11 @@ class DeviceCompiler {
   const CostSearch* cost_search_;
   const Budgets budgets_;
   const std::vector<GroupSignature> signatures_;  // per group
-  // Choices made (choose), by signature and what they were made under.
+  // Choices made (choose), by signature and what they were made under; and the costs of runs
+  // of groups (emit_chained), by their key.
   mutable std::mutex choices_mutex_;
   mutable std::map<std::string, Choice> choices_;
+  mutable std::map<std::string, std::optional<std::uint64_t>> run_costs_;
 };
 
 // One device's schedule, not yet finalized.

@@ -8,13 +8,24 @@ namespace npusim {
 GroupSignature::GroupSignature(const Graph& graph, const LayerGroup& group,
                                const TensorLayouts& layouts)
     : graph_(graph), layouts_(layouts) {
+  add_group(group);
+}
+
+GroupSignature::GroupSignature(const Graph& graph, const std::vector<const LayerGroup*>& run,
+                               const TensorLayouts& layouts)
+    : graph_(graph), layouts_(layouts) {
+  add(run.size());
+  for (const LayerGroup* group : run) add_group(*group);
+}
+
+void GroupSignature::add_group(const LayerGroup& group) {
   auto add_text = [&](const std::string& s) {
     add(s.size());
     text_ += s;
   };
   add(group.layers.size());
   for (const std::uint32_t l : group.layers) {
-    const Layer& layer = graph.layers[l];
+    const Layer& layer = graph_.layers[l];
     add_text(layer.op);
     for (const std::vector<std::uint32_t>* list : {&layer.inputs, &layer.outputs}) {
       add(list->size());
@@ -72,19 +83,19 @@ void GroupSignature::add_tensor(std::uint32_t tensor) {
   add((t.constant ? 1 : 0) | (layouts_.is_image(tensor) ? 2 : 0));
 }
 
+void GroupSignature::add_tensor_place(std::uint32_t tensor) {
+  const std::uint64_t place = local(tensor);
+  add(place);
+  if (place == tensors_.size()) add(graph_.tensors[tensor].bytes());
+}
+
 std::string GroupSignature::with(std::optional<std::uint32_t> on_chip_input,
                                  const OnChipContext& context, std::uint64_t flags) const {
   GroupSignature s = *this;
-  // A tensor the group does not name counts by its bytes alone (it only takes room).
-  auto add_outside = [&](std::uint32_t tensor) {
-    const std::uint64_t place = s.local(tensor);
-    s.add(place);
-    if (place == s.tensors_.size()) s.add(graph_.tensors[tensor].bytes());
-  };
   s.add(on_chip_input ? 1 : 0);
-  if (on_chip_input) add_outside(*on_chip_input);
+  if (on_chip_input) s.add_tensor_place(*on_chip_input);
   s.add(context.resident_inputs.size());
-  for (const std::uint32_t t : context.resident_inputs) add_outside(t);
+  for (const std::uint32_t t : context.resident_inputs) s.add_tensor_place(t);
   s.add(context.output_resident ? 1 : 0);
   s.add(context.other_bytes);
   s.add(flags);

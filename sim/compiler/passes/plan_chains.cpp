@@ -166,6 +166,22 @@ std::vector<Chain> fitting_chains(const HwConfig& config, const std::vector<Spat
 
 }  // namespace
 
+std::vector<std::uint64_t> chain_fields(const Chain& chain) {
+  std::vector<std::uint64_t> f = {chain.mappings.size(), chain.order.size(),
+                                  chain.live_tiles.size()};
+  for (const Mapping& m : chain.mappings) {
+    const std::vector<std::uint64_t> mf = mapping_fields(m);
+    f.insert(f.end(), mf.begin(), mf.end());
+  }
+  for (const ChainStep& step : chain.order) {
+    f.insert(f.end(), {step.member, step.tile, step.freed_before});
+  }
+  f.insert(f.end(), chain.live_tiles.begin(), chain.live_tiles.end());
+  f.insert(f.end(), {chain.ahead, chain.reuse_halo ? 1u : 0u, chain.reserved_bytes, chain.slices,
+                     chain.ring_bytes});
+  return f;
+}
+
 std::vector<Chain> plan_chains(const Graph& graph, const HwConfig& config,
                                const std::vector<LayerGroup>& groups, const TensorLayouts& layouts,
                                const std::vector<Mapping>& mappings, const ChainCost& chain_cost,

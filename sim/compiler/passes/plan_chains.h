@@ -29,6 +29,7 @@ struct ChainStep {
   std::uint64_t freed_before = 0;
 };
 
+// (chain_fields lists every field but `first`: the compiler's costs of chains are keyed by it.)
 struct Chain {
   std::size_t first = 0;  // index of its first group; the members are consecutive groups
   // One per member: weights outer, one chunk of every channel unit, whole-width tiles of rows.
@@ -51,6 +52,9 @@ struct Chain {
   // last member's output, on each slice.
   std::uint64_t ring_bytes = 0;
 };
+
+// Every field of `chain` but `first`: chains alike apart from where they start have the same.
+std::vector<std::uint64_t> chain_fields(const Chain& chain);
 
 // Whether `group`'s output is read by `next`'s head alone, as its input: it is no graph output,
 // the only output of the group's last layer, and no other layer (a residual Add of `next`
