@@ -1,8 +1,10 @@
 #include "sim/cost/memory.h"
 
 #include <algorithm>
+#include <array>
 #include <deque>
 #include <numeric>
+#include <unordered_map>
 
 #include "sim/util/math.h"
 
@@ -102,14 +104,52 @@ DmaTransfer::Burst DmaTransfer::served(Cycles done) {
   return {};
 }
 
-Cycles isolated_transfer_cycles(std::uint64_t bytes, const DmaTiming& dma, const DramTiming& dram) {
-  if (dma.ideal) return 0;
+namespace {
+
+// A transfer's size and every timing figure its cycles depend on.
+using TransferKey = std::array<std::uint64_t, 11>;
+
+struct TransferKeyHash {
+  std::size_t operator()(const TransferKey& k) const {
+    std::uint64_t h = 1469598103934665603u;  // FNV-1a over the fields
+    for (const std::uint64_t v : k) h = (h ^ v) * 1099511628211u;
+    return static_cast<std::size_t>(h);
+  }
+};
+
+Cycles replay_alone(std::uint64_t bytes, const DmaTiming& dma, const DramTiming& dram) {
   DramState state(dram);
   DmaTransfer transfer(dma, bytes, dma.setup_cycles);
   const std::vector<DmaTransfer::Burst> first = transfer.start_bursts();
   std::deque<DmaTransfer::Burst> waiting(first.begin(), first.end());
   serve_alone(transfer, waiting, state, kNever, [](const DmaTransfer::Burst&, Cycles) {});
   return transfer.end();
+}
+
+}  // namespace
+
+Cycles isolated_transfer_cycles(std::uint64_t bytes, const DmaTiming& dma, const DramTiming& dram) {
+  if (dma.ideal) return 0;
+  // The compiler finalizes a scratch schedule per candidate, each with a fresh Evaluator: the
+  // replays are remembered per thread (no lock), for the sizes and timings seen.
+  constexpr std::size_t kMostRemembered = 1 << 16;
+  thread_local std::unordered_map<TransferKey, Cycles, TransferKeyHash> replayed;
+  const TransferKey key = {bytes,
+                           dma.max_burst_bytes,
+                           dma.bytes_per_cycle,
+                           dma.setup_cycles,
+                           dma.max_outstanding,
+                           static_cast<std::uint64_t>(dram.ticks_per_cycle),
+                           static_cast<std::uint64_t>(dram.ticks_per_cycle >> 64),
+                           static_cast<std::uint64_t>(dram.ticks_per_byte),
+                           static_cast<std::uint64_t>(dram.ticks_per_byte >> 64),
+                           dram.latency_cycles,
+                           dram.dram_channels};
+  if (const auto it = replayed.find(key); it != replayed.end()) return it->second;
+  if (replayed.size() >= kMostRemembered) replayed.clear();
+  const Cycles cycles = replay_alone(bytes, dma, dram);
+  replayed.emplace(key, cycles);
+  return cycles;
 }
 
 }  // namespace npusim::cost

@@ -132,6 +132,8 @@ std::uint64_t serve_alone(DmaTransfer& transfer, std::deque<DmaTransfer::Burst>&
 
 // Cycles of a whole transfer (setup included) when nothing else uses DRAM: the estimator's DMA
 // cost, DmaTransfer's steps on a fresh DramState; 0 with ideal memory.
+// Remembered per thread by the size and every field of the two timings (a field added to them
+// must be added to the key in memory.cpp).
 Cycles isolated_transfer_cycles(std::uint64_t bytes, const DmaTiming& dma, const DramTiming& dram);
 
 }  // namespace npusim::cost

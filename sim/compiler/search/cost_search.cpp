@@ -17,6 +17,17 @@ namespace npusim {
 
 TransferCycles::TransferCycles(const HwConfig& config) : dma_(config), dram_(config) {}
 
+bool TransferCycles::same_timing(const HwConfig& config) const {
+  const cost::DmaTiming dma(config);
+  const cost::DramTiming dram(config);
+  return dma.max_burst_bytes == dma_.max_burst_bytes &&
+         dma.bytes_per_cycle == dma_.bytes_per_cycle && dma.setup_cycles == dma_.setup_cycles &&
+         dma.max_outstanding == dma_.max_outstanding && dma.ideal == dma_.ideal &&
+         dram.ticks_per_cycle == dram_.ticks_per_cycle &&
+         dram.ticks_per_byte == dram_.ticks_per_byte &&
+         dram.latency_cycles == dram_.latency_cycles && dram.dram_channels == dram_.dram_channels;
+}
+
 cost::Cycles TransferCycles::operator()(std::uint64_t bytes) {
   if (bytes == 0) return 0;
   constexpr std::uint64_t kExactBursts = 64;
@@ -204,12 +215,11 @@ struct Ranked {
 };
 
 Ranked rank(const MapSpace& space, const HwConfig& config, const std::vector<Mapping>& candidates,
-            EmittedCyclesMemo& memo) {
+            EmittedCyclesMemo& memo, TransferCycles& transfer) {
   Ranked out;
   SearchChoice& choice = out.choice;
   // Rank every candidate by the closed form, then emit the best few alone and let the estimator
   // decide among them: it sees the queues, channels and dependencies the closed form averages.
-  TransferCycles transfer(config);
   std::vector<std::pair<std::uint64_t, std::size_t>> ranked;
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     // Read from the last group's output kept on chip, the input is not loaded.
@@ -317,10 +327,10 @@ Ranked rank(const MapSpace& space, const HwConfig& config, const std::vector<Map
 }
 
 // The closed form's cycles of `m`, for comparing choices ranked by different measures.
-std::uint64_t closed_form_cycles(const MapSpace& space, const HwConfig& config, const Mapping& m) {
+std::uint64_t closed_form_cycles(const MapSpace& space, const HwConfig& config, const Mapping& m,
+                                 TransferCycles& transfer) {
   const GroupWork work =
       space.input_on_chip(m) && space.work_on_chip ? space.work_on_chip(m) : space.work(m);
-  TransferCycles transfer(config);
   return estimate_work_cycles(work, config, transfer);
 }
 
@@ -343,23 +353,26 @@ SearchChoice CostSearch::choose_explained(const MapSpace& space, const HwConfig&
   // Convs accumulating in steps (Mapping::k_step) are ranked on their own and then against the
   // best of the rest, so that their many step tiles neither take the emitted places of the other
   // candidates nor make the closed form decide alone among them.
+  const std::lock_guard<std::mutex> lock(transfer_mutex_);
+  if (!transfer_ || !transfer_->same_timing(config)) transfer_.emplace(config);
+  TransferCycles& transfer = *transfer_;
   std::vector<Mapping> plain, ksplit;
   for (const Mapping& m : candidates) {
     (m.kind == MappingKind::kSpatial && m.k_step > 0 ? ksplit : plain).push_back(m);
   }
   if (plain.empty() || ksplit.empty()) {
-    SearchChoice choice = rank(space, config, candidates, memo_).choice;
+    SearchChoice choice = rank(space, config, candidates, memo_, transfer).choice;
     choice.plain_candidates = plain.size();
     return choice;
   }
-  const Ranked a = rank(space, config, plain, memo_);
-  const Ranked b = rank(space, config, ksplit, memo_);
+  const Ranked a = rank(space, config, plain, memo_, transfer);
+  const Ranked b = rank(space, config, ksplit, memo_, transfer);
   // Compared by the same measure: the estimator's when both were emitted, else the closed form.
   const bool emitted = a.emitted && b.emitted;
   const std::uint64_t a_cycles =
-      emitted ? a.choice.cycles : closed_form_cycles(space, config, a.choice.mapping);
+      emitted ? a.choice.cycles : closed_form_cycles(space, config, a.choice.mapping, transfer);
   const std::uint64_t b_cycles =
-      emitted ? b.choice.cycles : closed_form_cycles(space, config, b.choice.mapping);
+      emitted ? b.choice.cycles : closed_form_cycles(space, config, b.choice.mapping, transfer);
   // Ties keep the plain mapping; it keeps its own figures when it wins.
   SearchChoice choice = a.choice;
   if (b_cycles < a_cycles) {
