@@ -332,6 +332,7 @@ TEST(CompilerParts, GroupsAlikeButForNamesShareASignatureAndNoOthersDo) {
   ASSERT_EQ(groups.size(), 5u);
   const TensorLayouts layouts = assign_layouts(g, groups);
   std::vector<std::string> sig;
+  sig.reserve(groups.size());
   for (const LayerGroup& group : groups) sig.push_back(GroupSignature(g, group, layouts).text());
   EXPECT_EQ(sig[0], sig[1]);  // c1 and c2: the same conv on other tensors
   EXPECT_NE(sig[1], sig[2]);  // strides 2
@@ -340,7 +341,9 @@ TEST(CompilerParts, GroupsAlikeButForNamesShareASignatureAndNoOthersDo) {
   // output left resident, other resident bytes, the caller's flags.
   const GroupSignature c2(g, groups[1], layouts);
   const std::string plain = c2.with(std::nullopt, {}, 0);
-  std::set<std::string> keys = {plain, c2.with(2, {}, 0), c2.with(std::nullopt, {{2}, false, 0}, 0),
+  std::set<std::string> keys = {plain,
+                                c2.with(2, {}, 0),
+                                c2.with(std::nullopt, {{2}, false, 0}, 0),
                                 c2.with(std::nullopt, {{}, true, 0}, 0),
                                 c2.with(std::nullopt, {{}, false, 64}, 0),
                                 c2.with(std::nullopt, {}, 1)};

@@ -428,130 +428,10 @@ class DeviceCompiler {
   // its members' DRAM round trips saves nothing where residency already saves them.
   std::optional<Final> emit_chained(const Mapped& m,
                                     const std::vector<Residency>* plain_plan = nullptr) const {
-    auto members_of = [&](std::size_t first, std::size_t count) {
-      std::vector<const LayerGroup*> members;
-      for (std::size_t j = 0; j < count; ++j) members.push_back(&groups_[first + j]);
-      return members;
-    };
-    const std::vector<OnChipContext> contexts = plain_plan != nullptr
-                                                    ? on_chip_contexts(graph_, groups_, *plain_plan)
-                                                    : std::vector<OnChipContext>{};
-    // What groups [first, first + count) find on chip under the plan: the resident tensors they
-    // read that none of them writes, and the other resident bytes when the first runs.
-    struct RunContext {
-      std::vector<std::uint32_t> resident;
-      std::uint64_t other_bytes = 0;
-    };
-    auto context_of = [&](std::size_t first, std::size_t count) {
-      RunContext r;
-      if (contexts.empty() || first >= contexts.size()) return r;
-      // The first group's other bytes hold the tensors later members read (live before the run):
-      // those are assumed resident themselves, so they leave the other bytes.
-      std::uint64_t later = 0;
-      for (std::size_t j = first; j < first + count && j < contexts.size(); ++j) {
-        for (const std::uint32_t t : contexts[j].resident_inputs) {
-          const bool written_here =
-              std::any_of(groups_.begin() + static_cast<std::ptrdiff_t>(first),
-                          groups_.begin() + static_cast<std::ptrdiff_t>(j),
-                          [&](const LayerGroup& g) { return g.output == t; });
-          if (written_here || std::find(r.resident.begin(), r.resident.end(), t) !=
-                                  r.resident.end()) {
-            continue;
-          }
-          r.resident.push_back(t);
-          if (j > first) later += graph_.tensors[t].bytes();
-        }
-      }
-      const std::uint64_t other = contexts[first].other_bytes;
-      r.other_bytes = other > later ? other - later : 0;
-      return r;
-    };
-    auto emitter_in = [&](const RunContext& r) {
-      auto e = std::make_unique<Emitter>(graph_, config_, layouts_);
-      for (const std::uint32_t t : r.resident) e->assume_resident(t);
-      e->assume_on_chip_bytes(r.other_bytes);
-      return e;
-    };
-    // What group j releases of the tensors resident in `e` now.
-    auto releases = [&](const Emitter& e, std::size_t j) {
-      Residency r;
-      if (plain_plan == nullptr || j >= plain_plan->size()) return r;
-      for (const std::uint32_t t : (*plain_plan)[j].release) {
-        if (e.is_resident(t)) r.release.push_back(t);
-      }
-      return r;
-    };
-    auto leaves_resident = [&](std::size_t j) {
-      return plain_plan != nullptr && j < plain_plan->size() && (*plain_plan)[j].output;
-    };
-    // Runs alike (GroupSignature) in the same context cost alike: the key of a run's cost, with
-    // what the plan releases and leaves resident, and `fields` (its tiling).
-    auto run_key = [&](char what, std::size_t first, std::size_t count, const RunContext& r,
-                       const std::vector<std::uint64_t>& fields) {
-      GroupSignature key(graph_, members_of(first, count), layouts_);
-      key.add(static_cast<std::uint64_t>(what));
-      key.add(plain_plan != nullptr ? 1 : 0);
-      key.add(r.resident.size());
-      for (const std::uint32_t t : r.resident) key.add_tensor_place(t);
-      key.add(r.other_bytes);
-      for (std::size_t j = first; j < first + count; ++j) {
-        const std::vector<std::uint32_t> none;
-        const std::vector<std::uint32_t>& release =
-            plain_plan != nullptr && j < plain_plan->size() ? (*plain_plan)[j].release : none;
-        key.add(release.size());
-        for (const std::uint32_t t : release) key.add_tensor_place(t);
-        key.add(leaves_resident(j) ? 1 : 0);
-      }
-      for (const std::uint64_t f : fields) key.add(f);
-      return key.text();
-    };
-    auto memo = [&](const std::string& key, const auto& cost) -> std::optional<std::uint64_t> {
-      {
-        const std::lock_guard<std::mutex> lock(choices_mutex_);
-        if (const auto it = run_costs_.find(key); it != run_costs_.end()) return it->second;
-      }
-      const std::optional<std::uint64_t> cycles = cost();
-      const std::lock_guard<std::mutex> lock(choices_mutex_);
-      run_costs_.emplace(key, cycles);
-      return cycles;
-    };
-    const ChainCost chain_cost = [&](const Chain& c) -> std::optional<std::uint64_t> {
-      const std::size_t k = c.mappings.size();
-      const RunContext context = context_of(c.first, k);
-      return memo(run_key('C', c.first, k, context, chain_fields(c)), [&] {
-        std::unique_ptr<Emitter> alone = emitter_in(context);
-        std::vector<Residency> residency;
-        for (std::size_t j = c.first; j < c.first + k; ++j) {
-          residency.push_back(releases(*alone, j));
-        }
-        residency.back().output = leaves_resident(c.first + k - 1);
-        try {
-          alone->emit_chain(members_of(c.first, k), c,
-                            plain_plan != nullptr ? residency : std::vector<Residency>{});
-        } catch (const InputError&) {  // past the command limit: not this chain
-          return std::optional<std::uint64_t>();
-        }
-        Schedule schedule = alone->finish();
-        return estimated_cycles(schedule, config_);
-      });
-    };
+    const RunCosts costs(*this, m, plain_plan);
+    const ChainCost chain_cost = [&](const Chain& c) { return costs.chain(c); };
     const PlainCost plain_cost = [&](std::size_t first, std::size_t count) {
-      const RunContext context = context_of(first, count);
-      std::vector<std::uint64_t> fields;
-      for (std::size_t j = first; j < first + count; ++j) {
-        const std::vector<std::uint64_t> f = mapping_fields(m.mappings[j]);
-        fields.insert(fields.end(), f.begin(), f.end());
-      }
-      return memo(run_key('P', first, count, context, fields), [&] {
-        std::unique_ptr<Emitter> alone = emitter_in(context);
-        for (std::size_t j = first; j < first + count; ++j) {
-          Residency r = releases(*alone, j);
-          r.output = leaves_resident(j);
-          alone->emit_group(groups_[j], m.mappings[j], false, false, r);
-        }
-        Schedule schedule = alone->finish();
-        return estimated_cycles(schedule, config_);
-      });
+      return costs.plain(first, count);
     };
     const std::vector<Chain> chains =
         plan_chains(graph_, config_, groups_, layouts_, m.mappings, chain_cost, plain_cost);
@@ -680,6 +560,160 @@ class DeviceCompiler {
   }
 
  private:
+  // What plan_chains asks of emit_chained: a run of groups [first, first + count) costed alone,
+  // chained or one after another, as `plain_plan` (if given) would find it. Runs alike in the
+  // same context cost alike, so each cost is remembered by the run's key.
+  class RunCosts {
+   public:
+    RunCosts(const DeviceCompiler& compiler, const Mapped& m,
+             const std::vector<Residency>* plain_plan)
+        : c_(compiler),
+          m_(m),
+          plan_(plain_plan),
+          contexts_(plain_plan != nullptr
+                        ? on_chip_contexts(compiler.graph_, compiler.groups_, *plain_plan)
+                        : std::vector<OnChipContext>{}) {}
+
+    std::optional<std::uint64_t> chain(const Chain& chain) const {
+      const std::size_t k = chain.mappings.size();
+      const RunContext context = context_of(chain.first, k);
+      return remembered(key('C', chain.first, k, context, chain_fields(chain)), [&] {
+        std::unique_ptr<Emitter> alone = emitter_in(context);
+        std::vector<Residency> residency;
+        for (std::size_t j = chain.first; j < chain.first + k; ++j) {
+          residency.push_back(releases(*alone, j));
+        }
+        residency.back().output = leaves_resident(chain.first + k - 1);
+        try {
+          alone->emit_chain(members_of(chain.first, k), chain,
+                            plan_ != nullptr ? residency : std::vector<Residency>{});
+        } catch (const InputError&) {  // past the command limit: not this chain
+          return std::optional<std::uint64_t>();
+        }
+        Schedule schedule = alone->finish();
+        return estimated_cycles(schedule, c_.config_);
+      });
+    }
+
+    std::optional<std::uint64_t> plain(std::size_t first, std::size_t count) const {
+      const RunContext context = context_of(first, count);
+      std::vector<std::uint64_t> fields;
+      for (std::size_t j = first; j < first + count; ++j) {
+        const std::vector<std::uint64_t> f = mapping_fields(m_.mappings[j]);
+        fields.insert(fields.end(), f.begin(), f.end());
+      }
+      return remembered(key('P', first, count, context, fields), [&] {
+        std::unique_ptr<Emitter> alone = emitter_in(context);
+        for (std::size_t j = first; j < first + count; ++j) {
+          Residency r = releases(*alone, j);
+          r.output = leaves_resident(j);
+          alone->emit_group(c_.groups_[j], m_.mappings[j], false, false, r);
+        }
+        Schedule schedule = alone->finish();
+        return estimated_cycles(schedule, c_.config_);
+      });
+    }
+
+   private:
+    // What a run finds on chip under the plan: the resident tensors it reads that none of its
+    // groups writes, and the other resident bytes when the first runs.
+    struct RunContext {
+      std::vector<std::uint32_t> resident;
+      std::uint64_t other_bytes = 0;
+    };
+
+    std::vector<const LayerGroup*> members_of(std::size_t first, std::size_t count) const {
+      std::vector<const LayerGroup*> members;
+      for (std::size_t j = 0; j < count; ++j) members.push_back(&c_.groups_[first + j]);
+      return members;
+    }
+
+    RunContext context_of(std::size_t first, std::size_t count) const {
+      RunContext r;
+      if (contexts_.empty() || first >= contexts_.size()) return r;
+      // The first group's other bytes hold the tensors later members read (live before the run):
+      // those are assumed resident themselves, so they leave the other bytes.
+      std::uint64_t later = 0;
+      for (std::size_t j = first; j < first + count && j < contexts_.size(); ++j) {
+        for (const std::uint32_t t : contexts_[j].resident_inputs) {
+          const bool written_here =
+              std::any_of(c_.groups_.begin() + static_cast<std::ptrdiff_t>(first),
+                          c_.groups_.begin() + static_cast<std::ptrdiff_t>(j),
+                          [&](const LayerGroup& g) { return g.output == t; });
+          if (written_here ||
+              std::find(r.resident.begin(), r.resident.end(), t) != r.resident.end()) {
+            continue;
+          }
+          r.resident.push_back(t);
+          if (j > first) later += c_.graph_.tensors[t].bytes();
+        }
+      }
+      const std::uint64_t other = contexts_[first].other_bytes;
+      r.other_bytes = other > later ? other - later : 0;
+      return r;
+    }
+
+    std::unique_ptr<Emitter> emitter_in(const RunContext& r) const {
+      auto e = std::make_unique<Emitter>(c_.graph_, c_.config_, c_.layouts_);
+      for (const std::uint32_t t : r.resident) e->assume_resident(t);
+      e->assume_on_chip_bytes(r.other_bytes);
+      return e;
+    }
+
+    // What group j releases of the tensors resident in `e` now.
+    Residency releases(const Emitter& e, std::size_t j) const {
+      Residency r;
+      if (plan_ == nullptr || j >= plan_->size()) return r;
+      for (const std::uint32_t t : (*plan_)[j].release) {
+        if (e.is_resident(t)) r.release.push_back(t);
+      }
+      return r;
+    }
+
+    bool leaves_resident(std::size_t j) const {
+      return plan_ != nullptr && j < plan_->size() && (*plan_)[j].output;
+    }
+
+    // The run's signature (GroupSignature over its members), `what` it costs, what it finds on
+    // chip, what each member releases and leaves resident, and `fields` (its tiling).
+    std::string key(char what, std::size_t first, std::size_t count, const RunContext& r,
+                    const std::vector<std::uint64_t>& fields) const {
+      GroupSignature key(c_.graph_, members_of(first, count), c_.layouts_);
+      key.add(static_cast<std::uint64_t>(what));
+      key.add(plan_ != nullptr ? 1 : 0);
+      key.add(r.resident.size());
+      for (const std::uint32_t t : r.resident) key.add_tensor_place(t);
+      key.add(r.other_bytes);
+      const std::vector<std::uint32_t> none;
+      for (std::size_t j = first; j < first + count; ++j) {
+        const std::vector<std::uint32_t>& release =
+            plan_ != nullptr && j < plan_->size() ? (*plan_)[j].release : none;
+        key.add(release.size());
+        for (const std::uint32_t t : release) key.add_tensor_place(t);
+        key.add(leaves_resident(j) ? 1 : 0);
+      }
+      for (const std::uint64_t f : fields) key.add(f);
+      return key.text();
+    }
+
+    template <typename Cost>
+    std::optional<std::uint64_t> remembered(const std::string& key, const Cost& cost) const {
+      {
+        const std::lock_guard<std::mutex> lock(c_.choices_mutex_);
+        if (const auto it = c_.run_costs_.find(key); it != c_.run_costs_.end()) return it->second;
+      }
+      const std::optional<std::uint64_t> cycles = cost();
+      const std::lock_guard<std::mutex> lock(c_.choices_mutex_);
+      c_.run_costs_.emplace(key, cycles);
+      return cycles;
+    }
+
+    const DeviceCompiler& c_;
+    const Mapped& m_;
+    const std::vector<Residency>* plan_;
+    const std::vector<OnChipContext> contexts_;
+  };
+
   // A group's choice as `choose` records it.
   struct Choice {
     Mapping mapping;
