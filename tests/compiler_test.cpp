@@ -23,6 +23,7 @@
 #include "sim/compiler/passes/fuse_layer_groups.h"
 #include "sim/compiler/passes/fuse_layer_norm_gelu.h"
 #include "sim/compiler/passes/plan_chains.h"
+#include "sim/compiler/search/cost_search.h"
 #include "sim/compiler/search/search.h"
 #include "sim/estimator/estimator.h"
 #include "sim/frontend/graph_json.h"
@@ -350,6 +351,38 @@ TEST(CompilerParts, GroupsAlikeButForNamesShareASignatureAndNoOthersDo) {
   EXPECT_EQ(keys.size(), 6u);
   // c1 and c2 under the same context (each's own input on chip) still share a key.
   EXPECT_EQ(GroupSignature(g, groups[0], layouts).with(0, {}, 1), c2.with(2, {}, 1));
+}
+
+TEST(CompilerParts, TheShortlistTakesEachFamilysBestPastTenCloseCandidates) {
+  // Ranked by the closed form: 11 weights-outer tilings of one family within a quarter of the
+  // best (100 .. 110 cycles; the second is the first again, from another resource option), then
+  // an input-outer one (200), one more of the first family (300), and two halo-reusing ones
+  // (400, 500).
+  std::vector<Mapping> candidates;
+  std::vector<std::pair<std::uint64_t, std::size_t>> ranked;
+  auto add = [&](std::uint64_t rows, LoopOrder order, bool halo, std::uint64_t cycles) {
+    Mapping m;
+    m.kind = MappingKind::kSpatial;
+    m.tile_rows = rows;
+    m.order = order;
+    m.reuse_halo = halo;
+    ranked.emplace_back(cycles, candidates.size());
+    candidates.push_back(m);
+  };
+  add(1, LoopOrder::kWeightsOuter, false, 100);
+  add(1, LoopOrder::kWeightsOuter, false, 100);
+  for (std::uint64_t rows = 2; rows <= 10; ++rows) {
+    add(rows, LoopOrder::kWeightsOuter, false, 99 + rows);
+  }
+  add(1, LoopOrder::kInputOuter, false, 200);
+  add(11, LoopOrder::kWeightsOuter, false, 300);
+  add(1, LoopOrder::kWeightsOuter, true, 400);
+  add(2, LoopOrder::kWeightsOuter, true, 500);
+  const Shortlist list = shortlist(candidates, ranked);
+  // The walk takes rank 0, skips rank 1 (the same mapping), then ranks 2 .. 10, all within
+  // 100 + 100 / 4 = 125: ten. Past it, each family's first: input outer at rank 11, halo at 13.
+  EXPECT_EQ(list.walked, (std::vector<std::size_t>{0, 2, 3, 4, 5, 6, 7, 8, 9, 10}));
+  EXPECT_EQ(list.family_bests, (std::vector<std::size_t>{11, 13}));
 }
 
 TEST(CompilerParts, GreedyHalvingShrinksDimsInOrder) {

@@ -205,6 +205,43 @@ void consider(SearchChoice& choice, const Mapping& m, std::uint64_t cycles, bool
 
 }  // namespace
 
+Shortlist shortlist(const std::vector<Mapping>& candidates,
+                    const std::vector<std::pair<std::uint64_t, std::size_t>>& ranked) {
+  constexpr std::size_t kEmitted = 10;
+  constexpr std::uint64_t kCloseFraction = 4;
+  Shortlist out;
+  // (Reusing the halo is a family of its own: its closed form counts fewer bytes, so its
+  // candidates would otherwise crowd the plain ones out of the shortlist.)
+  std::vector<std::tuple<MappingKind, LoopOrder, bool>> families;
+  std::size_t r = 0;
+  for (; r < ranked.size() && out.walked.size() < kEmitted; ++r) {
+    const Mapping& m = candidates[ranked[r].second];
+    // The same mapping may come from several resource options: it takes one place.
+    const std::vector<std::uint64_t> fields = mapping_fields(m);
+    if (std::any_of(out.walked.begin(), out.walked.end(), [&](std::size_t q) {
+          return mapping_fields(candidates[ranked[q].second]) == fields;
+        })) {
+      continue;
+    }
+    const auto family = std::make_tuple(m.kind, m.order, m.reuse_halo);
+    const bool new_family = std::find(families.begin(), families.end(), family) == families.end();
+    const bool close =
+        ranked[r].first <= ranked.front().first + ranked.front().first / kCloseFraction;
+    if (r < 2 || new_family || close) {
+      out.walked.push_back(r);
+      if (new_family) families.push_back(family);
+    }
+  }
+  for (; r < ranked.size(); ++r) {
+    const Mapping& m = candidates[ranked[r].second];
+    const auto family = std::make_tuple(m.kind, m.order, m.reuse_halo);
+    if (std::find(families.begin(), families.end(), family) != families.end()) continue;
+    families.push_back(family);
+    out.family_bests.push_back(r);
+  }
+  return out;
+}
+
 namespace {
 
 // The cheapest of `candidates` (not empty) and its runner-up. `emitted` says whether their cycles
@@ -248,36 +285,9 @@ Ranked rank(const MapSpace& space, const HwConfig& config, const std::vector<Map
       by_compute.push_back(compute[i].second);
     }
   }
-  // Emitted: the best two by the closed form, the best of each family (kind and loop order, whose
-  // closed forms err differently) and any within 1/kCloseFraction of the best, at most kEmitted,
-  // each of at most kEmittedTiles tiles so compiling stays fast; otherwise the closed form
-  // decides alone.
-  constexpr std::size_t kEmitted = 10;
-  constexpr std::uint64_t kCloseFraction = 4;
   constexpr std::uint64_t kEmittedTiles = 2048;
-  std::vector<std::size_t> picked;  // positions in `ranked`
-  // (Reusing the halo is a family of its own: its closed form counts fewer bytes, so its
-  // candidates would otherwise crowd the plain ones out of the shortlist.)
-  std::vector<std::tuple<MappingKind, LoopOrder, bool>> families;
-  for (std::size_t r = 0; r < ranked.size() && picked.size() < kEmitted; ++r) {
-    const Mapping& m = candidates[ranked[r].second];
-    // The same mapping may come from several resource options: it takes one place.
-    const std::vector<std::uint64_t> fields = mapping_fields(m);
-    if (std::any_of(picked.begin(), picked.end(), [&](std::size_t q) {
-          return mapping_fields(candidates[ranked[q].second]) == fields;
-        })) {
-      continue;
-    }
-    const bool new_family =
-        std::find(families.begin(), families.end(),
-                  std::make_tuple(m.kind, m.order, m.reuse_halo)) == families.end();
-    const bool close =
-        ranked[r].first <= ranked.front().first + ranked.front().first / kCloseFraction;
-    if (r < 2 || new_family || close) {
-      picked.push_back(r);
-      if (new_family) families.push_back({m.kind, m.order, m.reuse_halo});
-    }
-  }
+  const Shortlist list = shortlist(candidates, ranked);
+  std::vector<std::size_t> picked = list.walked;  // positions in `ranked`
   auto tiles_of = [&](std::size_t r) {
     std::uint64_t tiles = 0;
     for (const TileClass& t : space.work(candidates[ranked[r].second]).tiles) tiles += t.count;
@@ -285,6 +295,10 @@ Ranked rank(const MapSpace& space, const HwConfig& config, const std::vector<Map
   };
   bool small = space.layouts != nullptr && (picked.size() > 1 || !by_compute.empty());
   for (const std::size_t r : picked) small = small && tiles_of(r) <= kEmittedTiles;
+  // Each family's best the walk did not reach joins too, when small itself.
+  for (const std::size_t r : list.family_bests) {
+    if (small && tiles_of(r) <= kEmittedTiles) picked.push_back(r);
+  }
   // The best by compute join only an emitted shortlist, and only when small themselves.
   for (const std::size_t r : by_compute) {
     if (small && tiles_of(r) <= kEmittedTiles &&

@@ -44,6 +44,20 @@ class TransferCycles {
 cost::Cycles estimate_work_cycles(const GroupWork& work, const HwConfig& config,
                                   TransferCycles& transfer);
 
+// Which candidates the cost search emits alone and estimates (docs/compiler.md, "The cost
+// search"), as positions in `ranked` (cycles and candidate index, in the closed form's order):
+// walking down the ranking, the best two, the best of each family (kind, loop order and halo
+// reuse, whose closed forms err differently) and any within a quarter of the best, until there
+// are 10 (a mapping several resource options give takes one place); then the best of each family
+// the walk did not reach, which ten close candidates of one family (often one tiling with other
+// slice or live counts) would otherwise keep out. (The caller drops those past its tile limit.)
+struct Shortlist {
+  std::vector<std::size_t> walked;
+  std::vector<std::size_t> family_bests;
+};
+Shortlist shortlist(const std::vector<Mapping>& candidates,
+                    const std::vector<std::pair<std::uint64_t, std::size_t>>& ranked);
+
 // A search's choice with its cost and the runner-up, for `npusim compile --explain`.
 struct SearchChoice {
   Mapping mapping;
