@@ -436,6 +436,12 @@ class DeviceCompiler {
     const std::vector<Chain> chains =
         plan_chains(graph_, config_, groups_, layouts_, m.mappings, chain_cost, plain_cost);
     if (chains.empty()) return std::nullopt;
+    return emit_with_chains(m, chains);
+  }
+
+  // `m` with `chains` (not empty): the members take the chains' mappings, and the model is
+  // emitted with the residency plan the estimate says is fastest.
+  Final emit_with_chains(const Mapped& m, const std::vector<Chain>& chains) const {
     Mapped chained = m;
     std::size_t members = 0;
     for (const Chain& c : chains) {
@@ -464,6 +470,32 @@ class DeviceCompiler {
                (e.report.empty() ? "" : " (" + e.report.substr(e.report.find('\t') + 1) + ")") +
                " [" + which + "]";
     return Final{std::move(chained), std::move(e), chains};
+  }
+
+  // When all of `chained`'s chains together lose to `plain_cycles`, some may still win in the
+  // model (each was costed alone, as the plan would find it, but together they hold room and
+  // serialise what the plain model overlaps): they are added one at a time, in order, each kept
+  // if the model estimates faster with it. Returns the best so found, if any beats the plain one.
+  std::optional<Final> chains_one_by_one(const Mapped& m, const Final& chained,
+                                         std::uint64_t plain_cycles) const {
+    std::optional<Final> best;
+    std::uint64_t best_cycles = plain_cycles;
+    std::vector<Chain> kept;
+    for (const Chain& c : chained.chains) {
+      std::vector<Chain> trial = kept;
+      trial.push_back(c);
+      Final f = emit_with_chains(m, trial);
+      if (f.e.cycles && *f.e.cycles < best_cycles) {
+        best_cycles = *f.e.cycles;
+        kept = std::move(trial);
+        best = std::move(f);
+      }
+    }
+    if (best) {
+      best->e.report += "; one by one of " + std::to_string(chained.chains.size()) +
+                        " (all: " + std::to_string(*chained.e.cycles) + ")";
+    }
+    return best;
   }
 
   // Residency-aware remapping (docs/compiler.md, "Remapping under residency"). Each group was
@@ -541,6 +573,12 @@ class DeviceCompiler {
     // (Estimated only to compare: a model without chains, or without a residency plan to remap
     // under, needs no figure; a 7B decoder layer's estimate is a third of its compile.)
     if (chained && !best.cycles) best.cycles = estimated_cycles(best.schedule, config_);
+    if (chained && chained->chains.size() > 1 && chained->e.cycles && best.cycles &&
+        *chained->e.cycles >= *best.cycles) {
+      if (std::optional<Final> some = chains_one_by_one(m, *chained, *best.cycles)) {
+        chained = std::move(some);
+      }
+    }
     const bool keep =
         chained && chained->e.cycles && (!best.cycles || *chained->e.cycles < *best.cycles);
     if (chained) line = chained->e.report + "; kept: " + (keep ? "chains" : "without");
