@@ -354,6 +354,45 @@ TEST(CompilerParts, GroupsAlikeButForNamesShareASignatureAndNoOthersDo) {
   EXPECT_EQ(GroupSignature(g, groups[0], layouts).with(0, {}, 1), c2.with(2, {}, 1));
 }
 
+// Two Transposes alike but for their readers: tview's output is a MatMul's right operand alone,
+// so it is a view (no command); tcopy's is read by a Relu, so it copies on the vector unit. A
+// signature without the group's kind gave both the first's choice: the copy got a view's empty
+// mapping (internal error, exit 4), found by review.
+TEST(CompilerParts, ATransposeViewAndATransposeCopyDoNotShareAChoice) {
+  const Graph g = parse_graph_json(Json::parse(R"({"format": "npusim-graph", "version": 1,
+    "name": "tr", "tensors": [{"name": "x1", "shape": [1, 64, 32]},
+      {"name": "x2", "shape": [1, 64, 32]}, {"name": "a", "shape": [1, 16, 32]},
+      {"name": "t1", "shape": [1, 32, 64]}, {"name": "t2", "shape": [1, 32, 64]},
+      {"name": "r1", "shape": [1, 32, 64]}, {"name": "y", "shape": [1, 16, 64]}],
+    "inputs": ["x1", "x2", "a"], "outputs": ["r1", "y"],
+    "layers": [{"name": "tview", "op": "Transpose", "inputs": ["x2"], "outputs": ["t2"],
+                "attrs": {"perm": [0, 2, 1]}},
+               {"name": "tcopy", "op": "Transpose", "inputs": ["x1"], "outputs": ["t1"],
+                "attrs": {"perm": [0, 2, 1]}},
+               {"name": "relu", "op": "Relu", "inputs": ["t1"], "outputs": ["r1"]},
+               {"name": "mm", "op": "MatMul", "inputs": ["a", "t2"], "outputs": ["y"]}]})"),
+                                   "tr.json");
+  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
+  ASSERT_GE(groups.size(), 2u);
+  ASSERT_EQ(groups[0].name, "tview");
+  ASSERT_EQ(groups[1].name, "tcopy");
+  EXPECT_EQ(group_kind(g, groups[0]), GroupKind::kView);
+  EXPECT_EQ(group_kind(g, groups[1]), GroupKind::kVector);
+  const TensorLayouts layouts = assign_layouts(g, groups);
+  EXPECT_NE(GroupSignature(g, groups[0], layouts).text(),
+            GroupSignature(g, groups[1], layouts).text());
+  for (const char* name : {"default", "server"}) {
+    std::vector<std::string> explain;
+    const Schedule s = compile_schedule(g, load_hw_config(name), &explain);
+    // The copy is one program of vector commands; the view none.
+    EXPECT_THAT(explain, ::testing::Contains(::testing::StartsWith("tcopy\t")));
+    EXPECT_THAT(explain, ::testing::Not(::testing::Contains(::testing::StartsWith("tview\t"))));
+    EXPECT_EQ(std::count_if(s.programs.begin(), s.programs.end(),
+                            [](const auto& p) { return p.name == "tcopy"; }),
+              1);
+  }
+}
+
 TEST(CompilerParts, TheShortlistTakesEachFamilysBestPastTenCloseCandidates) {
   // Ranked by the closed form: 11 weights-outer tilings of one family within a quarter of the
   // best (100 .. 110 cycles; the second is the first again, from another resource option), then

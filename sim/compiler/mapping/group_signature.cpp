@@ -23,6 +23,9 @@ void GroupSignature::add_group(const LayerGroup& group) {
     add(s.size());
     text_ += s;
   };
+  // Its kind depends on more than the group: a Transpose is a view only if MatMuls alone read its
+  // output as their right operand, or if it keeps the plane of the image its bytes come from.
+  add(static_cast<std::uint64_t>(group_kind(graph_, group)));
   add(group.layers.size());
   for (const std::uint32_t l : group.layers) {
     const Layer& layer = graph_.layers[l];

@@ -1,9 +1,9 @@
-// A layer group's signature: everything its mapping and its cost alone depend on (ops, attributes,
-// the shapes, dtypes and layouts of the tensors it reads and writes, and which of them it reads
-// twice), nothing they do not (names, locations, the tensors' indices in the graph). Two groups
-// with the same signature map and cost alike, so the compiler chooses once for both: ResNet-50's
-// repeated bottleneck blocks, a decoder stack's identical layers. A run of consecutive groups
-// (a chain's members) has one too, its tensors placed across the run.
+// A layer group's signature: everything its mapping and its cost alone depend on (its kind, ops,
+// attributes, the shapes, dtypes and layouts of the tensors it reads and writes, and which of them
+// it reads twice), nothing they do not (names, locations, the tensors' indices in the graph). Two
+// groups with the same signature map and cost alike, so the compiler chooses once for both:
+// ResNet-50's repeated bottleneck blocks, a decoder stack's identical layers. A run of consecutive
+// groups (a chain's members) has one too, its tensors placed across the run.
 #pragma once
 
 #include <cstdint>
