@@ -133,7 +133,8 @@ void OutputDir::write(const std::string& name, const std::function<void(std::ost
   out.flush();
   if (!out) throw OutputError("error while writing " + (dir_ / name).string());
   const std::lock_guard<std::mutex> lock(mutex_);
-  staged_.push_back(name);
+  // Written again (stats.json after a note it carries): the new bytes replace the old.
+  if (std::find(staged_.begin(), staged_.end(), name) == staged_.end()) staged_.push_back(name);
 }
 
 void OutputDir::discard(const std::string& name) {

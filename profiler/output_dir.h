@@ -48,7 +48,7 @@ class OutputDir {
 
   // Stages `name` (one of output_file_names()) by calling `write` on a stream into it. Throws
   // OutputError naming the file on any I/O failure. Several threads may each write their own
-  // file at once.
+  // file at once. Writing a name again replaces what it staged.
   void write(const std::string& name, const std::function<void(std::ostream&)>& write);
   // Drops a staged file: it is not moved into place, and commit() removes an older one of that
   // name (a file given up on for its size; docs/outputs.md#detail).

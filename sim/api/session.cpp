@@ -652,7 +652,7 @@ DetailNotes Session::write(const Measured& m, const std::filesystem::path& out,
   }
   // The writers that do not depend on one another run on the machine's cores at once, each into
   // its own file (the outputs are the same bytes whatever runs first): the CSVs beside the trace
-  // model, then the two traces. stats.json and summary.txt come last: they carry the notes. Past
+  // model, then the two traces and stats.json. summary.txt comes last: it carries the notes. Past
   // kConcurrentWritersMaxCommands they run one after another: side by side, the CSV writer's
   // buffers add to the trace model's peak (+220 MB on 5M commands, past the 4 GB target).
   const auto invoke = [&](const std::vector<std::function<void()>>& jobs) {
@@ -680,17 +680,31 @@ DetailNotes Session::write(const Measured& m, const std::filesystem::path& out,
         " MB; --trace-detail full writes them");
   }
   bool chrome_fits = true;
-  invoke({[&] {
-            PhaseTimer t("write trace.json");
-            dir.write("trace.json", [&](std::ostream& s) {
-              chrome_fits = profiler::write_chrome_trace(s, *trace, kChromeTraceMaxBytes);
-            });
-          },
-          [&] {
-            PhaseTimer t("write trace.pftrace");
-            dir.write("trace.pftrace",
-                      [&](std::ostream& s) { profiler::write_perfetto_trace(s, *trace); });
-          }});
+  auto write_stats = [&] {
+    PhaseTimer t("write stats.json");
+    dir.write("stats.json",
+              [&](std::ostream& s) { profiler::write_stats_json(s, w, est, sim, report); });
+  };
+  // stats.json carries the notes, the last of which may say that trace.json did not fit. When
+  // the traces aggregate, or hold few commands, trace.json fits but for absurdly long names, so
+  // stats.json is written beside the traces as if it fits; when it does not, it is written again
+  // below, with the note. Either way its bytes are those of writing it after the traces.
+  const bool stats_beside = commands <= kConcurrentWritersMaxCommands &&
+                            (aggregate || commands <= options.auto_detail_commands);
+  std::vector<std::function<void()>> jobs = {
+      [&] {
+        PhaseTimer t("write trace.json");
+        dir.write("trace.json", [&](std::ostream& s) {
+          chrome_fits = profiler::write_chrome_trace(s, *trace, kChromeTraceMaxBytes);
+        });
+      },
+      [&] {
+        PhaseTimer t("write trace.pftrace");
+        dir.write("trace.pftrace",
+                  [&](std::ostream& s) { profiler::write_perfetto_trace(s, *trace); });
+      }};
+  if (stats_beside) jobs.emplace_back(write_stats);
+  invoke(jobs);
   if (!chrome_fits) {
     dir.discard("trace.json");
     notes.push_back("trace.json not written: over " + thousands(kChromeTraceMaxBytes / 1000000) +
@@ -698,9 +712,8 @@ DetailNotes Session::write(const Measured& m, const std::filesystem::path& out,
   }
   trace.reset();
   for (std::size_t i = aggregate ? 1 : 0; i < notes.size(); ++i) spdlog::warn("{}", notes[i]);
-  PhaseTimer t("write summary.txt and stats.json");
-  dir.write("stats.json",
-            [&](std::ostream& s) { profiler::write_stats_json(s, w, est, sim, report); });
+  if (!stats_beside || !chrome_fits) write_stats();
+  PhaseTimer t("write summary.txt");
   // The last writer of the stalls is done: summary.txt's op-type table takes more memory, and
   // both timelines' stalls (16 bytes a command each) would raise the run's peak.
   est_figures.release_stalls();
