@@ -33,6 +33,7 @@
 #include "sim/util/error.h"
 #include "sim/util/math.h"
 #include "sim/util/parallel.h"
+#include "tests/explain_support.h"
 
 namespace npusim {
 namespace {
@@ -1014,16 +1015,8 @@ TEST(Compiler, ChainsThatLoseTogetherAreTriedOneByOneInTheModel) {
   const HwConfig config = load_hw_config("server");
   std::vector<std::string> explain;
   compile_schedule(load_graph_json(kZoo + "mobilenetv2.json"), config, &explain);
-  auto figure_after = [](const std::string& line, const std::string& label) {
-    const std::size_t at = line.find(label);
-    EXPECT_NE(at, std::string::npos) << label << " in " << line;
-    return at == std::string::npos ? 0 : std::stoull(line.substr(at + label.size()));
-  };
-  std::string residency, chains;
-  for (const std::string& line : explain) {
-    if (line.rfind("residency\t", 0) == 0 && residency.empty()) residency = line;
-    if (line.rfind("chains\t", 0) == 0) chains = line;
-  }
+  const std::string residency = test::explain_line(explain, "residency\t");
+  const std::string chains = test::explain_line(explain, "chains\t");
   ASSERT_FALSE(chains.empty());
   // The plain model's estimate: the least figure of its residency line (without, and each plan).
   std::uint64_t plain = ~std::uint64_t{0};
@@ -1032,12 +1025,12 @@ TEST(Compiler, ChainsThatLoseTogetherAreTriedOneByOneInTheModel) {
        it != std::sregex_iterator(); ++it) {
     plain = std::min<std::uint64_t>(plain, std::stoull((*it)[1].str()));
   }
-  const std::uint64_t some = figure_after(chains, "groups: ");
-  const std::uint64_t all = figure_after(chains, "(all: ");
-  const std::uint64_t planned = figure_after(chains, "one by one of ");
+  const std::uint64_t some = test::figure_after(chains, "groups: ");
+  const std::uint64_t all = test::figure_after(chains, "(all: ");
+  const std::uint64_t planned = test::figure_after(chains, "one by one of ");
   EXPECT_GT(all, plain);
   EXPECT_LT(some, plain);
-  EXPECT_LT(figure_after(chains, "chains\t"), planned);  // a subset of the chains planned
+  EXPECT_LT(test::figure_after(chains, "chains\t"), planned);  // a subset of the chains planned
 }
 
 // yolo_tiny on `server`: its 4 chains win after remapping (101,774 cycles estimated against
@@ -1046,19 +1039,11 @@ TEST(Compiler, ChainsThatLoseTogetherAreTriedOneByOneInTheModel) {
 TEST(Compiler, TheRemappedPlainModelTakingSomeChainsMayBeatAllOfThem) {
   std::vector<std::string> explain;
   compile_schedule(load_graph_json(kZoo + "yolo_tiny.json"), load_hw_config("server"), &explain);
-  std::string line;
-  for (const std::string& l : explain) {
-    if (l.rfind("chains\t", 0) == 0) line = l;
-  }
+  const std::string line = test::explain_line(explain, "chains\t");
   ASSERT_FALSE(line.empty());
-  auto figure_after = [&](const std::string& label) -> std::uint64_t {
-    const std::size_t at = line.find(label);
-    EXPECT_NE(at, std::string::npos) << label << " in " << line;
-    return at == std::string::npos ? 0 : std::stoull(line.substr(at + label.size()));
-  };
-  const std::uint64_t with = figure_after("remapped: with chains ");
-  const std::uint64_t without = figure_after(" cycles estimated, without ");
-  const std::uint64_t some = figure_after(" chain(s), ");
+  const std::uint64_t with = test::figure_after(line, "remapped: with chains ");
+  const std::uint64_t without = test::figure_after(line, " cycles estimated, without ");
+  const std::uint64_t some = test::figure_after(line, " chain(s), ");
   EXPECT_LT(with, without);  // all the chains won after remapping...
   EXPECT_LT(some, with);     // ...and the remapped plain model with some of them won over that
   // "after remapping, one by one: K of N chain(s)": some of them, not all.

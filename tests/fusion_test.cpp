@@ -15,6 +15,7 @@
 #include "sim/frontend/graph_json.h"
 #include "sim/frontend/onnx_import.h"
 #include "sim/ir/engines.h"
+#include "tests/explain_support.h"
 
 namespace npusim {
 namespace {
@@ -672,19 +673,11 @@ TEST(Chains, ThePlainModelRemappedTakesTheChainsThatNowWinOneByOne) {
   const Graph g = import_onnx(kShared + "light_resnet50.onnx", {});
   std::vector<std::string> explain;
   compile_schedule(g, load_hw_config("server"), &explain);
-  std::string line;
-  for (const std::string& l : explain) {
-    if (l.rfind("chains\t", 0) == 0) line = l;
-  }
+  const std::string line = test::explain_line(explain, "chains\t");
   ASSERT_FALSE(line.empty());
-  auto figure_after = [&](const std::string& label) -> std::uint64_t {
-    const std::size_t at = line.find(label);
-    EXPECT_NE(at, std::string::npos) << label << " in " << line;
-    return at == std::string::npos ? 0 : std::stoull(line.substr(at + label.size()));
-  };
-  const std::uint64_t with = figure_after("remapped: with chains ");
-  const std::uint64_t without = figure_after(" cycles estimated, without ");
-  const std::uint64_t added = figure_after(" chain(s), ");
+  const std::uint64_t with = test::figure_after(line, "remapped: with chains ");
+  const std::uint64_t without = test::figure_after(line, " cycles estimated, without ");
+  const std::uint64_t added = test::figure_after(line, " chain(s), ");
   EXPECT_LT(without, with);   // the plain model won after remapping...
   EXPECT_LT(added, without);  // ...and gained from chains added one at a time
   EXPECT_NE(line.find("; after remapping, one by one: "), std::string::npos);
