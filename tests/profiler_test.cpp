@@ -1,8 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "profiler/csv_writers.h"
+#include "profiler/output_dir.h"
 #include "profiler/stats.h"
 #include "profiler/timeline.h"
 
@@ -249,4 +252,24 @@ TEST(Stats, AchievedBandwidth) {
 }
 
 }  // namespace
+// stats.json is written beside the traces as if trace.json fits, and again with the note when it
+// does not (Session::write): the second write replaces the first, and commit moves one file.
+TEST(OutputDir, ANameWrittenTwiceHoldsTheSecondWriteAfterCommit) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / "npusim_output_dir_twice";
+  std::filesystem::remove_all(dir);
+  {
+    OutputDir out(dir);
+    out.write("stats.json", [](std::ostream& s) { s << "{\"first\": true, \"longer\": 1}"; });
+    out.write("stats.json", [](std::ostream& s) { s << "{\"second\": 2}"; });
+    EXPECT_EQ(out.staged_bytes("stats.json"), 13u);  // {"second": 2}
+    ASSERT_NO_THROW(out.commit());
+  }
+  std::ifstream in(dir / "stats.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(text.str(), "{\"second\": 2}");
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace npusim::profiler

@@ -17,17 +17,6 @@ namespace npusim {
 
 TransferCycles::TransferCycles(const HwConfig& config) : dma_(config), dram_(config) {}
 
-bool TransferCycles::same_timing(const HwConfig& config) const {
-  const cost::DmaTiming dma(config);
-  const cost::DramTiming dram(config);
-  return dma.max_burst_bytes == dma_.max_burst_bytes &&
-         dma.bytes_per_cycle == dma_.bytes_per_cycle && dma.setup_cycles == dma_.setup_cycles &&
-         dma.max_outstanding == dma_.max_outstanding && dma.ideal == dma_.ideal &&
-         dram.ticks_per_cycle == dram_.ticks_per_cycle &&
-         dram.ticks_per_byte == dram_.ticks_per_byte &&
-         dram.latency_cycles == dram_.latency_cycles && dram.dram_channels == dram_.dram_channels;
-}
-
 cost::Cycles TransferCycles::operator()(std::uint64_t bytes) {
   if (bytes == 0) return 0;
   constexpr std::uint64_t kExactBursts = 64;
@@ -367,9 +356,7 @@ SearchChoice CostSearch::choose_explained(const MapSpace& space, const HwConfig&
   // Convs accumulating in steps (Mapping::k_step) are ranked on their own and then against the
   // best of the rest, so that their many step tiles neither take the emitted places of the other
   // candidates nor make the closed form decide alone among them.
-  const std::lock_guard<std::mutex> lock(transfer_mutex_);
-  if (!transfer_ || !transfer_->same_timing(config)) transfer_.emplace(config);
-  TransferCycles& transfer = *transfer_;
+  TransferCycles transfer(config);
   std::vector<Mapping> plain, ksplit;
   for (const Mapping& m : candidates) {
     (m.kind == MappingKind::kSpatial && m.k_step > 0 ? ksplit : plain).push_back(m);

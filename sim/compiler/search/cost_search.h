@@ -30,9 +30,6 @@ class TransferCycles {
  public:
   explicit TransferCycles(const HwConfig& config);
   cost::Cycles operator()(std::uint64_t bytes);
-  // Whether `config` moves bytes as this one's does (the same DMA and DRAM timing), so that
-  // the memo holds for it too.
-  bool same_timing(const HwConfig& config) const;
 
  private:
   cost::DmaTiming dma_;
@@ -115,10 +112,6 @@ class CostSearch final : public Search {
 
  private:
   mutable EmittedCyclesMemo memo_;
-  // The transfers' cycles, kept from group to group while the timing stays (one ranking at a
-  // time uses it).
-  mutable std::mutex transfer_mutex_;
-  mutable std::optional<TransferCycles> transfer_;
 };
 
 }  // namespace npusim
