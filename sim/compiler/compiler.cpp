@@ -563,12 +563,71 @@ class DeviceCompiler {
                          " commands (before: " + std::to_string(before_commands) + ")"
                    : "") +
             ", kept: " + (keep ? "remapped" : "before");
-    if (!keep) return false;
+    // Slower all together, or grown past the rule, a part of them may still win.
+    if (!keep) return remap_part(f, *r, contexts, fixed, line);
     // The plan the remapped model keeps (the residency line tells the one before).
     if (!g.report.empty()) line += " (" + g.report.substr(g.report.find('\t') + 1) + ")";
     m = std::move(*r);
     e = std::move(g);
     return true;
+  }
+
+  // The groups `all` maps anew lost together against `f` (costed alone, each was faster; in the
+  // model, some slowed what is around them): their halves in layer order, then their quarters,
+  // are each mapped anew alone (the other groups keep `f`'s mappings) and emitted, and the
+  // fastest part that beats `f` at a level is kept. At most six more emissions, only where the
+  // remapping lost. `line` gets the part kept, or that none was faster.
+  bool remap_part(Final& f, const Mapped& all, const std::vector<OnChipContext>& contexts,
+                  const std::vector<bool>& fixed, std::string& line) const {
+    std::vector<std::size_t> anew;
+    for (std::size_t i = 0; i < all.mappings.size() && i < f.m.mappings.size(); ++i) {
+      if (!same_mapping(all.mappings[i], f.m.mappings[i])) anew.push_back(i);
+    }
+    if (anew.size() < 2) return false;
+    const std::vector<Chain>* chains = f.chains.empty() ? nullptr : &f.chains;
+    const std::uint64_t before = *f.e.cycles;
+    const std::uint64_t before_commands = f.e.schedule.commands.size();
+    for (const std::size_t parts : {std::size_t{2}, std::size_t{4}}) {
+      if (parts > anew.size()) break;
+      std::optional<Final> best;
+      std::size_t best_part = 0;
+      for (std::size_t p = 0; p < parts; ++p) {
+        const std::size_t lo = p * anew.size() / parts, hi = (p + 1) * anew.size() / parts;
+        std::vector<bool> only = fixed;
+        only.resize(all.mappings.size(), false);
+        for (std::size_t k = 0; k < anew.size(); ++k) {
+          if (k < lo || k >= hi) only[anew[k]] = true;
+        }
+        Final part;
+        try {
+          part.m = map_all(f.m.ksplit_allowed, &f.m, &contexts, &only);
+          if (part.m.remapped == 0) continue;
+          unkeep_around(part.m, f.chains);
+          part.e = emit_best(part.m, chains, f.e.plan);
+        } catch (const InputError&) {  // past the size limits with these mappings
+          continue;
+        }
+        if (!part.e.cycles || *part.e.cycles >= before) continue;
+        const std::uint64_t commands = part.e.schedule.commands.size();
+        const bool grows = commands * 100 > before_commands * (100 + kRemapGrowthPct);
+        if (grows && (before - *part.e.cycles) * 100 < before * kRemapGainPct) continue;
+        if (best && *best->e.cycles <= *part.e.cycles) continue;
+        best = std::move(part);
+        best_part = p;
+      }
+      if (!best) continue;
+      line += "; in " + std::to_string(parts) + " parts: part " + std::to_string(best_part + 1) +
+              " (" + std::to_string(best->m.remapped) + " group(s)) " +
+              std::to_string(*best->e.cycles) + " cycles estimated, kept: remapped";
+      if (!best->e.report.empty()) {
+        line += " (" + best->e.report.substr(best->e.report.find('\t') + 1) + ")";
+      }
+      f.m = std::move(best->m);
+      f.e = std::move(best->e);
+      return true;
+    }
+    line += "; in parts: none faster";
+    return false;
   }
 
   // `m` with chains, then `m` as `best` maps it, when chains estimate faster (best wins a tie);
