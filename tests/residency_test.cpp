@@ -280,6 +280,54 @@ TEST(Residency, AGroupCostedUnderAPlanLoadsOnlyWhatIsNotOnChip) {
   EXPECT_EQ(bytes_of(under, EngineKind::kDmaOut, "conv2"), 512u);
 }
 
+// Whole models are emitted with drop_unread_stores: a tile whose resident output no DRAM reader
+// needs, and whose compute alone read the weight chunk its store would free, stores nothing; its
+// compute frees the chunk. conv2 of the diamond as one tile of all 8 rows, 16 channels: weights
+// (16 * 16 * 3 * 3 = 2304 B) in, and without the option its store writes the whole output
+// (16 * 8 * 8 = 1024 B) only to free them.
+TEST(Residency, ATileThatAloneReadItsWeightsDoesNotStoreAResidentOutput) {
+  const Graph g = diamond();
+  const HwConfig config = load_hw_config("default");
+  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
+  const TensorLayouts layouts = assign_layouts(g, groups);
+  const LayerGroup& conv2 = groups[1];
+  ASSERT_EQ(conv2.name, "conv2");
+  Mapping m = GreedySearch().choose(make_map_space(g, conv2, layouts, config), config);
+  m.tile_rows = 8;  // one tile: the chunk's only reader
+  m.tile_cols = 8;
+  m.slices = 1;
+  auto emitted = [&](bool drop, bool release) {
+    Emitter e(g, config, layouts);
+    e.drop_unread_stores(drop);
+    e.assume_resident(tensor_id(g, "a"));
+    Residency r;
+    r.output = true;
+    if (release) r.release = {tensor_id(g, "a")};
+    e.emit_group(conv2, m, false, false, r);
+    return e.finish();
+  };
+  const Schedule kept = emitted(false, false);
+  EXPECT_EQ(bytes_of(kept, EngineKind::kDmaIn, "conv2"), 2304u);
+  EXPECT_EQ(bytes_of(kept, EngineKind::kDmaOut, "conv2"), 1024u);
+  const Schedule dropped = emitted(true, false);
+  EXPECT_EQ(bytes_of(dropped, EngineKind::kDmaIn, "conv2"), 2304u);
+  EXPECT_EQ(bytes_of(dropped, EngineKind::kDmaOut, "conv2"), 0u);
+  // The weights' load, then the conv, which frees them (the only DMA_IN's buffer).
+  ASSERT_EQ(dropped.commands.size(), 2u);
+  const Command& load = dropped.commands[0];
+  const Command& conv = dropped.commands[1];
+  ASSERT_EQ(load.engine, EngineKind::kDmaIn);
+  ASSERT_EQ(load.alloc.size(), 1u);
+  EXPECT_EQ(conv.free, std::vector<std::string>{load.alloc[0].buffer});
+  // When the group must also release a resident input, the store comes back, after the conv,
+  // to carry the release on the DMA_OUT queue rather than hold the conv's slice.
+  const Schedule carried = emitted(true, true);
+  EXPECT_EQ(bytes_of(carried, EngineKind::kDmaOut, "conv2"), 1024u);
+  ASSERT_EQ(carried.commands.size(), 3u);
+  EXPECT_EQ(carried.commands.back().engine, EngineKind::kDmaOut);
+  EXPECT_EQ(carried.commands.back().deps, IndexList{1});
+}
+
 // On `server` (24 MiB) most of ResNet-50's tensors stay on chip, and its groups, costed alone
 // with their loads and stores, were mapped for a DMA that residency removes. Remapped under the
 // plan, the model is faster by the estimate that decided, and still does the graph's work.

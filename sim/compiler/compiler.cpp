@@ -933,6 +933,7 @@ class DeviceCompiler {
   Schedule emit_all(Mapped& m, const std::vector<Residency>& residency,
                     const std::vector<Chain>* chains = nullptr) const {
     Emitter emitter(graph_, config_, layouts_);
+    emitter.drop_unread_stores(true);
     emitter.reserve(m.total.commands);  // an upper bound: residency only drops loads and stores
     std::size_t next_chain = 0;
     for (std::size_t i = 0; i < groups_.size(); ++i) {

@@ -96,6 +96,12 @@ void Emitter::emit_group(const LayerGroup& group, const Mapping& mapping, bool k
     kept_ = std::move(keeping_);
     keeping_.reset();
   }
+  if (!residency.release.empty() && left_out_store_ &&
+      left_out_store_->compute + 1 == sched_.commands.size()) {
+    emit(dma(EngineKind::kDmaOut, left_out_store_->bytes), "DO", do_, group,
+         {left_out_store_->compute});
+  }
+  left_out_store_.reset();
   for (std::uint32_t t : residency.release) {
     if (sched_.commands.size() == first_command)
       throw std::logic_error("emit_group: '" + group.name + "' read no resident tensor");
@@ -458,11 +464,25 @@ Emitter::CommandIndex Emitter::store_tile(const LayerGroup& group, std::vector<C
   if (keeping_ && keeping_->tensor == group.output) {
     keeping_->ranges.push_back({out_lo, out_hi, after});
   }
+  // When the tile's own computes are the chunk's only readers (an input block or weight chunk of
+  // one tile), there is nothing else to wait for: its last compute frees the chunk instead.
+  const bool only_reader =
+      other_readers == nullptr ||
+      std::all_of(other_readers->begin(), other_readers->end(), [&](CommandIndex r) {
+        return std::find(after.begin(), after.end(), r) != after.end();
+      });
   if (keeping_ && keeping_->tensor == group.output && keeping_->on_chip_only &&
-      other_readers == nullptr) {
+      (other_readers == nullptr || (drop_unread_stores_ && only_reader))) {
     keeping_->buffers.push_back(out_buffer);
     keeping_->writers.insert(keeping_->writers.end(), after.begin(), after.end());
-    return *std::max_element(after.begin(), after.end());
+    const CommandIndex last = *std::max_element(after.begin(), after.end());
+    if (other_readers != nullptr) {
+      std::vector<std::string>& free = sched_.commands[last].free;
+      free.insert(free.end(), weights_buffers_.begin(), weights_buffers_.end());
+      weight_frees_.push_back(last);
+      left_out_store_ = LeftOutStore{last, out_bytes};
+    }
+    return last;
   }
   std::vector<CommandIndex> writers = after;
   std::vector<CommandIndex> store_deps = std::move(after);

@@ -77,6 +77,11 @@ class Emitter {
 
   // Room for `commands` commands (the driver's estimate), so the schedule does not reallocate.
   void reserve(std::uint64_t commands) { sched_.commands.reserve(commands); }
+  // A tile whose output stays on chip, unread in DRAM, and whose compute is the only reader of
+  // the input block or weight chunk its store would free, has no store: its compute frees the
+  // chunk (docs/compiler.md, "Outputs kept on chip"). Off, such a tile still stores its output
+  // to DRAM; the cost search costs candidates alone that way.
+  void drop_unread_stores(bool on) { drop_unread_stores_ = on; }
 
   // The schedule emitted so far, with its model and target filled in. Call once.
   Schedule finish();
@@ -276,6 +281,16 @@ class Emitter {
   };
   std::vector<RingEntry> ring_;
   std::vector<CommandIndex> weight_frees_;  // stores whose ends free weight chunks
+  // The last tile whose store store_tile left out although it freed a chunk (its compute was the
+  // chunk's only reader): if that compute ends its group and must carry a resident tensor's
+  // release, the store is emitted after all, so that the release waits on the DMA_OUT queue and
+  // not on a slice's (which would hold that slice's next tiles behind every other slice).
+  struct LeftOutStore {
+    CommandIndex compute = 0;
+    std::uint64_t bytes = 0;
+  };
+  std::optional<LeftOutStore> left_out_store_;
+  bool drop_unread_stores_ = false;
   // The pieces of the shared chunk most recently loaded, and their buffers: every tile of the
   // chunk waits for all of them, and the chunk's last store frees them all.
   std::vector<CommandIndex> weights_pieces_;
