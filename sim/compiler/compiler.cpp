@@ -767,6 +767,7 @@ class DeviceCompiler {
 
     std::unique_ptr<Emitter> emitter_in(const RunContext& r) const {
       auto e = std::make_unique<Emitter>(c_.graph_, c_.config_, c_.layouts_);
+      e->drop_unread_stores(true);  // as emit_all emits the run in the model
       for (const std::uint32_t t : r.resident) e->assume_resident(t);
       e->assume_on_chip_bytes(r.other_bytes);
       return e;
