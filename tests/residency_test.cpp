@@ -251,14 +251,26 @@ TEST(Residency, EachGroupIsToldWhatIsOnChipWhileItRuns) {
 
 // A group emitted alone as a plan emits it: its resident input is not loaded and its resident
 // output is not stored, but for the piece whose store frees the weight chunk.
+// The diamond's conv2 group on `default`, with the greedy search's mapping.
+struct DiamondConv2 {
+  Graph g = diamond();
+  HwConfig config = load_hw_config("default");
+  std::vector<LayerGroup> groups = fuse_layer_groups(g);
+  TensorLayouts layouts = assign_layouts(g, groups);
+  const LayerGroup& conv2() const { return groups[1]; }
+  Mapping greedy_mapping() const {
+    return GreedySearch().choose(make_map_space(g, conv2(), layouts, config), config);
+  }
+};
+
 TEST(Residency, AGroupCostedUnderAPlanLoadsOnlyWhatIsNotOnChip) {
-  const Graph g = diamond();
-  const HwConfig config = load_hw_config("default");
-  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
-  const TensorLayouts layouts = assign_layouts(g, groups);
-  const LayerGroup& conv2 = groups[1];
+  const DiamondConv2 d;
+  const Graph& g = d.g;
+  const HwConfig& config = d.config;
+  const TensorLayouts& layouts = d.layouts;
+  const LayerGroup& conv2 = d.conv2();
   ASSERT_EQ(conv2.name, "conv2");
-  const Mapping m = GreedySearch().choose(make_map_space(g, conv2, layouts, config), config);
+  const Mapping m = d.greedy_mapping();
   auto emitted = [&](bool under_plan) {
     Emitter e(g, config, layouts);
     Residency r;
@@ -286,18 +298,16 @@ TEST(Residency, AGroupCostedUnderAPlanLoadsOnlyWhatIsNotOnChip) {
 // (16 * 16 * 3 * 3 = 2304 B) in, and without the option its store writes the whole output
 // (16 * 8 * 8 = 1024 B) only to free them.
 TEST(Residency, ATileThatAloneReadItsWeightsDoesNotStoreAResidentOutput) {
-  const Graph g = diamond();
-  const HwConfig config = load_hw_config("default");
-  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
-  const TensorLayouts layouts = assign_layouts(g, groups);
-  const LayerGroup& conv2 = groups[1];
+  const DiamondConv2 d;
+  const Graph& g = d.g;
+  const LayerGroup& conv2 = d.conv2();
   ASSERT_EQ(conv2.name, "conv2");
-  Mapping m = GreedySearch().choose(make_map_space(g, conv2, layouts, config), config);
+  Mapping m = d.greedy_mapping();
   m.tile_rows = 8;  // one tile: the chunk's only reader
   m.tile_cols = 8;
   m.slices = 1;
   auto emitted = [&](bool drop, bool release) {
-    Emitter e(g, config, layouts);
+    Emitter e(g, d.config, d.layouts);
     e.drop_unread_stores(drop);
     e.assume_resident(tensor_id(g, "a"));
     Residency r;
