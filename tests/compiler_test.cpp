@@ -1391,6 +1391,66 @@ TEST(CompilerParts, AnOutputOnlyTheNextGroupReadsIsNotWrittenToDram) {
   EXPECT_EQ(schedule_macs(s), graph_macs(g));
 }
 
+// As above, but conv2 weights outer in two chunks of 4 output channels, each one tile of all 8 x 8
+// pixels reading the kept output whole: chunk 0's Conv on slice 0, chunk 1's on slice 1. The
+// command that frees the kept buffers must wait for both Convs, not only for its own chunk's: a
+// free before a reader on the other slice ends would understate the local memory in use.
+TEST(CompilerParts, AKeptOutputIsFreedAfterEveryTileThatReadsItOnEverySlice) {
+  const Graph g = two_convs();
+  const HwConfig config = parse_hw_config("{}", "default.json");
+  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
+  const TensorLayouts layouts = assign_layouts(g, groups);
+  for (const bool drop : {false, true}) {
+    Emitter emitter(g, config, layouts);
+    emitter.drop_unread_stores(drop);
+    Mapping m0;
+    m0.kind = MappingKind::kSpatial;
+    m0.tile_rows = 4;
+    m0.tile_cols = 8;
+    m0.tile_channel_units = 32;
+    Mapping m1 = m0;
+    m1.tile_rows = 8;
+    m1.tile_channel_units = 4;
+    emitter.emit_group(groups[0], m0, /*keep_output=*/true, /*on_chip_only=*/true);
+    emitter.emit_group(groups[1], m1);
+    Schedule s = emitter.finish();
+    // conv1's tiles write b2 and b4 (as above); conv2's two Convs.
+    std::vector<std::size_t> readers;
+    std::size_t frees_kept = s.commands.size();
+    for (std::size_t i = 0; i < s.commands.size(); ++i) {
+      const Command& c = s.commands[i];
+      if (c.layer == "conv2" && c.engine == EngineKind::kArray) readers.push_back(i);
+      if (std::find(c.free.begin(), c.free.end(), "b2") != c.free.end()) frees_kept = i;
+    }
+    ASSERT_EQ(readers.size(), 2u);
+    EXPECT_NE(s.commands[readers[0]].slice, s.commands[readers[1]].slice);
+    ASSERT_LT(frees_kept, s.commands.size());
+    const Command& f = s.commands[frees_kept];
+    EXPECT_NE(std::find(f.free.begin(), f.free.end(), "b4"), f.free.end());
+    // The freeing command is a DMA_OUT store (not a Conv that would hold its slice) that depends
+    // on both Convs, directly or through the other.
+    EXPECT_EQ(f.engine, EngineKind::kDmaOut) << "drop " << drop;
+    for (const std::size_t r : readers) {
+      std::vector<std::size_t> todo = {frees_kept};
+      std::vector<bool> seen(s.commands.size(), false);
+      bool found = false;
+      while (!todo.empty() && !found) {
+        const std::size_t c = todo.back();
+        todo.pop_back();
+        for (const std::uint32_t d : s.commands[c].deps) {
+          if (d == r) found = true;
+          if (!seen[d]) todo.push_back(d), seen[d] = true;
+        }
+      }
+      EXPECT_TRUE(found) << s.commands[r].id << " does not end before the free, drop " << drop;
+    }
+    Diagnostics diag("two.json");
+    finalize_schedule(s, config, diag);
+    ASSERT_TRUE(diag.empty());
+    EXPECT_EQ(schedule_macs(s), graph_macs(g));
+  }
+}
+
 // ---- layers that move no data (docs/compiler.md, "Views") -------------------------------------
 
 // conv1 (1x1, 8 -> 8) on a 4x4 int8 image (graph JSON's default dtype), then `middle` (the layers

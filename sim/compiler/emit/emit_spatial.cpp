@@ -76,7 +76,7 @@ void Emitter::emit_spatial(const LayerGroup& group, const Mapping& mapping) {
       }
     }
   }
-  if (reads_kept) release_kept(ring_.back().store);
+  if (reads_kept) release_kept(group, ring_.back().store);
 }
 
 }  // namespace npusim

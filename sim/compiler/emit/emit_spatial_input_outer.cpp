@@ -125,7 +125,7 @@ void Emitter::emit_spatial_input_outer(const LayerGroup& group, const SpatialLay
         }
       }
       // The kept output is freed with the block, by its last store.
-      if (reads_kept) release_kept(weight_frees_.back());
+      if (reads_kept) release_kept(group, weight_frees_.back());
     }
   }
 }

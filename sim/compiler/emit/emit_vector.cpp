@@ -67,7 +67,7 @@ void Emitter::emit_global_pool(const LayerGroup& group, const Mapping& mapping) 
       if (reads_kept) add_deps(compute, kept_last);
     }
   }
-  if (reads_kept) release_kept(ring_.back().store);
+  if (reads_kept) release_kept(group, ring_.back().store);
 }
 
 }  // namespace npusim

@@ -64,6 +64,7 @@ void Emitter::emit_group(const LayerGroup& group, const Mapping& mapping, bool k
   sched_.programs.push_back({group.name, group.loc});
   program_ = static_cast<std::uint32_t>(sched_.programs.size() - 1);
   const std::size_t first_command = sched_.commands.size();
+  group_first_ = first_command;
   begin_slices(mapping);
   if (keep_output || residency.output) {
     keeping_ = OnChip{group.output,
@@ -329,8 +330,22 @@ void Emitter::keep_resident() {
   keeping_.reset();
 }
 
-void Emitter::release_kept(CommandIndex store) {
+void Emitter::release_kept(const LayerGroup& group, CommandIndex store) {
+  // A compute standing for a store it left out would hold its slice's queue until the readers on
+  // the other slices end: the store comes back to carry the free.
+  if (left_out_store_ && left_out_store_->compute == store) {
+    store = emit(dma(EngineKind::kDmaOut, left_out_store_->bytes), "DO", do_, group, {store});
+    left_out_store_.reset();
+  }
   add_deps(store, kept_->writers);
+  // Every tile of this group before it may read the kept buffers, on any slice.
+  std::vector<CommandIndex> readers;
+  for (std::size_t c = group_first_; c < store; ++c) {
+    const EngineKind e = sched_.commands[c].engine;
+    if (e == EngineKind::kArray || e == EngineKind::kVector)
+      readers.push_back(static_cast<CommandIndex>(c));
+  }
+  add_deps(store, last_per_queue(readers));
   std::vector<std::string>& free = sched_.commands[store].free;
   free.insert(free.end(), kept_->buffers.begin(), kept_->buffers.end());
   push_ring(store, kept_->bytes);

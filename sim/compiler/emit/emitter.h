@@ -190,8 +190,9 @@ class Emitter {
   CommandIndex ring_wait(std::uint64_t bytes) const;
   void push_ring(CommandIndex store, std::uint64_t bytes);
   // `store`, the last of the group that read the kept output, frees it: it waits for every
-  // writer of it, and from there the ring counts its bytes.
-  void release_kept(CommandIndex store);
+  // writer of it and for the group's readers of it (the last on each slice unit's queue before
+  // it), and from there the ring counts its bytes.
+  void release_kept(const LayerGroup& group, CommandIndex store);
   // The other outputs of the group's last layer are written by the group's stores.
   void track_other_outputs(const LayerGroup& group);
   // Adds `deps` (earlier commands) to an emitted command's dependencies.
@@ -291,6 +292,7 @@ class Emitter {
   };
   std::optional<LeftOutStore> left_out_store_;
   bool drop_unread_stores_ = false;
+  std::size_t group_first_ = 0;  // the current group's first command
   // The pieces of the shared chunk most recently loaded, and their buffers: every tile of the
   // chunk waits for all of them, and the chunk's last store frees them all.
   std::vector<CommandIndex> weights_pieces_;
