@@ -258,10 +258,13 @@ class DeviceCompiler {
   // With `contexts` (on_chip_contexts of a residency plan for `before`'s mappings), a group that
   // reads a resident tensor or leaves its output on chip is costed as that plan would emit it;
   // any other group costed as in `before` keeps its mapping (remap).
-  // `fixed` groups keep `before`'s mapping whatever their context (a chain's members).
+  // `fixed` groups keep `before`'s mapping whatever their context (a chain's members), and keep
+  // nothing on chip for the group after them; `kept` groups keep `before`'s mapping too, as any
+  // group (remap_part: the groups mapped anew outside the part tried).
   Mapped map_all(bool ksplit_convs, const Mapped* before = nullptr,
                  const std::vector<OnChipContext>* contexts = nullptr,
-                 const std::vector<bool>* fixed = nullptr) const {
+                 const std::vector<bool>* fixed = nullptr,
+                 const std::vector<bool>* kept = nullptr) const {
     Mapped m;
     m.ksplit_allowed = ksplit_convs;
     for (std::size_t i = 0; i < groups_.size(); ++i) {
@@ -280,8 +283,10 @@ class DeviceCompiler {
           contexts != nullptr && i < contexts->size() ? (*contexts)[i] : OnChipContext{};
       Mapping mapping;
       const bool is_fixed = fixed != nullptr && i < fixed->size() && (*fixed)[i];
+      const bool is_kept = kept != nullptr && i < kept->size() && (*kept)[i];
       if (before != nullptr && i < before->mappings.size() &&
-          (is_fixed || (!context.any() && before->on_chip_inputs[i] == on_chip_input))) {
+          (is_fixed || is_kept ||
+           (!context.any() && before->on_chip_inputs[i] == on_chip_input))) {
         mapping = before->mappings[i];
         m.reasons.push_back(before->reasons[i]);
         m.ring_needs.push_back(before->ring_needs[i]);
@@ -593,14 +598,13 @@ class DeviceCompiler {
       std::size_t best_part = 0;
       for (std::size_t p = 0; p < parts; ++p) {
         const std::size_t lo = p * anew.size() / parts, hi = (p + 1) * anew.size() / parts;
-        std::vector<bool> only = fixed;
-        only.resize(all.mappings.size(), false);
+        std::vector<bool> outside(all.mappings.size(), false);
         for (std::size_t k = 0; k < anew.size(); ++k) {
-          if (k < lo || k >= hi) only[anew[k]] = true;
+          if (k < lo || k >= hi) outside[anew[k]] = true;
         }
         Final part;
         try {
-          part.m = map_all(f.m.ksplit_allowed, &f.m, &contexts, &only);
+          part.m = map_all(f.m.ksplit_allowed, &f.m, &contexts, &fixed, &outside);
           if (part.m.remapped == 0) continue;
           unkeep_around(part.m, f.chains);
           part.e = emit_best(part.m, chains, f.e.plan);
