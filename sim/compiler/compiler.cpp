@@ -285,8 +285,7 @@ class DeviceCompiler {
       const bool is_fixed = fixed != nullptr && i < fixed->size() && (*fixed)[i];
       const bool is_kept = kept != nullptr && i < kept->size() && (*kept)[i];
       if (before != nullptr && i < before->mappings.size() &&
-          (is_fixed || is_kept ||
-           (!context.any() && before->on_chip_inputs[i] == on_chip_input))) {
+          (is_fixed || is_kept || (!context.any() && before->on_chip_inputs[i] == on_chip_input))) {
         mapping = before->mappings[i];
         m.reasons.push_back(before->reasons[i]);
         m.ring_needs.push_back(before->ring_needs[i]);
