@@ -576,6 +576,34 @@ class DeviceCompiler {
     return true;
   }
 
+  // The model chosen, emitted again with stores carrying the frees of kept and resident inputs
+  // (Emitter::stores_carry_frees) and kept when it estimates faster: on `server` a store costs
+  // little and frees the slice a compute carrier holds until every reader ends; on `default`'s
+  // narrow DMA_OUT port the stores' bytes can cost more. Returns the explain line.
+  std::string carry_frees_on_stores(Final& f) const {
+    const bool keeps = std::find(f.m.keep.begin(), f.m.keep.end(), true) != f.m.keep.end();
+    if (!f.e.cycles || (f.e.residency.empty() && !keeps)) return "";
+    const std::vector<Residency> residency =
+        f.e.residency.empty() ? std::vector<Residency>(f.m.mappings.size()) : f.e.residency;
+    Emitted other;
+    try {
+      other.schedule = emit_all(f.m, residency, f.chains.empty() ? nullptr : &f.chains, true);
+    } catch (const InputError&) {  // past the command limit: keep `f`
+      return "";
+    }
+    other.cycles = estimated_cycles(other.schedule, config_);
+    if (!other.cycles) return "";
+    const bool keep = *other.cycles < *f.e.cycles;
+    std::string line = "frees\tcarried by stores: " + std::to_string(*other.cycles) +
+                       " cycles estimated; by the last computes: " + std::to_string(*f.e.cycles) +
+                       "; kept: " + (keep ? "stores" : "computes");
+    if (keep) {
+      f.e.schedule = std::move(other.schedule);
+      f.e.cycles = other.cycles;
+    }
+    return line;
+  }
+
   // The groups `all` maps anew lost together against `f` (costed alone, each was faster; in the
   // model, some slowed what is around them): their halves in layer order, then their quarters,
   // are each mapped anew alone (the other groups keep `f`'s mappings) and emitted, and the
@@ -935,9 +963,11 @@ class DeviceCompiler {
   // Every group emitted as `m` maps it, its outputs resident as `residency` says, and the groups
   // of `chains` (if given) depth first.
   Schedule emit_all(Mapped& m, const std::vector<Residency>& residency,
-                    const std::vector<Chain>* chains = nullptr) const {
+                    const std::vector<Chain>* chains = nullptr,
+                    bool stores_carry_frees = false) const {
     Emitter emitter(graph_, config_, layouts_);
     emitter.drop_unread_stores(true);
+    emitter.stores_carry_frees(stores_carry_frees);
     emitter.reserve(m.total.commands);  // an upper bound: residency only drops loads and stores
     std::size_t next_chain = 0;
     for (std::size_t i = 0; i < groups_.size(); ++i) {
@@ -1032,8 +1062,9 @@ Schedule compile_one_device(const Graph& graph, const HwConfig& config,
     }
     Final& f = finals[kept];
     remap_line = remap_lines[kept];
+    std::string carriers_line = compiler.carry_frees_on_stores(f);
     compiler.give_reasons(f.m, residency_line);
-    for (const std::string* line : {&ksplit_line, &chains_line, &remap_line}) {
+    for (const std::string* line : {&ksplit_line, &chains_line, &remap_line, &carriers_line}) {
       if (options.explain != nullptr && !line->empty()) options.explain->push_back(*line);
     }
     return std::move(f.e.schedule);

@@ -495,8 +495,9 @@ Emitter::CommandIndex Emitter::store_tile(const LayerGroup& group, std::vector<C
       std::vector<std::string>& free = sched_.commands[last].free;
       free.insert(free.end(), weights_buffers_.begin(), weights_buffers_.end());
       weight_frees_.push_back(last);
-      left_out_store_ = LeftOutStore{last, out_bytes};
     }
+    if (other_readers != nullptr || stores_carry_frees_)
+      left_out_store_ = LeftOutStore{last, out_bytes};
     return last;
   }
   std::vector<CommandIndex> writers = after;

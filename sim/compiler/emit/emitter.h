@@ -82,6 +82,12 @@ class Emitter {
   // chunk (docs/compiler.md, "Outputs kept on chip"). Off, such a tile still stores its output
   // to DRAM; the cost search costs candidates alone that way.
   void drop_unread_stores(bool on) { drop_unread_stores_ = on; }
+  // A group's last tile that stores nothing (its output stays on chip) and must free a kept or
+  // resident input gets its store back to carry the free, so that the wait for every reader is
+  // on the DMA_OUT queue rather than on its slice's; off, its compute carries the free (and
+  // waits), except where drop_unread_stores left the store out. The store moves the tile's
+  // output for nothing, so the driver emits the model both ways and the estimate decides.
+  void stores_carry_frees(bool on) { stores_carry_frees_ = on; }
 
   // The schedule emitted so far, with its model and target filled in. Call once.
   Schedule finish();
@@ -292,6 +298,7 @@ class Emitter {
   };
   std::optional<LeftOutStore> left_out_store_;
   bool drop_unread_stores_ = false;
+  bool stores_carry_frees_ = false;
   std::size_t group_first_ = 0;  // the current group's first command
   // The pieces of the shared chunk most recently loaded, and their buffers: every tile of the
   // chunk waits for all of them, and the chunk's last store frees them all.
