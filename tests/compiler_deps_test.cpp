@@ -23,6 +23,7 @@
 #include "sim/config/hw_config.h"
 #include "sim/frontend/graph_json.h"
 #include "sim/util/error.h"
+#include "tests/schedule_support.h"
 
 namespace npusim {
 namespace {
@@ -31,20 +32,7 @@ using ::testing::HasSubstr;
 
 const std::string kZoo = std::string(NPUSIM_SOURCE_DIR) + "/models/zoo/";
 
-// Whether command `from` reaches command `to` through dependencies.
-bool reaches(const std::vector<Command>& cmds, std::uint32_t from, std::uint32_t to) {
-  std::vector<std::uint32_t> stack = {from};
-  std::vector<bool> seen(cmds.size());
-  while (!stack.empty()) {
-    const std::uint32_t c = stack.back();
-    stack.pop_back();
-    if (c == to) return true;
-    if (seen[c]) continue;
-    seen[c] = true;
-    for (std::uint32_t d : cmds[c].deps) stack.push_back(d);
-  }
-  return false;
-}
+using test::reaches;
 
 // Random writers in passes (like channel chunks over the same rows) and whole-tensor writers;
 // every read's representatives must imply every writer that overlaps it, and point backwards.

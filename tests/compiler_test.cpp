@@ -34,6 +34,7 @@
 #include "sim/util/math.h"
 #include "sim/util/parallel.h"
 #include "tests/explain_support.h"
+#include "tests/schedule_support.h"
 
 namespace npusim {
 namespace {
@@ -1309,11 +1310,14 @@ TEST(CompilerParts, AConvSplitOverSlicesAddsItsPartialSums) {
 }
 
 // two_convs with conv1 in two tiles of 4 rows (weights outer) keeping its output on chip, and
-// conv2 input outer as one block of all 8 x 8 pixels, reading it from there.
-Schedule emit_two_convs_kept(const Graph& g, const HwConfig& config, bool on_chip_only) {
+// conv2 reading it from there: by default input outer as one block of all 8 x 8 pixels, else
+// with `conv2_units` output channels a chunk, weights outer, each chunk one tile of all pixels.
+Schedule emit_two_convs_kept(const Graph& g, const HwConfig& config, bool on_chip_only,
+                             std::uint64_t conv2_units = 0, bool drop_unread_stores = false) {
   const std::vector<LayerGroup> groups = fuse_layer_groups(g);
   const TensorLayouts layouts = assign_layouts(g, groups);
   Emitter emitter(g, config, layouts);
+  emitter.drop_unread_stores(drop_unread_stores);
   Mapping m0;
   m0.kind = MappingKind::kSpatial;
   m0.tile_rows = 4;
@@ -1321,8 +1325,8 @@ Schedule emit_two_convs_kept(const Graph& g, const HwConfig& config, bool on_chi
   m0.tile_channel_units = 32;
   Mapping m1 = m0;
   m1.tile_rows = 8;
-  m1.tile_channel_units = 8;
-  m1.order = LoopOrder::kInputOuter;
+  m1.tile_channel_units = conv2_units == 0 ? 8 : conv2_units;
+  if (conv2_units == 0) m1.order = LoopOrder::kInputOuter;
   emitter.emit_group(groups[0], m0, /*keep_output=*/true, on_chip_only);
   emitter.emit_group(groups[1], m1);
   return emitter.finish();
@@ -1398,28 +1402,15 @@ TEST(CompilerParts, AnOutputOnlyTheNextGroupReadsIsNotWrittenToDram) {
 TEST(CompilerParts, AKeptOutputIsFreedAfterEveryTileThatReadsItOnEverySlice) {
   const Graph g = two_convs();
   const HwConfig config = parse_hw_config("{}", "default.json");
-  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
-  const TensorLayouts layouts = assign_layouts(g, groups);
   for (const bool drop : {false, true}) {
-    Emitter emitter(g, config, layouts);
-    emitter.drop_unread_stores(drop);
-    Mapping m0;
-    m0.kind = MappingKind::kSpatial;
-    m0.tile_rows = 4;
-    m0.tile_cols = 8;
-    m0.tile_channel_units = 32;
-    Mapping m1 = m0;
-    m1.tile_rows = 8;
-    m1.tile_channel_units = 4;
-    emitter.emit_group(groups[0], m0, /*keep_output=*/true, /*on_chip_only=*/true);
-    emitter.emit_group(groups[1], m1);
-    Schedule s = emitter.finish();
+    Schedule s = emit_two_convs_kept(g, config, /*on_chip_only=*/true, /*conv2_units=*/4, drop);
     // conv1's tiles write b2 and b4 (as above); conv2's two Convs.
-    std::vector<std::size_t> readers;
+    std::vector<std::uint32_t> readers;
     std::size_t frees_kept = s.commands.size();
     for (std::size_t i = 0; i < s.commands.size(); ++i) {
       const Command& c = s.commands[i];
-      if (c.layer == "conv2" && c.engine == EngineKind::kArray) readers.push_back(i);
+      if (c.layer == "conv2" && c.engine == EngineKind::kArray)
+        readers.push_back(static_cast<std::uint32_t>(i));
       if (std::find(c.free.begin(), c.free.end(), "b2") != c.free.end()) frees_kept = i;
     }
     ASSERT_EQ(readers.size(), 2u);
@@ -1430,19 +1421,9 @@ TEST(CompilerParts, AKeptOutputIsFreedAfterEveryTileThatReadsItOnEverySlice) {
     // The freeing command is a DMA_OUT store (not a Conv that would hold its slice) that depends
     // on both Convs, directly or through the other.
     EXPECT_EQ(f.engine, EngineKind::kDmaOut) << "drop " << drop;
-    for (const std::size_t r : readers) {
-      std::vector<std::size_t> todo = {frees_kept};
-      std::vector<bool> seen(s.commands.size(), false);
-      bool found = false;
-      while (!todo.empty() && !found) {
-        const std::size_t c = todo.back();
-        todo.pop_back();
-        for (const std::uint32_t d : s.commands[c].deps) {
-          if (d == r) found = true;
-          if (!seen[d]) todo.push_back(d), seen[d] = true;
-        }
-      }
-      EXPECT_TRUE(found) << s.commands[r].id << " does not end before the free, drop " << drop;
+    for (const std::uint32_t r : readers) {
+      EXPECT_TRUE(test::reaches(s.commands, static_cast<std::uint32_t>(frees_kept), r))
+          << s.commands[r].id << " does not end before the free, drop " << drop;
     }
     Diagnostics diag("two.json");
     finalize_schedule(s, config, diag);

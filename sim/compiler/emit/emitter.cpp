@@ -97,10 +97,8 @@ void Emitter::emit_group(const LayerGroup& group, const Mapping& mapping, bool k
     kept_ = std::move(keeping_);
     keeping_.reset();
   }
-  if (!residency.release.empty() && left_out_store_ &&
-      left_out_store_->compute + 1 == sched_.commands.size()) {
-    emit(dma(EngineKind::kDmaOut, left_out_store_->bytes), "DO", do_, group,
-         {left_out_store_->compute});
+  if (!residency.release.empty() && sched_.commands.size() > first_command) {
+    free_carrier(group, static_cast<CommandIndex>(sched_.commands.size() - 1));
   }
   left_out_store_.reset();
   for (std::uint32_t t : residency.release) {
@@ -333,28 +331,32 @@ void Emitter::keep_resident() {
 void Emitter::release_kept(const LayerGroup& group, CommandIndex store) {
   // A compute standing for a store it left out would hold its slice's queue until the readers on
   // the other slices end: the store comes back to carry the free.
-  if (left_out_store_ && left_out_store_->compute == store) {
-    store = emit(dma(EngineKind::kDmaOut, left_out_store_->bytes), "DO", do_, group, {store});
-    left_out_store_.reset();
-  }
+  store = free_carrier(group, store);
   add_deps(store, kept_->writers);
   // Every tile of this group before it may read the kept buffers, on any slice.
-  std::vector<CommandIndex> readers;
-  for (std::size_t c = group_first_; c < store; ++c) {
-    const EngineKind e = sched_.commands[c].engine;
-    if (e == EngineKind::kArray || e == EngineKind::kVector)
-      readers.push_back(static_cast<CommandIndex>(c));
-  }
-  add_deps(store, last_per_queue(readers));
+  add_deps(store, last_per_queue_between(group_first_, store));
   std::vector<std::string>& free = sched_.commands[store].free;
   free.insert(free.end(), kept_->buffers.begin(), kept_->buffers.end());
   push_ring(store, kept_->bytes);
   kept_.reset();
 }
 
+Emitter::CommandIndex Emitter::free_carrier(const LayerGroup& group, CommandIndex candidate) {
+  if (!left_out_store_ || left_out_store_->compute != candidate) return candidate;
+  const CommandIndex store =
+      emit(dma(EngineKind::kDmaOut, left_out_store_->bytes), "DO", do_, group, {candidate});
+  left_out_store_.reset();
+  return store;
+}
+
 std::vector<Emitter::CommandIndex> Emitter::last_per_queue_since(std::size_t from) const {
+  return last_per_queue_between(from, sched_.commands.size());
+}
+
+std::vector<Emitter::CommandIndex> Emitter::last_per_queue_between(std::size_t from,
+                                                                   std::size_t to) const {
   std::vector<CommandIndex> computes;
-  for (std::size_t c = from; c < sched_.commands.size(); ++c) {
+  for (std::size_t c = from; c < to; ++c) {
     const EngineKind e = sched_.commands[c].engine;
     if (e == EngineKind::kArray || e == EngineKind::kVector)
       computes.push_back(static_cast<CommandIndex>(c));

@@ -272,6 +272,8 @@ class Emitter {
   // The last command of each slice unit's queue among those emitted since `from`, for `to`'s
   // dependencies: their ends imply the ends of every earlier command on those queues.
   std::vector<CommandIndex> last_per_queue_since(std::size_t from) const;
+  // The same among commands [from, to).
+  std::vector<CommandIndex> last_per_queue_between(std::size_t from, std::size_t to) const;
   // The output being written (keeping_) stays resident until its last reader group.
   void keep_resident();
   // Frees resident `tensor` with `carrier`, the last command of its last reader group.
@@ -297,6 +299,9 @@ class Emitter {
     std::uint64_t bytes = 0;
   };
   std::optional<LeftOutStore> left_out_store_;
+  // The command to carry a free that `candidate` would carry: the left-out store, emitted now
+  // after it, when `candidate` is the compute that stood for it; else `candidate`.
+  CommandIndex free_carrier(const LayerGroup& group, CommandIndex candidate);
   bool drop_unread_stores_ = false;
   bool stores_carry_frees_ = false;
   std::size_t group_first_ = 0;  // the current group's first command
