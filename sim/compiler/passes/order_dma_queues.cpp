@@ -1,0 +1,187 @@
+#include "sim/compiler/passes/order_dma_queues.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <numeric>
+#include <queue>
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include "sim/cost/dispatch.h"
+#include "sim/ir/engines.h"
+
+namespace npusim {
+namespace {
+
+using Cycles = std::uint64_t;
+
+// "DI12" -> {"DI", 12}: the id convention's prefix and number (command_stream.h).
+std::pair<std::string, std::uint64_t> split_id(const std::string& id) {
+  std::size_t digits = id.size();
+  while (digits > 0 && id[digits - 1] >= '0' && id[digits - 1] <= '9') --digits;
+  return {id.substr(0, digits), digits < id.size() ? std::stoull(id.substr(digits)) : 0};
+}
+
+}  // namespace
+
+std::vector<std::uint64_t> ready_first_starts(const Schedule& schedule, const HwConfig& config,
+                                              std::size_t window) {
+  const EngineLayout layout(config, schedule);
+  const std::vector<std::vector<std::uint32_t>> queues = layout.queues(schedule);
+  const std::vector<Command>& cmds = schedule.commands;
+  const std::size_t n = cmds.size();
+  std::vector<std::vector<std::uint32_t>> dependants(n);
+  std::vector<std::uint32_t> waiting(n);  // dependencies not yet scheduled
+  for (std::uint32_t i = 0; i < n; ++i) {
+    waiting[i] = static_cast<std::uint32_t>(cmds[i].deps.size());
+    for (const std::uint32_t d : cmds[i].deps) dependants[d].push_back(i);
+  }
+  std::vector<Cycles> ready(n, 0), start(n, 0);
+  std::vector<bool> scheduled(n, false);
+  const std::uint32_t engines = layout.count();
+  std::vector<bool> passes(engines);
+  std::vector<cost::QueueDispatcher> dispatchers;
+  for (std::uint32_t e = 0; e < engines; ++e) {
+    const EngineKind kind = layout.info(e).kind;
+    passes[e] = kind == EngineKind::kDmaIn || kind == EngineKind::kDmaOut;
+    dispatchers.emplace_back(config.dispatch_cycles, layout.info(e).channels);
+  }
+  std::vector<std::size_t> head(engines, 0);  // the first unscheduled position of each queue
+
+  // What engine e would dispatch next and when, if nothing else happened first.
+  struct Next {
+    Cycles at = cost::QueueDispatcher::kNever;
+    std::uint32_t command = 0;
+  };
+  const auto next_of = [&](std::uint32_t e) {
+    Next next;
+    const std::vector<std::uint32_t>& q = queues[e];
+    std::size_t p = head[e];
+    if (!passes[e]) {
+      if (p < q.size() && waiting[q[p]] == 0) {
+        next = {dispatchers[e].earliest_dispatch(ready[q[p]]), q[p]};
+      }
+      return next;
+    }
+    // The earliest any of the window's ready commands can go, then the first that is ready by
+    // then: a later transfer goes first only when every one before it still waits.
+    Cycles earliest_ready = cost::QueueDispatcher::kNever;
+    for (std::size_t seen = 0; p < q.size() && seen < window; ++p) {
+      if (scheduled[q[p]]) continue;
+      ++seen;
+      if (waiting[q[p]] == 0) earliest_ready = std::min(earliest_ready, ready[q[p]]);
+    }
+    if (earliest_ready == cost::QueueDispatcher::kNever) return next;
+    const Cycles at = dispatchers[e].earliest_dispatch(earliest_ready);
+    if (at == cost::QueueDispatcher::kNever) return next;
+    p = head[e];
+    for (std::size_t seen = 0; p < q.size() && seen < window; ++p) {
+      if (scheduled[q[p]]) continue;
+      ++seen;
+      if (waiting[q[p]] == 0 && ready[q[p]] <= at) return Next{at, q[p]};
+    }
+    return next;
+  };
+
+  // Engines by when they dispatch next (then by engine); an entry is stale once its engine has
+  // dispatched or gained a ready command since (version).
+  using Entry = std::tuple<Cycles, std::uint32_t, std::uint64_t>;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap;
+  std::vector<std::uint64_t> version(engines, 0);
+  const auto refresh = [&](std::uint32_t e) {
+    const Next next = next_of(e);
+    ++version[e];
+    if (next.at != cost::QueueDispatcher::kNever) heap.emplace(next.at, e, version[e]);
+  };
+  for (std::uint32_t e = 0; e < engines; ++e) refresh(e);
+  while (!heap.empty()) {
+    const auto [at, e, v] = heap.top();
+    heap.pop();
+    if (v != version[e]) continue;
+    const Next next = next_of(e);
+    const std::uint32_t i = next.command;
+    const cost::QueueDispatcher::Grant grant = dispatchers[e].dispatch(next.at);
+    const Cycles end = grant.start + cmds[i].isolated_cycles;
+    dispatchers[e].release(grant.channel, end);
+    start[i] = grant.start;
+    scheduled[i] = true;
+    while (head[e] < queues[e].size() && scheduled[queues[e][head[e]]]) ++head[e];
+    std::vector<std::uint32_t> touched = {e};
+    for (const std::uint32_t j : dependants[i]) {
+      ready[j] = std::max(ready[j], end);
+      if (--waiting[j] == 0) touched.push_back(layout.of(cmds[j]));
+    }
+    std::sort(touched.begin(), touched.end());
+    touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+    for (const std::uint32_t t : touched) refresh(t);
+  }
+  return start;
+}
+
+Schedule order_dma_queues(const Schedule& schedule, const HwConfig& config) {
+  const std::vector<Command>& old = schedule.commands;
+  const std::size_t n = old.size();
+  const std::vector<std::uint64_t> key = ready_first_starts(schedule, config);
+  std::vector<std::uint32_t> order(n);
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::uint32_t a, std::uint32_t b) { return key[a] < key[b]; });
+  std::vector<std::uint32_t> position(n);
+  for (std::uint32_t j = 0; j < n; ++j) position[order[j]] = j;
+
+  // Each engine prefix's numbers, in the old order, handed out again in the new one.
+  std::map<std::string, std::vector<std::uint64_t>> numbers;
+  for (const Command& c : old) {
+    auto [prefix, number] = split_id(c.id);
+    numbers[prefix].push_back(number);
+  }
+  for (auto& [prefix, list] : numbers) std::sort(list.begin(), list.end());
+  std::map<std::string, std::size_t> next;
+
+  Schedule out;
+  out.file = schedule.file;
+  out.model = schedule.model;
+  out.target_config = schedule.target_config;
+  out.target_slices = schedule.target_slices;
+  out.programs = schedule.programs;
+  out.layers = schedule.layers;
+  out.commands.reserve(n);
+  for (const std::uint32_t i : order) {
+    Command c = old[i];
+    for (std::uint32_t& d : c.deps) d = position[d];
+    const std::string prefix = split_id(c.id).first;
+    c.id = prefix + std::to_string(numbers[prefix][next[prefix]++]);
+    out.commands.push_back(std::move(c));
+  }
+  return out;
+}
+
+std::uint64_t lram_peak_bytes(const Schedule& schedule, const profiler::Timeline& timeline) {
+  // (cycle, rank, bytes): a cycle's frees (rank 0) before its allocations (rank 1), and the free
+  // of a command that takes no cycles after its own allocation (rank 2).
+  std::vector<std::tuple<Cycles, int, std::uint64_t>> changes;
+  for (std::size_t i = 0; i < schedule.commands.size(); ++i) {
+    const Command& c = schedule.commands[i];
+    const profiler::CommandTiming& t = timeline.commands[i];
+    if (c.lram_alloc_bytes > 0) changes.emplace_back(t.start, 1, c.lram_alloc_bytes);
+    if (c.lram_free_bytes > 0) {
+      changes.emplace_back(t.end, t.end == t.start ? 2 : 0, c.lram_free_bytes);
+    }
+  }
+  std::sort(changes.begin(), changes.end());
+  std::uint64_t in_use = 0, peak = 0;
+  for (const auto& [at, rank, bytes] : changes) {
+    if (rank == 1) {
+      in_use += bytes;
+      peak = std::max(peak, in_use);
+    } else {
+      in_use -= std::min(in_use, bytes);
+    }
+  }
+  return peak;
+}
+
+}  // namespace npusim

@@ -1,0 +1,44 @@
+// Pass: each DMA queue in the order its transfers could go if the queue let a ready transfer pass
+// one that still waits (docs/compiler.md, "DMA queue order"). The emitter appends each group's
+// transfers after the previous group's, and a DMA queue is served in order, so a load that waits
+// for a store just written (attention's operands, a tensor read back from DRAM) holds every
+// transfer behind it, weight chunks that wait for nothing included. This pass reorders a compiled
+// schedule: it changes no command and no dependency, only where the DMA_IN and DMA_OUT commands
+// sit in their queues. The driver keeps the result only when the estimate says it is faster.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "profiler/timeline.h"
+#include "sim/config/hw_config.h"
+#include "sim/ir/schedule.h"
+
+namespace npusim {
+
+// How many of a DMA queue's next commands may pass the first of them.
+inline constexpr std::size_t kDmaQueueWindow = 64;
+
+// Each command's start if every DMA queue, whenever it could dispatch, took the first of its next
+// `window` commands whose dependencies have ended (so a transfer passes only ones still waiting),
+// and every other queue ran in order, each command costed alone, as the estimator costs it.
+// `schedule` must be finalized for `config`.
+std::vector<std::uint64_t> ready_first_starts(const Schedule& schedule, const HwConfig& config,
+                                              std::size_t window = kDmaQueueWindow);
+
+// `schedule` with its commands sorted by ready_first_starts (ties keep the schedule's order):
+// dependencies renumbered to the new positions and each engine's ids handed out again in the new
+// order, so a queue's ids still count up.
+//
+// Why this cannot deadlock: a deadlock is a cycle of dependencies and queue order. Along every
+// such edge of the new schedule the start never decreases, and on a tie the old index increases:
+// a dependency ends before its dependant starts (and comes first in the old order); the commands
+// of a queue that is not a DMA queue keep their order and start one after another; a DMA queue is
+// sorted by start.
+Schedule order_dma_queues(const Schedule& schedule, const HwConfig& config);
+
+// The most local memory `schedule` holds at once under `timeline` (allocations at starts, frees at
+// ends; at one cycle frees first, but a command that takes no cycles allocates before it frees).
+std::uint64_t lram_peak_bytes(const Schedule& schedule, const profiler::Timeline& timeline);
+
+}  // namespace npusim
