@@ -61,6 +61,12 @@ TEST(Llm, PhaseMacsEqualTheAnalyticCount) {
   const HwConfig config = api::load_config("default", {});
   EXPECT_EQ(plan_macs(api::compile_llm_phase(s, prefill_phase(s), config)), 19392512u);
   EXPECT_EQ(plan_macs(api::compile_llm_phase(s, decode_phase(s, 0), config)), 1453056u);
+  // Both layers in one replayed part: one copy of two layers, the same work.
+  LlmSpec pair = s;
+  pair.replay_layers = 2;
+  const api::LlmPhasePlan pair_plan = api::compile_llm_phase(pair, prefill_phase(pair), config);
+  EXPECT_EQ(plan_macs(pair_plan), 19392512u);
+  EXPECT_EQ(plan_macs(api::compile_llm_phase(pair, decode_phase(pair, 0), config)), 1453056u);
   // Without replay the whole model is one schedule, with the same work.
   LlmSpec whole = s;
   whole.replay = false;
@@ -176,6 +182,24 @@ TEST(Llm, ReplayEqualsTheFullSimulation) {
   EXPECT_TRUE(layer1);
 }
 
+// Parts of two decoder layers (replay_layers): 4 layers as two copies of layers 0 and 1, each
+// copy named as its layers (copy 1 holds layers 2 and 3), and the replay still exact.
+TEST(Llm, ReplayOfTwoLayerPartsEqualsTheFullSimulation) {
+  std::string text = kTiny;
+  text.replace(text.find("\"layers\": 2"), 11, "\"layers\": 4, \"replay_layers\": 2");
+  TempModel model(text);
+  api::RunRequest req;
+  req.model = model.path();
+  const api::Session session = api::Session::open(req);
+  expect_replay_equals_full_simulation(session);
+  std::set<std::string> layers;
+  for (const Command& c : session.schedule().commands) {
+    const std::string name = c.layer.str();
+    if (name.rfind("layers.", 0) == 0) layers.insert(name.substr(0, name.find('.', 7)));
+  }
+  EXPECT_EQ(layers, (std::set<std::string>{"layers.0", "layers.1", "layers.2", "layers.3"}));
+}
+
 // The same on two devices: each part of the sharded phase starts and ends with a barrier
 // across the devices, so replaying the layer's timeline is still exact.
 TEST(Llm, ReplayOnTwoDevicesEqualsTheFullSimulation) {
@@ -235,6 +259,10 @@ TEST(Llm, BadSpecsNameTheField) {
             std::string::npos);
   EXPECT_EQ(problems(base + R"("heads": 4, "weight_dtype": "int4"})"), "");
   EXPECT_NE(problems(base + R"("heads": 4, "layers": 0})").find("/layers"), std::string::npos);
+  // A part of 3 layers cannot replay a model of 2.
+  EXPECT_NE(problems(base + R"("heads": 4, "replay_layers": 3})").find("/replay_layers"),
+            std::string::npos);
+  EXPECT_EQ(problems(base + R"("heads": 4, "replay_layers": 2})"), "");
   EXPECT_EQ(problems(base + R"("heads": 4})"), "");
 }
 

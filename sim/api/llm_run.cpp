@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <map>
+#include <string>
+#include <string_view>
 
 #include "sim/api/iterations.h"
 #include "sim/compiler/compiler.h"
@@ -11,17 +13,25 @@
 namespace npusim::api {
 namespace {
 
-constexpr const char* kLayer0 = "layers.0.";
+constexpr std::string_view kLayers = "layers.";
 
-// `text` with every "layers.0." made "layers.<k>.".
-std::string rename_layer(const std::string& text, std::uint32_t k) {
-  if (k == 0 || text.find(kLayer0) == std::string::npos) return text;
-  const std::string to = "layers." + std::to_string(k) + ".";
+// `text` with every "layers.<j>." made "layers.<j + offset>.": copy k of a part of n layers is
+// layers k·n to k·n + n - 1.
+std::string rename_layers(const std::string& text, std::uint64_t offset) {
+  if (offset == 0 || text.find(kLayers) == std::string::npos) return text;
   std::string out;
   std::size_t from = 0;
-  for (std::size_t at; (at = text.find(kLayer0, from)) != std::string::npos;) {
-    out.append(text, from, at - from).append(to);
-    from = at + std::char_traits<char>::length(kLayer0);
+  for (std::size_t at; (at = text.find(kLayers, from)) != std::string::npos;) {
+    std::size_t end = at + kLayers.size();
+    while (end < text.size() && text[end] >= '0' && text[end] <= '9') ++end;
+    out.append(text, from, at + kLayers.size() - from);
+    if (end > at + kLayers.size() && end < text.size() && text[end] == '.') {
+      out += std::to_string(std::stoull(text.substr(at + kLayers.size(), end - at - kLayers.size())) +
+                            offset);
+      from = end;
+    } else {
+      from = at + kLayers.size();
+    }
   }
   return out.append(text, from, std::string::npos);
 }
@@ -61,7 +71,8 @@ LlmPhasePlan compile_llm_phase(const LlmSpec& spec, const LlmPhase& phase, const
     plan.parts.push_back({compile_llm_part(spec, phase, config, LlmPart::kPrologue), 1});
   }
   plan.parts.push_back({compile_llm_part(spec, phase, config, LlmPart::kLayer),
-                        static_cast<std::uint32_t>(spec.layers)});
+                        static_cast<std::uint32_t>(spec.layers / spec.replay_layers),
+                        spec.replay_layers});
   plan.parts.push_back({compile_llm_part(spec, phase, config, LlmPart::kHead), 1});
   return plan;
 }
@@ -89,7 +100,8 @@ Schedule assemble_llm_phase(const LlmPhasePlan& plan) {
   for (const auto& part : plan.parts) {
     for (std::uint32_t k = 0; k < part.copies; ++k) {
       AppendOptions options;
-      options.rename = [k](const std::string& s) { return rename_layer(s, k); };
+      const std::uint64_t offset = std::uint64_t{k} * part.layers;
+      options.rename = [offset](const std::string& s) { return rename_layers(s, offset); };
       options.root_deps = std::move(sinks);
       sinks = appender.append(part.schedule, options).sinks;
     }

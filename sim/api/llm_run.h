@@ -20,6 +20,7 @@ struct LlmPhasePlan {
   struct Part {
     Schedule schedule;
     std::uint32_t copies = 1;  // run back to back: the decoder layers
+    std::uint64_t layers = 0;  // decoder layers in one copy (replay_layers; 0 in the others)
   };
   std::vector<Part> parts;
 };
@@ -28,8 +29,8 @@ LlmPhasePlan compile_llm_phase(const LlmSpec& spec, const LlmPhase& phase, const
 
 // The phase as one schedule: every copy of every part in order, each starting when the one
 // before has finished (its commands that depend on nothing wait for every command of the one
-// before that nothing depends on). Copy k of the decoder layer names its layers, programs and
-// buffers "layers.k." where layer 0's say "layers.0."; ids are numbered on.
+// before that nothing depends on). Copy k of a part of n decoder layers names its layers, programs
+// and buffers "layers.<k·n + j>." where the part's say "layers.<j>."; ids are numbered on.
 Schedule assemble_llm_phase(const LlmPhasePlan& plan);
 
 // The assembled schedule's timeline from one timeline per part: copy k of a part is the part's

@@ -240,7 +240,8 @@ Graph build_phase(const LlmSpec& s, const LlmPhase& phase, LlmPart part) {
     }
     ph.scale = b.weight("attention.scale", {1});
     if (ph.prefill() && tokens > 1) ph.mask = b.weight("attention.causal_mask", {tokens, tokens});
-    for (std::uint64_t i = 0; i < (whole ? s.layers : 1); ++i) x = decoder_layer(b, s, ph, i, x);
+    const std::uint64_t layers = whole ? s.layers : s.replay_layers;
+    for (std::uint64_t i = 0; i < layers; ++i) x = decoder_layer(b, s, ph, i, x);
   }
   if (whole || part == LlmPart::kHead) {
     // Only the last position's logits are needed to pick the next token.
@@ -337,6 +338,7 @@ LlmSpec parse_llm_spec(const Json& root, const std::string& origin) {
       diag.error("/replay", "expected true or false");
     }
   }
+  s.replay_layers = top.get_uint("replay_layers", 1, 1, kMaxLayers);
   s.weight_dtype = parse_dtype_field(top, "weight_dtype", "int8", /*int4=*/true);
   s.activation_dtype = parse_dtype_field(top, "activation_dtype", "int8", /*int4=*/false);
   s.batch = top.get_uint("batch", 1, 1, kMaxBatch);
@@ -351,6 +353,10 @@ LlmSpec parse_llm_spec(const Json& root, const std::string& origin) {
   if (!top.has("head_dim") && s.hidden % s.heads != 0) {
     diag.error("/heads", "hidden (" + std::to_string(s.hidden) + ") is not a multiple of heads (" +
                              std::to_string(s.heads) + "): give head_dim");
+  }
+  if (s.layers % s.replay_layers != 0) {
+    diag.error("/replay_layers", "replay_layers (" + std::to_string(s.replay_layers) +
+                                     ") must divide layers (" + std::to_string(s.layers) + ")");
   }
   if (s.prefill_tokens + s.decode_tokens > kMaxTokens) {
     diag.error("/decode_tokens", "prefill_tokens + decode_tokens exceed " +

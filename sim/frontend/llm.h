@@ -42,6 +42,9 @@ struct LlmSpec {
   // Compile and simulate one decoder layer per phase and replay it (docs/llm.md); false: the
   // whole model as one schedule.
   bool replay = true;
+  // Decoder layers per replayed part (docs/llm.md, "Replay"): the layers of one part are compiled
+  // and simulated together, so a barrier stands only every `replay_layers` layers. Divides layers.
+  std::uint64_t replay_layers = 1;
   // The scenario.
   std::uint64_t batch = 1;
   std::uint64_t prefill_tokens = 0;
@@ -65,7 +68,7 @@ LlmPhase decode_phase(const LlmSpec& spec, std::uint64_t step);
 // Which part of a phase a graph holds. kWhole is the model: the learned position embedding (if
 // any), every decoder layer, then the head (the final norm and the lm_head, for the last token
 // of each sequence). The parts cut it where the layers meet, for replay (docs/llm.md): the
-// prologue (only with learned positions), decoder layer 0, and the head.
+// prologue (only with learned positions), decoder layers 0 to replay_layers - 1, and the head.
 enum class LlmPart : std::uint8_t { kWhole, kPrologue, kLayer, kHead };
 bool llm_has_prologue(const LlmSpec& spec);
 // In the prefill every layer writes its K and V caches; in a decode step it reads them and
