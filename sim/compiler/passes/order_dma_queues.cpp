@@ -73,6 +73,7 @@ std::vector<std::uint64_t> ready_first_starts(const Schedule& schedule, const Hw
       if (scheduled[q[p]]) continue;
       ++seen;
       if (waiting[q[p]] == 0) earliest_ready = std::min(earliest_ready, ready[q[p]]);
+      if (!cmds[q[p]].free.empty()) break;  // nothing passes a command that frees memory
     }
     if (earliest_ready == cost::QueueDispatcher::kNever) return next;
     const Cycles at = dispatchers[e].earliest_dispatch(earliest_ready);
@@ -82,6 +83,7 @@ std::vector<std::uint64_t> ready_first_starts(const Schedule& schedule, const Hw
       if (scheduled[q[p]]) continue;
       ++seen;
       if (waiting[q[p]] == 0 && ready[q[p]] <= at) return Next{at, q[p]};
+      if (!cmds[q[p]].free.empty()) break;
     }
     return next;
   };

@@ -22,6 +22,8 @@ inline constexpr std::size_t kDmaQueueWindow = 64;
 // Each command's start if every DMA queue, whenever it could dispatch, took the first of its next
 // `window` commands whose dependencies have ended (so a transfer passes only ones still waiting),
 // and every other queue ran in order, each command costed alone, as the estimator costs it.
+// Nothing passes a command that frees local memory: the emitter's ring counts a free as also
+// freeing every older entry (a tile waits for one store's free), so frees keep their order.
 // `schedule` must be finalized for `config`.
 std::vector<std::uint64_t> ready_first_starts(const Schedule& schedule, const HwConfig& config,
                                               std::size_t window = kDmaQueueWindow);
