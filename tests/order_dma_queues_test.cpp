@@ -109,16 +109,13 @@ TEST(DmaQueueOrder, AStorePassesOneThatWaitsToo) {
 // store's free counts every older entry as freed), so nothing passes a command that frees memory.
 TEST(DmaQueueOrder, NothingPassesACommandThatFreesMemory) {
   const HwConfig config = parse_hw_config("{}", "cfg");
-  Json store0 = {{"id", "DO0"},
-                 {"engine", "DMA_OUT"},
-                 {"bytes", 1024},
-                 {"deps", {"S1"}},
-                 {"free", {"b0"}}};
+  Json store0 = {
+      {"id", "DO0"}, {"engine", "DMA_OUT"}, {"bytes", 1024}, {"deps", {"S1"}}, {"free", {"b0"}}};
   Json store1 = {{"id", "DO1"}, {"engine", "DMA_OUT"}, {"bytes", 1024}, {"deps", {"S0"}}};
   Json s0 = gemm("S0", 0);
   s0["alloc"] = Json::array({{{"buffer", "b0"}, {"bytes", 1024}}});
-  const Schedule s = parse_schedule(
-      schedule_with({s0, gemm("S1", 0, {"S0"}), store0, store1}), "s.json", config);
+  const Schedule s =
+      parse_schedule(schedule_with({s0, gemm("S1", 0, {"S0"}), store0, store1}), "s.json", config);
   // As AStorePassesOneThatWaitsToo, but DO0 frees S0's buffer: DO1 stays behind it, the starts
   // are the in-order estimate's: S0 4, S1 69, DO0 134, DO1 394.
   EXPECT_EQ(ready_first_starts(s, config), (std::vector<std::uint64_t>{4, 69, 134, 394}));

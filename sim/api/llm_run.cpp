@@ -26,8 +26,8 @@ std::string rename_layers(const std::string& text, std::uint64_t offset) {
     while (end < text.size() && text[end] >= '0' && text[end] <= '9') ++end;
     out.append(text, from, at + kLayers.size() - from);
     if (end > at + kLayers.size() && end < text.size() && text[end] == '.') {
-      out += std::to_string(std::stoull(text.substr(at + kLayers.size(), end - at - kLayers.size())) +
-                            offset);
+      out += std::to_string(
+          std::stoull(text.substr(at + kLayers.size(), end - at - kLayers.size())) + offset);
       from = end;
     } else {
       from = at + kLayers.size();
