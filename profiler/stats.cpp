@@ -31,6 +31,16 @@ Cycles union_length(std::vector<CommandTiming>& intervals) {
   return total;
 }
 
+// ceil(bytes / (lanes x mbps * 1000 / khz bytes per cycle)) + latency; 0 without bytes or a rate.
+Cycles link_bound(U128 bytes, std::uint64_t mbps, std::uint32_t lanes, std::uint64_t khz,
+                  Cycles latency) {
+  if (bytes == 0 || mbps == 0 || lanes == 0) return 0;
+  const U128 cycles = ceil_div(bytes * khz, U128{mbps} * 1000u * lanes) + latency;
+  return static_cast<Cycles>(std::min<U128>(cycles, ~Cycles{0}));
+}
+
+}  // namespace
+
 // Each device has its own local memory: occupancy is counted per device, and the peak and the
 // first overflow are those of any device.
 LramStats lram_occupancy(const Workload& workload, const Timeline& timeline) {
@@ -57,16 +67,6 @@ LramStats lram_occupancy(const Workload& workload, const Timeline& timeline) {
   }
   return stats;
 }
-
-// ceil(bytes / (lanes x mbps * 1000 / khz bytes per cycle)) + latency; 0 without bytes or a rate.
-Cycles link_bound(U128 bytes, std::uint64_t mbps, std::uint32_t lanes, std::uint64_t khz,
-                  Cycles latency) {
-  if (bytes == 0 || mbps == 0 || lanes == 0) return 0;
-  const U128 cycles = ceil_div(bytes * khz, U128{mbps} * 1000u * lanes) + latency;
-  return static_cast<Cycles>(std::min<U128>(cycles, ~Cycles{0}));
-}
-
-}  // namespace
 
 std::uint32_t device_count(const Workload& workload) {
   std::uint32_t devices = 1;
@@ -121,11 +121,18 @@ std::vector<LramChange> lram_changes(const Workload& workload, const Timeline& t
     if (c.lram_alloc_bytes > 0) changes.push_back({timeline.commands[i].start, true, i});
     if (c.lram_free_bytes > 0) changes.push_back({timeline.commands[i].end, false, i});
   }
-  std::sort(changes.begin(), changes.end(), [](const LramChange& a, const LramChange& b) {
-    if (a.at != b.at) return a.at < b.at;
-    if (a.command == b.command) return a.is_alloc && !b.is_alloc;
-    return std::tie(a.is_alloc, a.command) < std::tie(b.is_alloc, b.command);
-  });
+  // A total order, so that the sort is well defined: by cycle; then frees, then allocations, each
+  // by command; the free of a command that allocates in the same cycle (it takes no cycles)
+  // right after its own allocation. (Comparing such a free with other commands' allocations as a
+  // free, and with its own as coming after, was not transitive.)
+  const auto key = [&](const LramChange& ch) {
+    const CommandTiming& t = timeline.commands[ch.command];
+    const bool own_alloc_first =
+        !ch.is_alloc && t.start == t.end && workload.commands[ch.command].lram_alloc_bytes > 0;
+    return std::make_tuple(ch.at, ch.is_alloc || own_alloc_first, ch.command, own_alloc_first);
+  };
+  std::sort(changes.begin(), changes.end(),
+            [&](const LramChange& a, const LramChange& b) { return key(a) < key(b); });
   return changes;
 }
 

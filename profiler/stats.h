@@ -132,6 +132,9 @@ struct RunStats {
 
 RunStats compute_stats(const Workload& workload, const Timeline& timeline);
 
+// Local-memory occupancy alone (RunStats::lram): the peak over the devices and the first overflow.
+LramStats lram_occupancy(const Workload& workload, const Timeline& timeline);
+
 // Local-memory changes in the order they apply: by cycle; at one cycle frees first, except that
 // a command's own allocation comes before its own free (a command that takes no cycles). The one
 // home of that rule: the statistics, the trace counter and the per-program peaks use it.

@@ -4,34 +4,16 @@
 #include <gtest/gtest.h>
 
 #include "sim/util/error.h"
+#include "tests/schedule_support.h"
 
 namespace npusim {
 namespace {
 
 using ::testing::HasSubstr;
 
-Json schedule_with(Json commands) {
-  return Json{{"format", "npusim-schedule"},
-              {"version", 1},
-              {"model", {{"name", "t"}}},
-              {"commands", std::move(commands)}};
-}
-
-// A 16x16x16 GEMM: 61 cycles on the default 16x16 ws array (1 fold of 32 + 16 + 16 - 2 = 62,
-// minus 1 as SCALE-Sim counts; see cost_model_test).
-Json gemm(const std::string& id, std::uint32_t slice, Json deps = Json::array()) {
-  return {{"id", id},
-          {"engine", "SLICE"},
-          {"slice", slice},
-          {"op", "Gemm"},
-          {"shape", {{"m", 16}, {"n", 16}, {"k", 16}}},
-          {"deps", std::move(deps)}};
-}
-
-// 1024 bytes: 256 cycles on the default config with DRAM to itself (see cost_model_test).
-Json load(const std::string& id, Json deps = Json::array()) {
-  return {{"id", id}, {"engine", "DMA_IN"}, {"bytes", 1024}, {"deps", std::move(deps)}};
-}
+using test::gemm;  // a 16x16x16 GEMM: 61 cycles on default
+using test::load;  // 1024 bytes: 256 cycles on default
+using test::schedule_with;
 
 profiler::Timeline run(const Json& commands, const std::vector<std::string>& overrides = {}) {
   const HwConfig config = parse_hw_config("{}", "cfg", overrides);

@@ -12,38 +12,22 @@
 #include <string>
 #include <vector>
 
+#include "profiler/stats.h"
 #include "sim/compiler/compiler.h"
 #include "sim/config/hw_config.h"
 #include "sim/estimator/estimator.h"
 #include "sim/frontend/graph_json.h"
 #include "sim/ir/engines.h"
+#include "tests/schedule_support.h"
 
 namespace npusim {
 namespace {
 
 const std::string kZoo = std::string(NPUSIM_SOURCE_DIR) + "/models/zoo/";
 
-Json schedule_with(Json commands) {
-  return Json{{"format", "npusim-schedule"},
-              {"version", 1},
-              {"model", {{"name", "t"}}},
-              {"commands", std::move(commands)}};
-}
-
-// A 16x16x16 GEMM: 61 cycles on the default 16x16 ws array (estimator_test, cost_model_test).
-Json gemm(const std::string& id, std::uint32_t slice, Json deps = Json::array()) {
-  return {{"id", id},
-          {"engine", "SLICE"},
-          {"slice", slice},
-          {"op", "Gemm"},
-          {"shape", {{"m", 16}, {"n", 16}, {"k", 16}}},
-          {"deps", std::move(deps)}};
-}
-
-// 1024 bytes: 256 cycles on the default config with DRAM to itself (estimator_test).
-Json load(const std::string& id, Json deps = Json::array()) {
-  return {{"id", id}, {"engine", "DMA_IN"}, {"bytes", 1024}, {"deps", std::move(deps)}};
-}
+using test::gemm;  // a 16x16x16 GEMM: 61 cycles on default
+using test::load;  // 1024 bytes: 256 cycles on default
+using test::schedule_with;
 
 // S0 computes; DI0 loads what S0 wrote (it waits), DI1 loads weights that wait for nothing, and
 // S1 reads DI1. On default (1 DMA_IN channel, dispatch 4 cycles).
@@ -198,7 +182,7 @@ TEST(DmaQueueOrder, OnCompiledModelsTheOrderIsTheOneThePassPredicted) {
         }
       }
       EXPECT_GT(checked, 0u);
-      EXPECT_LE(lram_peak_bytes(o, t), config.lram_bytes);
+      EXPECT_FALSE(profiler::lram_occupancy(make_workload(o, config), t).overflow.has_value());
     }
   }
 }

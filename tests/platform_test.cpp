@@ -16,6 +16,7 @@
 #include "sim/platform/sc_time.h"
 #include "sim/util/error.h"
 #include "sim/util/json_reader.h"
+#include "tests/schedule_support.h"
 
 namespace npusim {
 namespace {
@@ -45,14 +46,7 @@ Json store(const std::string& id, std::uint64_t bytes, Json deps = Json::array()
   return {{"id", id}, {"engine", "DMA_OUT"}, {"bytes", bytes}, {"deps", std::move(deps)}};
 }
 
-Json gemm(const std::string& id, std::uint32_t slice, Json deps = Json::array()) {
-  return {{"id", id},
-          {"engine", "SLICE"},
-          {"slice", slice},
-          {"op", "Gemm"},
-          {"shape", {{"m", 16}, {"n", 16}, {"k", 16}}},
-          {"deps", std::move(deps)}};
-}
+using test::gemm;  // a 16x16x16 GEMM: 61 cycles on default
 
 struct Both {
   profiler::Timeline estimate;

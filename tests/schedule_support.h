@@ -1,12 +1,38 @@
-// What tests of emitted schedules share: walking their dependencies.
+// What tests of schedules share: small schedules written by hand, and walking dependencies.
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/ir/schedule.h"
 
 namespace npusim::test {
+
+// A version 1 schedule of `commands` for model "t".
+inline Json schedule_with(Json commands) {
+  return Json{{"format", "npusim-schedule"},
+              {"version", 1},
+              {"model", {{"name", "t"}}},
+              {"commands", std::move(commands)}};
+}
+
+// A 16x16x16 GEMM: 61 cycles on the default 16x16 ws array (1 fold of 32 + 16 + 16 - 2 = 62,
+// minus 1 as SCALE-Sim counts; see cost_model_test).
+inline Json gemm(const std::string& id, std::uint32_t slice, Json deps = Json::array()) {
+  return {{"id", id},
+          {"engine", "SLICE"},
+          {"slice", slice},
+          {"op", "Gemm"},
+          {"shape", {{"m", 16}, {"n", 16}, {"k", 16}}},
+          {"deps", std::move(deps)}};
+}
+
+// 1024 bytes: 256 cycles on the default config with DRAM to itself (see cost_model_test).
+inline Json load(const std::string& id, Json deps = Json::array()) {
+  return {{"id", id}, {"engine", "DMA_IN"}, {"bytes", 1024}, {"deps", std::move(deps)}};
+}
 
 // Whether command `from` reaches command `to` through dependencies.
 inline bool reaches(const std::vector<Command>& cmds, std::uint32_t from, std::uint32_t to) {

@@ -8,6 +8,7 @@
 #include "sim/ir/schedule_writer.h"
 
 #include "sim/util/error.h"
+#include "tests/schedule_support.h"
 
 namespace npusim {
 namespace {
@@ -25,14 +26,7 @@ Json dma_in(const std::string& id, std::uint64_t bytes) {
   return {{"id", id}, {"engine", "DMA_IN"}, {"bytes", bytes}};
 }
 
-Json gemm(const std::string& id, std::uint32_t slice, Json deps = Json::array()) {
-  return {{"id", id},
-          {"engine", "SLICE"},
-          {"slice", slice},
-          {"op", "Gemm"},
-          {"shape", {{"m", 16}, {"n", 16}, {"k", 16}}},
-          {"deps", std::move(deps)}};
-}
+using test::gemm;  // a 16x16x16 GEMM: 61 cycles on default
 
 std::string error_of(const Json& root) {
   try {

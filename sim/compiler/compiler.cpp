@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "profiler/stats.h"
 #include "sim/compiler/emit/emitter.h"
 #include "sim/compiler/emit/size_estimate.h"
 #include "sim/compiler/mapping/global_pool.h"
@@ -42,6 +43,7 @@
 #include "sim/compiler/search/cost_search.h"
 #include "sim/compiler/search/search.h"
 #include "sim/estimator/estimator.h"
+#include "sim/ir/engines.h"
 #include "sim/util/error.h"
 #include "sim/util/parallel.h"
 
@@ -631,7 +633,8 @@ class DeviceCompiler {
         line += " does not check";
         break;
       }
-      const bool fits = lram_peak_bytes(ordered, *t) <= config_.lram_bytes;
+      const bool fits =
+          !profiler::lram_occupancy(make_workload(ordered, config_), *t).overflow.has_value();
       line += (round > 1 ? ", then " : " ") + std::to_string(t->total_cycles()) +
               (fits ? "" : " (over the local memory)");
       if (!fits || t->total_cycles() >= *f.e.cycles) break;

@@ -161,29 +161,4 @@ Schedule order_dma_queues(const Schedule& schedule, const HwConfig& config) {
   return out;
 }
 
-std::uint64_t lram_peak_bytes(const Schedule& schedule, const profiler::Timeline& timeline) {
-  // (cycle, rank, bytes): a cycle's frees (rank 0) before its allocations (rank 1), and the free
-  // of a command that takes no cycles after its own allocation (rank 2).
-  std::vector<std::tuple<Cycles, int, std::uint64_t>> changes;
-  for (std::size_t i = 0; i < schedule.commands.size(); ++i) {
-    const Command& c = schedule.commands[i];
-    const profiler::CommandTiming& t = timeline.commands[i];
-    if (c.lram_alloc_bytes > 0) changes.emplace_back(t.start, 1, c.lram_alloc_bytes);
-    if (c.lram_free_bytes > 0) {
-      changes.emplace_back(t.end, t.end == t.start ? 2 : 0, c.lram_free_bytes);
-    }
-  }
-  std::sort(changes.begin(), changes.end());
-  std::uint64_t in_use = 0, peak = 0;
-  for (const auto& [at, rank, bytes] : changes) {
-    if (rank == 1) {
-      in_use += bytes;
-      peak = std::max(peak, in_use);
-    } else {
-      in_use -= std::min(in_use, bytes);
-    }
-  }
-  return peak;
-}
-
 }  // namespace npusim

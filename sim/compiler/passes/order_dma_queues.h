@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <vector>
 
-#include "profiler/timeline.h"
 #include "sim/config/hw_config.h"
 #include "sim/ir/schedule.h"
 
@@ -38,9 +37,5 @@ std::vector<std::uint64_t> ready_first_starts(const Schedule& schedule, const Hw
 // of a queue that is not a DMA queue keep their order and start one after another; a DMA queue is
 // sorted by start.
 Schedule order_dma_queues(const Schedule& schedule, const HwConfig& config);
-
-// The most local memory `schedule` holds at once under `timeline` (allocations at starts, frees at
-// ends; at one cycle frees first, but a command that takes no cycles allocates before it frees).
-std::uint64_t lram_peak_bytes(const Schedule& schedule, const profiler::Timeline& timeline);
 
 }  // namespace npusim
