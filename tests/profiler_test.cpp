@@ -128,7 +128,7 @@ TEST(Stats, OneCyclesChangesAreInATotalOrder) {
   t.commands[0] = {550, 600};  // DI0 takes 600 at 550
   t.commands[2] = {550, 550};
   const auto changes = lram_changes(w, t);
-  ASSERT_EQ(changes.size(), 4u);  // DI0, DI1 take; S0 takes and frees
+  ASSERT_EQ(changes.size(), 4u);      // DI0, DI1 take; S0 takes and frees
   EXPECT_EQ(changes[0].command, 1u);  // DI1 at 50
   EXPECT_EQ(changes[1].command, 0u);  // DI0 at 550
   EXPECT_TRUE(changes[1].is_alloc);

@@ -154,26 +154,20 @@ bool output_stays_on_chip(const Graph& graph, const HwConfig& config, const Laye
   return s.input == group.output && s.reads_input_whole(next_m);
 }
 
-// The estimator's timeline for `schedule`, finalized in place (finalize_schedule only recomputes
+// The estimator's total for `schedule`, finalized in place (finalize_schedule only recomputes
 // the commands' costs and buffer sizes, so finalizing again later changes nothing; a copy per
 // candidate cost more than the estimate); nullopt when it does not check or cannot be estimated
 // (the caller then keeps the schedule without residency, whose own problems finalize_schedule
 // and the run report as they always did).
-std::optional<profiler::Timeline> estimated_timeline(Schedule& schedule, const HwConfig& config) {
+std::optional<std::uint64_t> estimated_cycles(Schedule& schedule, const HwConfig& config) {
   Diagnostics diag(schedule.file);
   finalize_schedule(schedule, config, diag);
   if (!diag.empty()) return std::nullopt;
   try {
-    return estimate(schedule, config);
+    return estimate(schedule, config).total_cycles();
   } catch (const std::exception&) {  // past kMaxCycles, or a deadlock
     return std::nullopt;
   }
-}
-
-// Its total.
-std::optional<std::uint64_t> estimated_cycles(Schedule& schedule, const HwConfig& config) {
-  const std::optional<profiler::Timeline> t = estimated_timeline(schedule, config);
-  return t ? std::optional<std::uint64_t>(t->total_cycles()) : std::nullopt;
 }
 
 // A conv tiled to accumulate its reduction in steps (Mapping::k_step).
@@ -623,24 +617,33 @@ class DeviceCompiler {
   // Returns the explain line.
   std::string order_queues(Final& f) const {
     if (!f.e.cycles || config_.ideal_memory) return "";
-    std::string line = "queues\tin emission order: " + std::to_string(*f.e.cycles) +
+    const std::uint64_t emitted_cycles = *f.e.cycles;
+    std::string line = "queues\tin emission order: " + std::to_string(emitted_cycles) +
                        " cycles estimated; ready first:";
-    bool kept = false;
+    std::optional<Schedule> emitted;  // set once a round is kept
+    std::optional<profiler::Timeline> kept;
     for (int round = 1; round <= kQueueOrderRounds; ++round) {
+      // The commands keep their costs and buffers: no need to finalize the copy again.
       Schedule ordered = order_dma_queues(f.e.schedule, config_);
-      std::optional<profiler::Timeline> t = estimated_timeline(ordered, config_);
-      if (!t) {
-        line += " does not check";
+      std::optional<profiler::Timeline> t;
+      try {
+        t = estimate(ordered, config_);
+      } catch (const std::exception&) {  // past kMaxCycles (it cannot deadlock)
+        line += " does not estimate";
         break;
       }
-      const bool fits =
-          !profiler::lram_occupancy(make_workload(ordered, config_), *t).overflow.has_value();
-      line += (round > 1 ? ", then " : " ") + std::to_string(t->total_cycles()) +
-              (fits ? "" : " (over the local memory)");
-      if (!fits || t->total_cycles() >= *f.e.cycles) break;
+      line += (round > 1 ? ", then " : " ") + std::to_string(t->total_cycles());
+      if (t->total_cycles() >= *f.e.cycles) break;
+      if (!emitted) emitted = std::move(f.e.schedule);
       f.e.schedule = std::move(ordered);
       f.e.cycles = t->total_cycles();
-      kept = true;
+      kept = std::move(t);
+    }
+    // Checked once, on the order kept: it never passes the emitter's plan (see the pass).
+    if (kept && profiler::lram_occupancy(make_workload(f.e.schedule, config_), *kept).overflow) {
+      f.e.schedule = std::move(*emitted);
+      f.e.cycles = emitted_cycles;
+      return line + "; kept: emission order (ready first is over the local memory)";
     }
     return line + "; kept: " + (kept ? "ready first" : "emission order");
   }

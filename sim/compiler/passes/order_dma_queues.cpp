@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <cstddef>
 #include <functional>
-#include <map>
 #include <numeric>
 #include <queue>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <utility>
 
@@ -19,10 +19,12 @@ namespace {
 using Cycles = std::uint64_t;
 
 // "DI12" -> {"DI", 12}: the id convention's prefix and number (command_stream.h).
-std::pair<std::string, std::uint64_t> split_id(const std::string& id) {
+std::pair<std::string_view, std::uint64_t> split_id(std::string_view id) {
   std::size_t digits = id.size();
   while (digits > 0 && id[digits - 1] >= '0' && id[digits - 1] <= '9') --digits;
-  return {id.substr(0, digits), digits < id.size() ? std::stoull(id.substr(digits)) : 0};
+  std::uint64_t number = 0;
+  for (std::size_t k = digits; k < id.size(); ++k) number = number * 10 + (id[k] - '0');
+  return {id.substr(0, digits), number};
 }
 
 }  // namespace
@@ -33,11 +35,20 @@ std::vector<std::uint64_t> ready_first_starts(const Schedule& schedule, const Hw
   const std::vector<std::vector<std::uint32_t>> queues = layout.queues(schedule);
   const std::vector<Command>& cmds = schedule.commands;
   const std::size_t n = cmds.size();
-  std::vector<std::vector<std::uint32_t>> dependants(n);
+  // Each command's dependants, flat: those of i are dependants[first[i] .. first[i + 1]).
+  std::vector<std::uint32_t> first(n + 1, 0), dependants;
   std::vector<std::uint32_t> waiting(n);  // dependencies not yet scheduled
   for (std::uint32_t i = 0; i < n; ++i) {
     waiting[i] = static_cast<std::uint32_t>(cmds[i].deps.size());
-    for (const std::uint32_t d : cmds[i].deps) dependants[d].push_back(i);
+    for (const std::uint32_t d : cmds[i].deps) ++first[d + 1];
+  }
+  for (std::size_t i = 0; i < n; ++i) first[i + 1] += first[i];
+  dependants.resize(first[n]);
+  {
+    std::vector<std::uint32_t> at(first.begin(), first.end() - 1);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      for (const std::uint32_t d : cmds[i].deps) dependants[at[d]++] = i;
+    }
   }
   std::vector<Cycles> ready(n, 0), start(n, 0);
   std::vector<bool> scheduled(n, false);
@@ -66,8 +77,12 @@ std::vector<std::uint64_t> ready_first_starts(const Schedule& schedule, const Hw
       }
       return next;
     }
-    // The earliest any of the window's ready commands can go, then the first that is ready by
-    // then: a later transfer goes first only when every one before it still waits.
+    // The first unscheduled command, ready by the time a channel is: it goes, as in order.
+    const Cycles floor = dispatchers[e].earliest_dispatch(0);
+    if (floor == cost::QueueDispatcher::kNever) return next;
+    if (p < q.size() && waiting[q[p]] == 0 && ready[q[p]] <= floor) return Next{floor, q[p]};
+    // Else the earliest any of the window's ready commands can go, then the first that is ready
+    // by then: a later transfer goes first only when every one before it still waits.
     Cycles earliest_ready = cost::QueueDispatcher::kNever;
     for (std::size_t seen = 0; p < q.size() && seen < window; ++p) {
       if (scheduled[q[p]]) continue;
@@ -112,7 +127,8 @@ std::vector<std::uint64_t> ready_first_starts(const Schedule& schedule, const Hw
     scheduled[i] = true;
     while (head[e] < queues[e].size() && scheduled[queues[e][head[e]]]) ++head[e];
     std::vector<std::uint32_t> touched = {e};
-    for (const std::uint32_t j : dependants[i]) {
+    for (std::uint32_t k = first[i]; k < first[i + 1]; ++k) {
+      const std::uint32_t j = dependants[k];
       ready[j] = std::max(ready[j], end);
       if (--waiting[j] == 0) touched.push_back(layout.of(cmds[j]));
     }
@@ -134,14 +150,25 @@ Schedule order_dma_queues(const Schedule& schedule, const HwConfig& config) {
   std::vector<std::uint32_t> position(n);
   for (std::uint32_t j = 0; j < n; ++j) position[order[j]] = j;
 
-  // Each engine prefix's numbers, in the old order, handed out again in the new one.
-  std::map<std::string, std::vector<std::uint64_t>> numbers;
-  for (const Command& c : old) {
-    auto [prefix, number] = split_id(c.id);
-    numbers[prefix].push_back(number);
+  // Each engine prefix's numbers, in the old order, handed out again in the new one (a handful
+  // of prefixes: DI, DO, S, H, ...).
+  struct Ids {
+    std::string prefix;
+    std::vector<std::uint64_t> numbers;
+    std::size_t next = 0;
+  };
+  std::vector<Ids> ids;
+  std::vector<std::uint32_t> id_of(n);  // index into ids
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::pair<std::string_view, std::uint64_t> split = split_id(old[i].id);
+    const std::string_view prefix = split.first;
+    auto it =
+        std::find_if(ids.begin(), ids.end(), [&](const Ids& x) { return x.prefix == prefix; });
+    if (it == ids.end()) it = ids.insert(ids.end(), Ids{std::string(prefix), {}, 0});
+    it->numbers.push_back(split.second);
+    id_of[i] = static_cast<std::uint32_t>(it - ids.begin());
   }
-  for (auto& [prefix, list] : numbers) std::sort(list.begin(), list.end());
-  std::map<std::string, std::size_t> next;
+  for (Ids& x : ids) std::sort(x.numbers.begin(), x.numbers.end());
 
   Schedule out;
   out.file = schedule.file;
@@ -154,8 +181,8 @@ Schedule order_dma_queues(const Schedule& schedule, const HwConfig& config) {
   for (const std::uint32_t i : order) {
     Command c = old[i];
     for (std::uint32_t& d : c.deps) d = position[d];
-    const std::string prefix = split_id(c.id).first;
-    c.id = prefix + std::to_string(numbers[prefix][next[prefix]++]);
+    Ids& x = ids[id_of[i]];
+    c.id = x.prefix + std::to_string(x.numbers[x.next++]);
     out.commands.push_back(std::move(c));
   }
   return out;
