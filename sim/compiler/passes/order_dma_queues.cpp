@@ -139,8 +139,8 @@ std::vector<std::uint64_t> ready_first_starts(const Schedule& schedule, const Hw
   return start;
 }
 
-Schedule order_dma_queues(const Schedule& schedule, const HwConfig& config) {
-  const std::vector<Command>& old = schedule.commands;
+Schedule order_dma_queues(Schedule schedule, const HwConfig& config) {
+  std::vector<Command>& old = schedule.commands;
   const std::size_t n = old.size();
   const std::vector<std::uint64_t> key = ready_first_starts(schedule, config);
   std::vector<std::uint32_t> order(n);
@@ -170,22 +170,17 @@ Schedule order_dma_queues(const Schedule& schedule, const HwConfig& config) {
   }
   for (Ids& x : ids) std::sort(x.numbers.begin(), x.numbers.end());
 
-  Schedule out;
-  out.file = schedule.file;
-  out.model = schedule.model;
-  out.target_config = schedule.target_config;
-  out.target_slices = schedule.target_slices;
-  out.programs = schedule.programs;
-  out.layers = schedule.layers;
-  out.commands.reserve(n);
+  std::vector<Command> commands;
+  commands.reserve(n);
   for (const std::uint32_t i : order) {
-    Command c = old[i];
+    Command& c = old[i];
     for (std::uint32_t& d : c.deps) d = position[d];
     Ids& x = ids[id_of[i]];
     c.id = x.prefix + std::to_string(x.numbers[x.next++]);
-    out.commands.push_back(std::move(c));
+    commands.push_back(std::move(c));
   }
-  return out;
+  schedule.commands = std::move(commands);
+  return schedule;
 }
 
 }  // namespace npusim

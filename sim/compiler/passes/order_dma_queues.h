@@ -27,15 +27,15 @@ inline constexpr std::size_t kDmaQueueWindow = 64;
 std::vector<std::uint64_t> ready_first_starts(const Schedule& schedule, const HwConfig& config,
                                               std::size_t window = kDmaQueueWindow);
 
-// `schedule` with its commands sorted by ready_first_starts (ties keep the schedule's order):
-// dependencies renumbered to the new positions and each engine's ids handed out again in the new
-// order, so a queue's ids still count up.
+// `schedule` (a copy: the caller keeps its own) with its commands sorted by ready_first_starts
+// (ties keep the schedule's order): dependencies renumbered to the new positions and each engine's
+// ids handed out again in the new order, so a queue's ids still count up.
 //
 // Why this cannot deadlock: a deadlock is a cycle of dependencies and queue order. Along every
 // such edge of the new schedule the start never decreases, and on a tie the old index increases:
 // a dependency ends before its dependant starts (and comes first in the old order); the commands
 // of a queue that is not a DMA queue keep their order and start one after another; a DMA queue is
 // sorted by start.
-Schedule order_dma_queues(const Schedule& schedule, const HwConfig& config);
+Schedule order_dma_queues(Schedule schedule, const HwConfig& config);
 
 }  // namespace npusim
