@@ -121,15 +121,17 @@ std::vector<LramChange> lram_changes(const Workload& workload, const Timeline& t
     if (c.lram_alloc_bytes > 0) changes.push_back({timeline.commands[i].start, true, i});
     if (c.lram_free_bytes > 0) changes.push_back({timeline.commands[i].end, false, i});
   }
-  // A total order, so that the sort is well defined: by cycle; then frees, then allocations, each
-  // by command; the free of a command that allocates in the same cycle (it takes no cycles)
-  // right after its own allocation. (Comparing such a free with other commands' allocations as a
-  // free, and with its own as coming after, was not transitive.)
+  // A total order, so that the sort is well defined, that keeps the rule: by cycle; then the
+  // frees; then each command that takes no cycles and allocates and frees there, its allocation
+  // just before its own free; then the other allocations; each group by command. (Comparing such
+  // a free with other commands' allocations as a free, and with its own as coming after, was not
+  // transitive.)
   const auto key = [&](const LramChange& ch) {
     const CommandTiming& t = timeline.commands[ch.command];
-    const bool own_alloc_first =
-        !ch.is_alloc && t.start == t.end && workload.commands[ch.command].lram_alloc_bytes > 0;
-    return std::make_tuple(ch.at, ch.is_alloc || own_alloc_first, ch.command, own_alloc_first);
+    const CommandInfo& c = workload.commands[ch.command];
+    const bool pair = t.start == t.end && c.lram_alloc_bytes > 0 && c.lram_free_bytes > 0;
+    const int group = pair ? 1 : ch.is_alloc ? 2 : 0;
+    return std::make_tuple(ch.at, group, ch.command, !ch.is_alloc);
   };
   std::sort(changes.begin(), changes.end(),
             [&](const LramChange& a, const LramChange& b) { return key(a) < key(b); });

@@ -116,10 +116,11 @@ TEST(Stats, ACommandTakingNoCyclesReleasesWhatItTakes) {
   EXPECT_FALSE(changes[3].is_alloc);
 }
 
-// The order of changes in one cycle is total: a command taking no cycles (S0, index 2) allocates
-// and frees at 550 while DI0 (index 0) allocates there too. S0's free comes right after its own
-// allocation, and allocations go by command: DI0's, S0's, S0's free. (Ordering S0's free before
-// every other allocation and after its own was circular: DI0's < S0's < S0's free < DI0's.)
+// The order of changes in one cycle is total and keeps the rule: a command taking no cycles (S0,
+// index 2) allocates and frees at 550 while DI0 (index 0) allocates there too. S0's allocation
+// and its own free come first, as a pair, then DI0's allocation. (Ordering S0's free before every
+// other allocation, after its own, and allocations by command was circular: DI0's < S0's < S0's
+// free < DI0's.)
 TEST(Stats, OneCyclesChangesAreInATotalOrder) {
   Workload w = two_engine_workload();
   w.commands[2].lram_alloc_bytes = 100;
@@ -130,14 +131,14 @@ TEST(Stats, OneCyclesChangesAreInATotalOrder) {
   const auto changes = lram_changes(w, t);
   ASSERT_EQ(changes.size(), 4u);      // DI0, DI1 take; S0 takes and frees
   EXPECT_EQ(changes[0].command, 1u);  // DI1 at 50
-  EXPECT_EQ(changes[1].command, 0u);  // DI0 at 550
+  EXPECT_EQ(changes[1].command, 2u);
   EXPECT_TRUE(changes[1].is_alloc);
   EXPECT_EQ(changes[2].command, 2u);
-  EXPECT_TRUE(changes[2].is_alloc);
-  EXPECT_EQ(changes[3].command, 2u);
-  EXPECT_FALSE(changes[3].is_alloc);
-  // 300 (DI1) + 600 (DI0) + 100 (S0) at 550.
-  EXPECT_EQ(compute_stats(w, t).lram.peak_bytes, 1000u);
+  EXPECT_FALSE(changes[2].is_alloc);
+  EXPECT_EQ(changes[3].command, 0u);  // DI0 at 550
+  EXPECT_TRUE(changes[3].is_alloc);
+  // 300 (DI1) + 100 (S0), back to 300, then + 600 (DI0) at 550.
+  EXPECT_EQ(compute_stats(w, t).lram.peak_bytes, 900u);
 }
 
 TEST(Stats, LocalMemoryOverflowIsReported) {

@@ -51,7 +51,6 @@ std::vector<std::uint64_t> ready_first_starts(const Schedule& schedule, const Hw
     }
   }
   std::vector<Cycles> ready(n, 0), start(n, 0);
-  std::vector<bool> scheduled(n, false);
   const std::uint32_t engines = layout.count();
   std::vector<bool> passes(engines);
   std::vector<cost::QueueDispatcher> dispatchers;
@@ -60,7 +59,22 @@ std::vector<std::uint64_t> ready_first_starts(const Schedule& schedule, const Hw
     passes[e] = kind == EngineKind::kDmaIn || kind == EngineKind::kDmaOut;
     dispatchers.emplace_back(config.dispatch_cycles, layout.info(e).channels);
   }
-  std::vector<std::size_t> head(engines, 0);  // the first unscheduled position of each queue
+  // Per queue, the first position at or after p that may be unscheduled (path-compressed), so
+  // that a window never walks over the commands that passed its first one.
+  std::vector<std::vector<std::uint32_t>> skip(engines);
+  std::vector<std::uint32_t> position_in_queue(n, 0);
+  for (std::uint32_t e = 0; e < engines; ++e) {
+    skip[e].resize(queues[e].size() + 1);
+    std::iota(skip[e].begin(), skip[e].end(), 0u);
+    for (std::uint32_t p = 0; p < queues[e].size(); ++p) position_in_queue[queues[e][p]] = p;
+  }
+  const auto unscheduled_from = [&](std::uint32_t e, std::size_t p) {
+    std::vector<std::uint32_t>& s = skip[e];
+    std::size_t root = p;
+    while (s[root] != root) root = s[root];
+    while (s[p] != root) p = std::exchange(s[p], static_cast<std::uint32_t>(root));
+    return root;
+  };
 
   // What engine e would dispatch next and when, if nothing else happened first.
   struct Next {
@@ -70,7 +84,7 @@ std::vector<std::uint64_t> ready_first_starts(const Schedule& schedule, const Hw
   const auto next_of = [&](std::uint32_t e) {
     Next next;
     const std::vector<std::uint32_t>& q = queues[e];
-    std::size_t p = head[e];
+    std::size_t p = unscheduled_from(e, 0);
     if (!passes[e]) {
       if (p < q.size() && waiting[q[p]] == 0) {
         next = {dispatchers[e].earliest_dispatch(ready[q[p]]), q[p]};
@@ -84,8 +98,7 @@ std::vector<std::uint64_t> ready_first_starts(const Schedule& schedule, const Hw
     // Else the earliest any of the window's ready commands can go, then the first that is ready
     // by then: a later transfer goes first only when every one before it still waits.
     Cycles earliest_ready = cost::QueueDispatcher::kNever;
-    for (std::size_t seen = 0; p < q.size() && seen < window; ++p) {
-      if (scheduled[q[p]]) continue;
+    for (std::size_t seen = 0; p < q.size() && seen < window; p = unscheduled_from(e, p + 1)) {
       ++seen;
       if (waiting[q[p]] == 0) earliest_ready = std::min(earliest_ready, ready[q[p]]);
       if (!cmds[q[p]].free.empty()) break;  // nothing passes a command that frees memory
@@ -93,9 +106,8 @@ std::vector<std::uint64_t> ready_first_starts(const Schedule& schedule, const Hw
     if (earliest_ready == cost::QueueDispatcher::kNever) return next;
     const Cycles at = dispatchers[e].earliest_dispatch(earliest_ready);
     if (at == cost::QueueDispatcher::kNever) return next;
-    p = head[e];
-    for (std::size_t seen = 0; p < q.size() && seen < window; ++p) {
-      if (scheduled[q[p]]) continue;
+    p = unscheduled_from(e, 0);
+    for (std::size_t seen = 0; p < q.size() && seen < window; p = unscheduled_from(e, p + 1)) {
       ++seen;
       if (waiting[q[p]] == 0 && ready[q[p]] <= at) return Next{at, q[p]};
       if (!cmds[q[p]].free.empty()) break;
@@ -124,8 +136,7 @@ std::vector<std::uint64_t> ready_first_starts(const Schedule& schedule, const Hw
     const Cycles end = grant.start + cmds[i].isolated_cycles;
     dispatchers[e].release(grant.channel, end);
     start[i] = grant.start;
-    scheduled[i] = true;
-    while (head[e] < queues[e].size() && scheduled[queues[e][head[e]]]) ++head[e];
+    skip[e][position_in_queue[i]] = position_in_queue[i] + 1;
     std::vector<std::uint32_t> touched = {e};
     for (std::uint32_t k = first[i]; k < first[i + 1]; ++k) {
       const std::uint32_t j = dependants[k];
