@@ -115,26 +115,25 @@ std::vector<DeviceStats> compute_device_stats(const Workload& workload, const Ti
 }
 
 std::vector<LramChange> lram_changes(const Workload& workload, const Timeline& timeline) {
+  // A total order, so that the sort is well defined, that keeps the rule: by cycle; then the
+  // frees; then each command that takes no cycles and allocates and frees there, its allocation
+  // just before its own free; then the other allocations; each rank by command. (Comparing such
+  // a free with other commands' allocations as a free, and with its own as coming after, was not
+  // transitive.)
   std::vector<LramChange> changes;
   for (std::uint32_t i = 0; i < workload.commands.size(); ++i) {
     const CommandInfo& c = workload.commands[i];
-    if (c.lram_alloc_bytes > 0) changes.push_back({timeline.commands[i].start, true, i});
-    if (c.lram_free_bytes > 0) changes.push_back({timeline.commands[i].end, false, i});
-  }
-  // A total order, so that the sort is well defined, that keeps the rule: by cycle; then the
-  // frees; then each command that takes no cycles and allocates and frees there, its allocation
-  // just before its own free; then the other allocations; each group by command. (Comparing such
-  // a free with other commands' allocations as a free, and with its own as coming after, was not
-  // transitive.)
-  const auto key = [&](const LramChange& ch) {
-    const CommandTiming& t = timeline.commands[ch.command];
-    const CommandInfo& c = workload.commands[ch.command];
+    const CommandTiming& t = timeline.commands[i];
     const bool pair = t.start == t.end && c.lram_alloc_bytes > 0 && c.lram_free_bytes > 0;
-    const int group = pair ? 1 : ch.is_alloc ? 2 : 0;
-    return std::make_tuple(ch.at, group, ch.command, !ch.is_alloc);
-  };
-  std::sort(changes.begin(), changes.end(),
-            [&](const LramChange& a, const LramChange& b) { return key(a) < key(b); });
+    if (c.lram_alloc_bytes > 0)
+      changes.push_back({t.start, true, i, static_cast<std::uint8_t>(pair ? 1 : 2)});
+    if (c.lram_free_bytes > 0)
+      changes.push_back({t.end, false, i, static_cast<std::uint8_t>(pair ? 1 : 0)});
+  }
+  std::sort(changes.begin(), changes.end(), [](const LramChange& a, const LramChange& b) {
+    return std::tie(a.at, a.rank, a.command, b.is_alloc) <
+           std::tie(b.at, b.rank, b.command, a.is_alloc);
+  });
   return changes;
 }
 

@@ -142,6 +142,9 @@ struct LramChange {
   Cycles at = 0;
   bool is_alloc = false;
   std::uint32_t command = 0;
+  // Within a cycle: 0 a free, 1 the allocation and free of a command that takes no cycles, 2 an
+  // allocation (lram_changes sorts by cycle, rank, command, allocation first).
+  std::uint8_t rank = 0;
 };
 std::vector<LramChange> lram_changes(const Workload& workload, const Timeline& timeline);
 

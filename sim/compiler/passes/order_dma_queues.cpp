@@ -6,26 +6,17 @@
 #include <numeric>
 #include <queue>
 #include <string>
-#include <string_view>
 #include <tuple>
 #include <utility>
 
 #include "sim/cost/dispatch.h"
 #include "sim/ir/engines.h"
+#include "sim/ir/schedule_append.h"
 
 namespace npusim {
 namespace {
 
 using Cycles = std::uint64_t;
-
-// "DI12" -> {"DI", 12}: the id convention's prefix and number (command_stream.h).
-std::pair<std::string_view, std::uint64_t> split_id(std::string_view id) {
-  std::size_t digits = id.size();
-  while (digits > 0 && id[digits - 1] >= '0' && id[digits - 1] <= '9') --digits;
-  std::uint64_t number = 0;
-  for (std::size_t k = digits; k < id.size(); ++k) number = number * 10 + (id[k] - '0');
-  return {id.substr(0, digits), number};
-}
 
 }  // namespace
 
@@ -126,6 +117,7 @@ std::vector<std::uint64_t> ready_first_starts(const Schedule& schedule, const Hw
     if (next.at != cost::QueueDispatcher::kNever) heap.emplace(next.at, e, version[e]);
   };
   for (std::uint32_t e = 0; e < engines; ++e) refresh(e);
+  std::vector<std::uint32_t> touched;  // engines whose next dispatch may have changed
   while (!heap.empty()) {
     const auto [at, e, v] = heap.top();
     heap.pop();
@@ -137,7 +129,7 @@ std::vector<std::uint64_t> ready_first_starts(const Schedule& schedule, const Hw
     dispatchers[e].release(grant.channel, end);
     start[i] = grant.start;
     skip[e][position_in_queue[i]] = position_in_queue[i] + 1;
-    std::vector<std::uint32_t> touched = {e};
+    touched.assign(1, e);
     for (std::uint32_t k = first[i]; k < first[i + 1]; ++k) {
       const std::uint32_t j = dependants[k];
       ready[j] = std::max(ready[j], end);
@@ -171,11 +163,11 @@ Schedule order_dma_queues(Schedule schedule, const HwConfig& config) {
   std::vector<Ids> ids;
   std::vector<std::uint32_t> id_of(n);  // index into ids
   for (std::size_t i = 0; i < n; ++i) {
-    const std::pair<std::string_view, std::uint64_t> split = split_id(old[i].id);
-    const std::string_view prefix = split.first;
+    const std::pair<std::string, std::uint64_t> split = split_id(old[i].id);
+    const std::string& prefix = split.first;
     auto it =
         std::find_if(ids.begin(), ids.end(), [&](const Ids& x) { return x.prefix == prefix; });
-    if (it == ids.end()) it = ids.insert(ids.end(), Ids{std::string(prefix), {}, 0});
+    if (it == ids.end()) it = ids.insert(ids.end(), Ids{prefix, {}, 0});
     it->numbers.push_back(split.second);
     id_of[i] = static_cast<std::uint32_t>(it - ids.begin());
   }
