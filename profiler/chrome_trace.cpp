@@ -3,6 +3,7 @@
 #include <string>
 #include <string_view>
 
+#include "profiler/json_writer.h"
 #include "profiler/text_out.h"
 
 namespace npusim::profiler {
@@ -18,45 +19,7 @@ class JsonOut {
     return *this;
   }
   JsonOut& str(std::string_view s) {
-    out_.put('"');
-    std::size_t plain_from = 0;
-    for (std::size_t i = 0; i < s.size(); ++i) {
-      const char ch = s[i];
-      const auto u = static_cast<unsigned char>(ch);
-      if (u >= 0x20 && ch != '"' && ch != '\\') continue;
-      out_.put(s.substr(plain_from, i - plain_from));
-      plain_from = i + 1;
-      switch (ch) {
-        case '"':
-          out_.put("\\\"");
-          break;
-        case '\\':
-          out_.put("\\\\");
-          break;
-        case '\n':
-          out_.put("\\n");
-          break;
-        case '\r':
-          out_.put("\\r");
-          break;
-        case '\t':
-          out_.put("\\t");
-          break;
-        case '\b':
-          out_.put("\\b");
-          break;
-        case '\f':
-          out_.put("\\f");
-          break;
-        default: {
-          static const char* const kHex = "0123456789abcdef";
-          const char escaped[6] = {'\\', 'u', '0', '0', kHex[u >> 4], kHex[u & 0xf]};
-          out_.put(std::string_view(escaped, 6));
-        }
-      }
-    }
-    out_.put(s.substr(plain_from));
-    out_.put('"');
+    put_json_string(out_, s);
     return *this;
   }
   JsonOut& num(std::uint64_t v) {

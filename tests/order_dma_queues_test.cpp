@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "sim/estimator/estimator.h"
 #include "sim/frontend/graph_json.h"
 #include "sim/ir/engines.h"
+#include "sim/ir/schedule_writer.h"
 #include "tests/schedule_support.h"
 
 namespace npusim {
@@ -63,6 +65,32 @@ TEST(DmaQueueOrder, AReadyLoadPassesOneThatWaits) {
   EXPECT_EQ(t.total_cycles(), 520u);
   EXPECT_EQ(t.commands[1].start, 4u);
   EXPECT_EQ(t.commands[2].start, 264u);
+}
+
+std::string json_of(const Schedule& s) {
+  std::ostringstream out;
+  write_schedule_json(out, s);
+  return out.str();
+}
+
+// The driver tries an order on the schedule itself and undoes it when it is not faster: the undo
+// must give back the very schedule, ids and dependencies included.
+TEST(DmaQueueOrder, UndoGivesBackTheScheduleItWasGiven) {
+  const HwConfig config = parse_hw_config("{}", "cfg");
+  Schedule s = waiting_head(config);
+  const std::string before = json_of(s);
+  QueueReorder r = reorder_dma_queues(s, config);
+  EXPECT_EQ(r.order, (std::vector<std::uint32_t>{0, 2, 1, 3}));  // DI1 passed DI0, as above
+  EXPECT_NE(json_of(s), before);
+  undo_reorder(s, std::move(r));
+  EXPECT_EQ(json_of(s), before);
+
+  // A compiled model: thousands of commands, several DMA channels, deps across engines.
+  const HwConfig server = load_hw_config("server");
+  Schedule m = compile_schedule(load_graph_json(kZoo + "mobilenetv2.json"), server);
+  const std::string compiled = json_of(m);
+  undo_reorder(m, reorder_dma_queues(m, server));
+  EXPECT_EQ(json_of(m), compiled);
 }
 
 TEST(DmaQueueOrder, ATransferPassesOnlyWithinTheWindow) {

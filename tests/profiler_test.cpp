@@ -4,9 +4,13 @@
 #include <fstream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "profiler/csv_writers.h"
+#include "profiler/json_writer.h"
 #include "profiler/output_dir.h"
 #include "profiler/stats.h"
+#include "profiler/text_out.h"
 #include "profiler/timeline.h"
 
 namespace npusim::profiler {
@@ -298,3 +302,38 @@ TEST(OutputDir, ANameWrittenTwiceHoldsTheSecondWriteAfterCommit) {
 }
 
 }  // namespace npusim::profiler
+
+// put_json_string, the one JSON string writer of stats.json and trace.json, against the
+// reference it must equal: nlohmann::json::dump(). Every character that needs escaping is tried
+// at every offset in a word (the scan goes eight bytes at a time), inside longer plain text, and
+// next to multi-byte UTF-8 and DEL (which dump leaves as they are).
+TEST(JsonString, EqualsNlohmannDumpAtEveryOffset) {
+  const std::string special[] = {"\"", "\\", "\n", "\r", "\t", "\b", "\f", std::string(1, '\0'),
+                                 "\x01", "\x1f", "\x7f", "\xc3\xa9", "\xe2\x82\xac", " ", "~"};
+  for (const std::string& s : special) {
+    for (std::size_t before = 0; before < 17; ++before) {
+      for (const std::size_t after : {0, 1, 7, 8, 9}) {
+        const std::string text = std::string(before, 'a') + s + std::string(after, 'z') + s;
+        std::ostringstream out;
+        {
+          npusim::profiler::TextOut t(out);
+          npusim::profiler::put_json_string(t, text);
+        }
+        EXPECT_EQ(out.str(), nlohmann::json(text).dump()) << before << " " << after;
+      }
+    }
+  }
+}
+
+// Bytes that are not UTF-8 (a file name can hold them) become \xNN, which reads back as text, in
+// both writers: nlohmann would throw on them, and trace.json used to write them raw.
+TEST(JsonString, InvalidUtf8IsWrittenAsEscapes) {
+  const std::string text = std::string("model_") + "\xff" + "\xc3" + ".onnx \"x\"";
+  std::ostringstream out;
+  {
+    npusim::profiler::TextOut t(out);
+    npusim::profiler::put_json_string(t, text);
+  }
+  EXPECT_EQ(out.str(), R"("model_\\xFF\\xC3.onnx \"x\"")");
+  EXPECT_EQ(nlohmann::json::parse(out.str()).get<std::string>(), "model_\\xFF\\xC3.onnx \"x\"");
+}

@@ -620,28 +620,33 @@ class DeviceCompiler {
     const std::uint64_t emitted_cycles = *f.e.cycles;
     std::string line = "queues\tin emission order: " + std::to_string(emitted_cycles) +
                        " cycles estimated; ready first:";
-    std::optional<Schedule> emitted;  // set once a round is kept
+    // Each round reorders the schedule itself and is undone unless faster: a copy of the
+    // schedule per round cost more than the pass and the estimate together.
+    std::vector<QueueReorder> kept_rounds;
     std::optional<profiler::Timeline> kept;
     for (int round = 1; round <= kQueueOrderRounds; ++round) {
-      // The commands keep their costs and buffers: no need to finalize the copy again.
-      Schedule ordered = order_dma_queues(f.e.schedule, config_);
+      // The commands keep their costs and buffers: no need to finalize again.
+      QueueReorder reorder = reorder_dma_queues(f.e.schedule, config_);
       std::optional<profiler::Timeline> t;
       try {
-        t = estimate(ordered, config_);
+        t = estimate(f.e.schedule, config_);
       } catch (const std::exception&) {  // past kMaxCycles (it cannot deadlock)
         line += " does not estimate";
+      }
+      if (t) line += (round > 1 ? ", then " : " ") + std::to_string(t->total_cycles());
+      if (!t || t->total_cycles() >= *f.e.cycles) {
+        undo_reorder(f.e.schedule, std::move(reorder));
         break;
       }
-      line += (round > 1 ? ", then " : " ") + std::to_string(t->total_cycles());
-      if (t->total_cycles() >= *f.e.cycles) break;
-      if (!emitted) emitted = std::move(f.e.schedule);
-      f.e.schedule = std::move(ordered);
       f.e.cycles = t->total_cycles();
       kept = std::move(t);
+      kept_rounds.push_back(std::move(reorder));
     }
     // Checked once, on the order kept: it never passes the emitter's plan (see the pass).
     if (kept && profiler::lram_occupancy(make_workload(f.e.schedule, config_), *kept).overflow) {
-      f.e.schedule = std::move(*emitted);
+      for (auto r = kept_rounds.rbegin(); r != kept_rounds.rend(); ++r) {
+        undo_reorder(f.e.schedule, std::move(*r));
+      }
       f.e.cycles = emitted_cycles;
       return line + "; kept: emission order (ready first is over the local memory)";
     }

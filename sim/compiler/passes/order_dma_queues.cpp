@@ -142,16 +142,19 @@ std::vector<std::uint64_t> ready_first_starts(const Schedule& schedule, const Hw
   return start;
 }
 
-Schedule order_dma_queues(Schedule schedule, const HwConfig& config) {
+QueueReorder reorder_dma_queues(Schedule& schedule, const HwConfig& config) {
   std::vector<Command>& old = schedule.commands;
   const std::size_t n = old.size();
-  const std::vector<std::uint64_t> key = ready_first_starts(schedule, config);
-  std::vector<std::uint32_t> order(n);
-  std::iota(order.begin(), order.end(), 0u);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::uint32_t a, std::uint32_t b) { return key[a] < key[b]; });
+  QueueReorder reorder;
+  {
+    const std::vector<std::uint64_t> key = ready_first_starts(schedule, config);
+    reorder.order.resize(n);
+    std::iota(reorder.order.begin(), reorder.order.end(), 0u);
+    std::stable_sort(reorder.order.begin(), reorder.order.end(),
+                     [&](std::uint32_t a, std::uint32_t b) { return key[a] < key[b]; });
+  }
   std::vector<std::uint32_t> position(n);
-  for (std::uint32_t j = 0; j < n; ++j) position[order[j]] = j;
+  for (std::uint32_t j = 0; j < n; ++j) position[reorder.order[j]] = j;
 
   // Each engine prefix's numbers, in the old order, handed out again in the new one (a handful
   // of prefixes: DI, DO, S, H, ...).
@@ -173,16 +176,34 @@ Schedule order_dma_queues(Schedule schedule, const HwConfig& config) {
   }
   for (Ids& x : ids) std::sort(x.numbers.begin(), x.numbers.end());
 
+  reorder.ids.resize(n);
   std::vector<Command> commands;
   commands.reserve(n);
-  for (const std::uint32_t i : order) {
+  for (const std::uint32_t i : reorder.order) {
     Command& c = old[i];
     for (std::uint32_t& d : c.deps) d = position[d];
     Ids& x = ids[id_of[i]];
-    c.id = x.prefix + std::to_string(x.numbers[x.next++]);
+    reorder.ids[i] = std::exchange(c.id, x.prefix + std::to_string(x.numbers[x.next++]));
     commands.push_back(std::move(c));
   }
-  schedule.commands = std::move(commands);
+  old = std::move(commands);
+  return reorder;
+}
+
+void undo_reorder(Schedule& schedule, QueueReorder&& reorder) {
+  std::vector<Command>& now = schedule.commands;
+  std::vector<Command> commands(now.size());
+  for (std::size_t j = 0; j < now.size(); ++j) {
+    Command& c = now[j];
+    for (std::uint32_t& d : c.deps) d = reorder.order[d];
+    c.id = std::move(reorder.ids[reorder.order[j]]);
+    commands[reorder.order[j]] = std::move(c);
+  }
+  now = std::move(commands);
+}
+
+Schedule order_dma_queues(Schedule schedule, const HwConfig& config) {
+  reorder_dma_queues(schedule, config);
   return schedule;
 }
 

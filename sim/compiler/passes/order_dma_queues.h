@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "sim/config/hw_config.h"
@@ -27,15 +28,28 @@ inline constexpr std::size_t kDmaQueueWindow = 64;
 std::vector<std::uint64_t> ready_first_starts(const Schedule& schedule, const HwConfig& config,
                                               std::size_t window = kDmaQueueWindow);
 
-// `schedule` (a copy: the caller keeps its own) with its commands sorted by ready_first_starts
-// (ties keep the schedule's order): dependencies renumbered to the new positions and each engine's
-// ids handed out again in the new order, so a queue's ids still count up.
+// How reorder_dma_queues moved a schedule's commands: enough to move them back.
+struct QueueReorder {
+  std::vector<std::uint32_t> order;  // new position j holds the command that was at order[j]
+  std::vector<std::string> ids;      // the commands' ids before, by their old position
+};
+
+// Sorts `schedule`'s commands in place by ready_first_starts (ties keep the schedule's order):
+// dependencies renumbered to the new positions and each engine's ids handed out again in the new
+// order, so a queue's ids still count up. Commands are moved, never copied: the driver tries an
+// order on the schedule itself and undoes it when the estimate is not faster.
 //
 // Why this cannot deadlock: a deadlock is a cycle of dependencies and queue order. Along every
 // such edge of the new schedule the start never decreases, and on a tie the old index increases:
 // a dependency ends before its dependant starts (and comes first in the old order); the commands
 // of a queue that is not a DMA queue keep their order and start one after another; a DMA queue is
 // sorted by start.
+QueueReorder reorder_dma_queues(Schedule& schedule, const HwConfig& config);
+
+// Puts `schedule`'s commands, dependencies and ids back as they were before `reorder`.
+void undo_reorder(Schedule& schedule, QueueReorder&& reorder);
+
+// `schedule` (a copy: the caller keeps its own) as reorder_dma_queues leaves it.
 Schedule order_dma_queues(Schedule schedule, const HwConfig& config);
 
 }  // namespace npusim
