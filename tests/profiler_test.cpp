@@ -308,8 +308,9 @@ TEST(OutputDir, ANameWrittenTwiceHoldsTheSecondWriteAfterCommit) {
 // at every offset in a word (the scan goes eight bytes at a time), inside longer plain text, and
 // next to multi-byte UTF-8 and DEL (which dump leaves as they are).
 TEST(JsonString, EqualsNlohmannDumpAtEveryOffset) {
-  const std::string special[] = {"\"", "\\", "\n", "\r", "\t", "\b", "\f", std::string(1, '\0'),
-                                 "\x01", "\x1f", "\x7f", "\xc3\xa9", "\xe2\x82\xac", " ", "~"};
+  const std::string special[] = {
+      "\"",   "\\",   "\n",   "\r",       "\t",           "\b", "\f", std::string(1, '\0'),
+      "\x01", "\x1f", "\x7f", "\xc3\xa9", "\xe2\x82\xac", " ",  "~"};
   for (const std::string& s : special) {
     for (std::size_t before = 0; before < 17; ++before) {
       for (const std::size_t after : {0, 1, 7, 8, 9}) {

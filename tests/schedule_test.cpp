@@ -58,6 +58,64 @@ TEST(Schedule, LayersRoundTripThroughTheJsonForm) {
   EXPECT_EQ(again.layers[1].name, "relu1");
 }
 
+// The writer's exact text for each kind of command (docs/schedule.md): fields at their default
+// are left out, strings escaped as JSON requires (a quote, a control character), one command per
+// line. Written by hand from the format, so that a change of the writer shows here first.
+TEST(Schedule, WriterTextForEachKindOfCommand) {
+  Json root = {{"format", "npusim-schedule"},
+               {"version", 1},
+               {"model", {{"name", "m\"q"}, {"batch", 1}, {"weights_bytes", 7}}},
+               {"programs", Json::array({Json{{"name", "p"}, {"loc", "loc(\"x\")"}}})}};
+  root["commands"] =
+      Json::array({Json{{"id", "DI0"},
+                        {"engine", "DMA_IN"},
+                        {"bytes", 1024},
+                        {"alloc", Json::array({Json{{"buffer", "b0"}, {"bytes", 1024}}})}},
+                   Json{{"id", "H0"},
+                        {"engine", "HOST"},
+                        {"shape", {{"elements", 100}}},
+                        {"deps", {"DI0"}},
+                        {"layer", "nms\u0001"},
+                        {"program", 0}},
+                   Json{{"id", "S0"},
+                        {"engine", "SLICE"},
+                        {"slice", 1},
+                        {"op", "Gemm"},
+                        {"shape", {{"m", 2}, {"n", 3}, {"k", 4}}},
+                        {"deps", {"H0", "DI0"}}},
+                   Json{{"id", "DO0"},
+                        {"engine", "DMA_OUT"},
+                        {"bytes", 1024},
+                        {"deps", {"S0"}},
+                        {"free", {"b0"}}}});
+  const Schedule s =
+      parse_schedule(root, "s.json", parse_hw_config("{\"slices\": {\"count\": 2}}", "cfg"));
+  std::ostringstream text;
+  write_schedule_json(text, s);
+  EXPECT_EQ(
+      text.str(),
+      "{\n"
+      "  \"format\": \"npusim-schedule\",\n"
+      "  \"version\": 1,\n"
+      "  \"model\": {\"name\": \"m\\\"q\", \"batch\": 1, \"weights_bytes\": 7, \"inputs\": [], "
+      "\"outputs\": []},\n"
+      "  \"programs\": [\n"
+      "    {\"name\": \"p\", \"loc\": \"loc(\\\"x\\\")\"}\n"
+      "  ],\n"
+      "  \"commands\": [\n"
+      "    {\"id\": \"DI0\", \"engine\": \"DMA_IN\", \"bytes\": 1024, "
+      "\"alloc\": [{\"buffer\": \"b0\", \"bytes\": 1024}]},\n"
+      "    {\"id\": \"H0\", \"engine\": \"HOST\", \"op\": \"Host\", \"shape\": {\"elements\": "
+      "100}, "
+      "\"deps\": [\"DI0\"], \"layer\": \"nms\\u0001\"},\n"
+      "    {\"id\": \"S0\", \"engine\": \"SLICE\", \"slice\": 1, \"op\": \"Gemm\", "
+      "\"shape\": {\"m\": 2, \"n\": 3, \"k\": 4}, \"deps\": [\"H0\", \"DI0\"]},\n"
+      "    {\"id\": \"DO0\", \"engine\": \"DMA_OUT\", \"bytes\": 1024, \"deps\": [\"S0\"], "
+      "\"free\": [\"b0\"]}\n"
+      "  ]\n"
+      "}\n");
+}
+
 TEST(Schedule, LayerGemmWithoutKIsRejected) {
   Json root = schedule_with({gemm("S0", 0)});
   root["layers"] = Json::array({Json{{"name", "conv1"}, {"gemm", {{"m", 64}, {"n", 8}}}}});

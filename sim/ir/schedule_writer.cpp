@@ -1,36 +1,43 @@
 #include "sim/ir/schedule_writer.h"
 
 #include <algorithm>
+#include <string_view>
 
-#include <nlohmann/json.hpp>
+#include "profiler/json_writer.h"
+#include "profiler/text_out.h"
 
 namespace npusim {
 namespace {
 
-// A JSON string literal, escaped as JSON requires.
-std::string quoted(const std::string& s) { return nlohmann::json(s).dump(); }
+using profiler::TextOut;
+
+// A JSON string literal, escaped as nlohmann::json::dump() escapes it (profiler/json_writer.h).
+void quoted(TextOut& out, std::string_view text) { profiler::put_json_string(out, text); }
 
 // Writes "key": value pairs of an object, skipping fields at their default value.
 class Fields {
  public:
-  explicit Fields(std::ostream& out) : out_(out) {}
+  explicit Fields(TextOut& out) : out_(out) {}
   void add(const char* key, std::uint64_t value, std::uint64_t fallback) {
-    if (value != fallback) raw(key, std::to_string(value));
+    if (value != fallback) add(key, value);
   }
-  void add(const char* key, std::uint64_t value) { raw(key, std::to_string(value)); }
-  void raw(const char* key, const std::string& text) {
-    out_ << (first_ ? "" : ", ") << '"' << key << "\": " << text;
+  void add(const char* key, std::uint64_t value) { key_of(key).num(value); }
+  void add_string(const char* key, std::string_view text) { quoted(key_of(key), text); }
+  // Starts the field and leaves its value to the caller.
+  TextOut& key_of(const char* key) {
+    out_.put(first_ ? "\"" : ", \"").put(key).put("\": ");
     first_ = false;
+    return out_;
   }
 
  private:
-  std::ostream& out_;
+  TextOut& out_;
   bool first_ = true;
 };
 
-void write_shape(std::ostream& out, const Command& c) {
+void write_shape(TextOut& out, const Command& c) {
   const OpInfo& op = op_table().at(c.op);
-  out << '{';
+  out.put('{');
   Fields f(out);
   if (const auto* g = std::get_if<GemmShape>(&c.shape)) {
     f.add("batch", g->batch, 1);
@@ -60,123 +67,140 @@ void write_shape(std::ostream& out, const Command& c) {
   } else if (const auto* e = std::get_if<ElementsShape>(&c.shape)) {
     f.add("elements", e->elements);
   }
-  out << '}';
+  out.put('}');
 }
 
-void write_tensors(std::ostream& out, const std::vector<TensorInfo>& tensors) {
-  out << '[';
+void write_tensors(TextOut& out, const std::vector<TensorInfo>& tensors) {
+  out.put('[');
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     const TensorInfo& t = tensors[i];
-    out << (i ? ", " : "") << "{\"name\": " << quoted(t.name) << ", \"dtype\": " << quoted(t.dtype)
-        << ", \"layout\": " << quoted(t.layout) << ", \"shape\": [";
-    for (std::size_t d = 0; d < t.shape.size(); ++d) out << (d ? ", " : "") << t.shape[d];
-    out << "]}";
+    out.put(i ? ", " : "").put("{\"name\": ");
+    quoted(out, t.name);
+    out.put(", \"dtype\": ");
+    quoted(out, t.dtype);
+    out.put(", \"layout\": ");
+    quoted(out, t.layout);
+    out.put(", \"shape\": [");
+    for (std::size_t d = 0; d < t.shape.size(); ++d) out.put(d ? ", " : "").num(t.shape[d]);
+    out.put("]}");
   }
-  out << ']';
+  out.put(']');
+}
+
+void write_command(TextOut& out, const Schedule& s, const Command& c) {
+  out.put("    {");
+  Fields f(out);
+  f.add_string("id", c.id);
+  f.add_string("engine", schedule_engine_name(c.engine));
+  f.add("device", c.device, 0);
+  if (c.engine == EngineKind::kSync) {
+    f.key_of("peers").put('[');
+    for (std::size_t p = 0; p < c.peers.size(); ++p) out.put(p ? ", " : "").num(c.peers[p]);
+    out.put(']');
+  } else if (c.engine == EngineKind::kHost) {
+    f.add_string("op", "Host");
+    out.put(", \"shape\": {\"elements\": ").num(c.elements).put('}');
+  } else if (on_slice(c.engine)) {
+    f.add("slice", c.slice);
+    f.add_string("op", op_table().at(c.op).name);
+    out.put(", \"shape\": ");
+    write_shape(out, c);
+  } else {
+    f.add("bytes", c.bytes);
+    if (c.engine == EngineKind::kExtHdma) {
+      f.add_string("direction", c.to_device ? "to_device" : "to_host");
+    }
+    if (c.engine == EngineKind::kDevHdma) f.add("peer", c.peer);
+  }
+  if (!c.deps.empty()) {
+    f.key_of("deps").put('[');
+    for (std::size_t d = 0; d < c.deps.size(); ++d) {
+      out.put(d ? ", " : "");
+      quoted(out, s.commands[c.deps[d]].id);
+    }
+    out.put(']');
+  }
+  if (!c.layer.empty()) f.add_string("layer", c.layer.str());
+  if (!c.loc.empty()) f.add_string("loc", c.loc.str());
+  f.add("program", c.program, 0);
+  if (!c.alloc.empty()) {
+    f.key_of("alloc").put('[');
+    for (std::size_t a = 0; a < c.alloc.size(); ++a) {
+      out.put(a ? ", " : "").put("{\"buffer\": ");
+      quoted(out, c.alloc[a].buffer);
+      out.put(", \"bytes\": ").num(c.alloc[a].bytes).put('}');
+    }
+    out.put(']');
+  }
+  if (!c.free.empty()) {
+    f.key_of("free").put('[');
+    for (std::size_t a = 0; a < c.free.size(); ++a) {
+      out.put(a ? ", " : "");
+      quoted(out, c.free[a]);
+    }
+    out.put(']');
+  }
+  out.put('}');
 }
 
 }  // namespace
 
-void write_schedule_json(std::ostream& out, const Schedule& s) {
+void write_schedule_json(std::ostream& stream, const Schedule& s) {
+  TextOut out(stream);
   // Version 2 adds devices; a schedule that uses none is written as version 1, as before.
   const bool devices = std::any_of(s.commands.begin(), s.commands.end(), [](const Command& c) {
     return c.device != 0 || is_multi_device(c.engine);
   });
-  out << "{\n  \"format\": \"npusim-schedule\",\n  \"version\": " << (devices ? 2 : 1) << ",\n";
-  out << "  \"model\": {\"name\": " << quoted(s.model.name) << ", \"batch\": " << s.model.batch
-      << ", \"weights_bytes\": " << s.model.weights_bytes << ", \"inputs\": ";
+  out.put("{\n  \"format\": \"npusim-schedule\",\n  \"version\": ").num(devices ? 2 : 1);
+  out.put(",\n  \"model\": {\"name\": ");
+  quoted(out, s.model.name);
+  out.put(", \"batch\": ").num(s.model.batch);
+  out.put(", \"weights_bytes\": ").num(s.model.weights_bytes).put(", \"inputs\": ");
   write_tensors(out, s.model.inputs);
-  out << ", \"outputs\": ";
+  out.put(", \"outputs\": ");
   write_tensors(out, s.model.outputs);
-  out << "},\n";
+  out.put("},\n");
   if (!s.target_config.empty() || s.target_slices != 0) {
-    out << "  \"target\": {";
+    out.put("  \"target\": {");
     Fields f(out);
-    if (!s.target_config.empty()) f.raw("config", quoted(s.target_config));
+    if (!s.target_config.empty()) f.add_string("config", s.target_config);
     f.add("slices", s.target_slices, 0);
-    out << "},\n";
+    out.put("},\n");
   }
-  out << "  \"programs\": [\n";
+  out.put("  \"programs\": [\n");
   for (std::size_t p = 0; p < s.programs.size(); ++p) {
-    out << "    {\"name\": " << quoted(s.programs[p].name)
-        << ", \"loc\": " << quoted(s.programs[p].loc) << '}'
-        << (p + 1 < s.programs.size() ? "," : "") << '\n';
+    out.put("    {\"name\": ");
+    quoted(out, s.programs[p].name);
+    out.put(", \"loc\": ");
+    quoted(out, s.programs[p].loc);
+    out.put('}').put(p + 1 < s.programs.size() ? "," : "").put('\n');
   }
   if (!s.layers.empty()) {
     // Each layer's untiled array GEMM, for reports that compare tiles with the whole layer.
-    out << "  ],\n  \"layers\": [\n";
+    out.put("  ],\n  \"layers\": [\n");
     for (std::size_t l = 0; l < s.layers.size(); ++l) {
       const LayerView& v = s.layers[l];
-      out << "    {";
+      out.put("    {");
       Fields f(out);
-      f.raw("name", quoted(v.name));
+      f.add_string("name", v.name);
       if (v.on_array) {
-        f.raw("gemm", "");
-        out << '{';
+        f.key_of("gemm").put('{');
         Fields g(out);
         g.add("batch", v.gemm.batch, 1);
         g.add("m", v.gemm.m);
         g.add("n", v.gemm.n);
         g.add("k", v.gemm.k);
-        out << '}';
+        out.put('}');
       }
-      out << '}' << (l + 1 < s.layers.size() ? "," : "") << '\n';
+      out.put('}').put(l + 1 < s.layers.size() ? "," : "").put('\n');
     }
   }
-  out << "  ],\n  \"commands\": [\n";
+  out.put("  ],\n  \"commands\": [\n");
   for (std::size_t i = 0; i < s.commands.size(); ++i) {
-    const Command& c = s.commands[i];
-    out << "    {";
-    Fields f(out);
-    f.raw("id", quoted(c.id));
-    f.raw("engine", quoted(schedule_engine_name(c.engine)));
-    f.add("device", c.device, 0);
-    if (c.engine == EngineKind::kSync) {
-      std::string peers = "[";
-      for (std::size_t p = 0; p < c.peers.size(); ++p) {
-        peers += (p ? ", " : "") + std::to_string(c.peers[p]);
-      }
-      f.raw("peers", peers + "]");
-    } else if (c.engine == EngineKind::kHost) {
-      f.raw("op", quoted("Host"));
-      out << ", \"shape\": {\"elements\": " << c.elements << '}';
-    } else if (on_slice(c.engine)) {
-      f.add("slice", c.slice);
-      f.raw("op", quoted(std::string(op_table().at(c.op).name)));
-      out << ", \"shape\": ";
-      write_shape(out, c);
-    } else {
-      f.add("bytes", c.bytes);
-      if (c.engine == EngineKind::kExtHdma)
-        f.raw("direction", quoted(c.to_device ? "to_device" : "to_host"));
-      if (c.engine == EngineKind::kDevHdma) f.add("peer", c.peer);
-    }
-    if (!c.deps.empty()) {
-      std::string deps = "[";
-      for (std::size_t d = 0; d < c.deps.size(); ++d) {
-        deps += (d ? ", " : "") + quoted(s.commands[c.deps[d]].id);
-      }
-      f.raw("deps", deps + "]");
-    }
-    if (!c.layer.empty()) f.raw("layer", quoted(c.layer));
-    if (!c.loc.empty()) f.raw("loc", quoted(c.loc));
-    f.add("program", c.program, 0);
-    if (!c.alloc.empty()) {
-      std::string alloc = "[";
-      for (std::size_t a = 0; a < c.alloc.size(); ++a) {
-        alloc += std::string(a ? ", " : "") + "{\"buffer\": " + quoted(c.alloc[a].buffer) +
-                 ", \"bytes\": " + std::to_string(c.alloc[a].bytes) + "}";
-      }
-      f.raw("alloc", alloc + "]");
-    }
-    if (!c.free.empty()) {
-      std::string frees = "[";
-      for (std::size_t a = 0; a < c.free.size(); ++a) frees += (a ? ", " : "") + quoted(c.free[a]);
-      f.raw("free", frees + "]");
-    }
-    out << '}' << (i + 1 < s.commands.size() ? "," : "") << '\n';
+    write_command(out, s, s.commands[i]);
+    out.put(i + 1 < s.commands.size() ? "," : "").put('\n');
   }
-  out << "  ]\n}\n";
+  out.put("  ]\n}\n");
 }
 
 }  // namespace npusim
