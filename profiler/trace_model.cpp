@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "profiler/dependants.h"
 #include "profiler/stats.h"
 
 namespace npusim::profiler {
@@ -23,13 +24,9 @@ __extension__ using U128 = unsigned __int128;
 std::vector<std::uint32_t> topological_rank(const Workload& w) {
   const std::size_t n = w.commands.size();
   std::vector<std::uint32_t> indegree(n, 0);
-  std::vector<std::vector<std::uint32_t>> dependants(n);
+  const Dependants dependants(w.commands);
   for (std::uint32_t c = 0; c < n; ++c) {
-    for (std::uint32_t d : w.commands[c].deps) {
-      if (d >= n) continue;
-      indegree[c] += 1;
-      dependants[d].push_back(c);
-    }
+    for (std::uint32_t d : w.commands[c].deps) indegree[c] += d < n ? 1 : 0;
   }
   std::priority_queue<std::uint32_t, std::vector<std::uint32_t>, std::greater<>> ready;
   for (std::uint32_t c = 0; c < n; ++c) {
@@ -42,7 +39,7 @@ std::vector<std::uint32_t> topological_rank(const Workload& w) {
     const std::uint32_t c = ready.top();
     ready.pop();
     rank[c] = next++;
-    for (std::uint32_t s : dependants[c]) {
+    for (const std::uint32_t s : dependants.of(c)) {
       if (--indegree[s] == 0) ready.push(s);
     }
   }

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "profiler/csv_writers.h"
+#include "profiler/dependants.h"
 #include "profiler/json_writer.h"
 #include "profiler/output_dir.h"
 #include "profiler/stats.h"
@@ -337,4 +338,22 @@ TEST(JsonString, InvalidUtf8IsWrittenAsEscapes) {
   }
   EXPECT_EQ(out.str(), R"("model_\\xFF\\xC3.onnx \"x\"")");
   EXPECT_EQ(nlohmann::json::parse(out.str()).get<std::string>(), "model_\\xFF\\xC3.onnx \"x\"");
+}
+
+// Dependants: who lists each command among its dependencies, in command order; a dependency past
+// the end (a workload nobody checked) is left out rather than read out of bounds.
+TEST(Dependants, ListsEachCommandsReadersInOrder) {
+  struct Cmd {
+    std::vector<std::uint32_t> deps;
+  };
+  // 0 <- 2, 3; 1 <- 3; 2 <- 3; 3 lists 7, which does not exist.
+  const std::vector<Cmd> cmds = {{{}}, {{}}, {{0}}, {{2, 0, 1, 7}}};
+  const npusim::profiler::Dependants d(cmds);
+  const auto list = [&](std::uint32_t i) {
+    return std::vector<std::uint32_t>(d.of(i).begin(), d.of(i).end());
+  };
+  EXPECT_EQ(list(0), (std::vector<std::uint32_t>{2, 3}));
+  EXPECT_EQ(list(1), (std::vector<std::uint32_t>{3}));
+  EXPECT_EQ(list(2), (std::vector<std::uint32_t>{3}));
+  EXPECT_TRUE(list(3).empty());
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "profiler/dependants.h"
 #include "sim/cost/dispatch.h"
 #include "sim/ir/engines.h"
 #include "sim/util/error.h"
@@ -57,11 +58,10 @@ profiler::Timeline estimate(const Schedule& schedule, const HwConfig& config) {
   const auto queues = layout.queues(schedule);
   const std::size_t n = schedule.commands.size();
 
-  std::vector<std::vector<std::uint32_t>> dependants(n);
+  const profiler::Dependants dependants(schedule.commands);
   std::vector<std::uint32_t> unfinished_deps(n);
   for (std::uint32_t i = 0; i < n; ++i) {
     unfinished_deps[i] = static_cast<std::uint32_t>(schedule.commands[i].deps.size());
-    for (std::uint32_t d : schedule.commands[i].deps) dependants[d].push_back(i);
   }
 
   std::vector<cost::QueueDispatcher> dispatchers;
@@ -92,7 +92,7 @@ profiler::Timeline estimate(const Schedule& schedule, const HwConfig& config) {
       timeline.commands[i] = {grant.start, end, grant.channel};
       dispatchers[e].release(grant.channel, end);
       finished[i] = true;
-      for (std::uint32_t j : dependants[i]) {
+      for (const std::uint32_t j : dependants.of(i)) {
         if (--unfinished_deps[j] == 0) to_check.push_back(layout.of(schedule.commands[j]));
       }
     }

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "profiler/dependants.h"
 #include "sim/cost/evaluator.h"
 #include "sim/ir/command_stream.h"
 #include "sim/ir/schedule_fast.h"
@@ -421,25 +422,12 @@ std::string describe_cycle(const std::vector<Command>& commands, const std::vect
 // naming one cycle) if the dependencies are cyclic.
 std::vector<std::uint32_t> topological_positions(const std::vector<Command>& commands,
                                                  Diagnostics& diag) {
-  // indegree here counts unfinished dependencies; dependants[d] lists who waits on d.
-  // The dependants of d are dependants[first[d]] .. dependants[first[d + 1] - 1], in command
-  // order: one flat array rather than a vector per command.
+  // indegree here counts unfinished dependencies.
   std::vector<int> indegree(commands.size(), 0);
-  std::vector<std::uint32_t> first(commands.size() + 1, 0);
-  for (const Command& c : commands) {
-    for (std::uint32_t d : c.deps) ++first[d + 1];
+  for (std::size_t i = 0; i < commands.size(); ++i) {
+    indegree[i] = static_cast<int>(commands[i].deps.size());
   }
-  for (std::size_t i = 0; i < commands.size(); ++i) first[i + 1] += first[i];
-  std::vector<std::uint32_t> dependants(first.back());
-  {
-    std::vector<std::uint32_t> next(first.begin(), first.end() - 1);
-    for (std::uint32_t i = 0; i < commands.size(); ++i) {
-      for (std::uint32_t d : commands[i].deps) {
-        ++indegree[i];
-        dependants[next[d]++] = i;
-      }
-    }
-  }
+  const profiler::Dependants dependants(commands);
   std::vector<std::uint32_t> ready;
   for (std::uint32_t i = 0; i < commands.size(); ++i) {
     if (indegree[i] == 0) ready.push_back(i);
@@ -450,8 +438,8 @@ std::vector<std::uint32_t> topological_positions(const std::vector<Command>& com
     const std::uint32_t i = ready.back();
     ready.pop_back();
     position[i] = ordered++;
-    for (std::uint32_t k = first[i]; k < first[i + 1]; ++k) {
-      if (--indegree[dependants[k]] == 0) ready.push_back(dependants[k]);
+    for (const std::uint32_t j : dependants.of(i)) {
+      if (--indegree[j] == 0) ready.push_back(j);
     }
   }
   if (ordered < commands.size()) {

@@ -9,6 +9,7 @@
 #include <tuple>
 #include <utility>
 
+#include "profiler/dependants.h"
 #include "sim/cost/dispatch.h"
 #include "sim/ir/engines.h"
 #include "sim/ir/schedule_append.h"
@@ -26,20 +27,10 @@ std::vector<std::uint64_t> ready_first_starts(const Schedule& schedule, const Hw
   const std::vector<std::vector<std::uint32_t>> queues = layout.queues(schedule);
   const std::vector<Command>& cmds = schedule.commands;
   const std::size_t n = cmds.size();
-  // Each command's dependants, flat: those of i are dependants[first[i] .. first[i + 1]).
-  std::vector<std::uint32_t> first(n + 1, 0), dependants;
+  const profiler::Dependants dependants(cmds);
   std::vector<std::uint32_t> waiting(n);  // dependencies not yet scheduled
   for (std::uint32_t i = 0; i < n; ++i) {
     waiting[i] = static_cast<std::uint32_t>(cmds[i].deps.size());
-    for (const std::uint32_t d : cmds[i].deps) ++first[d + 1];
-  }
-  for (std::size_t i = 0; i < n; ++i) first[i + 1] += first[i];
-  dependants.resize(first[n]);
-  {
-    std::vector<std::uint32_t> at(first.begin(), first.end() - 1);
-    for (std::uint32_t i = 0; i < n; ++i) {
-      for (const std::uint32_t d : cmds[i].deps) dependants[at[d]++] = i;
-    }
   }
   std::vector<Cycles> ready(n, 0), start(n, 0);
   const std::uint32_t engines = layout.count();
@@ -130,8 +121,7 @@ std::vector<std::uint64_t> ready_first_starts(const Schedule& schedule, const Hw
     start[i] = grant.start;
     skip[e][position_in_queue[i]] = position_in_queue[i] + 1;
     touched.assign(1, e);
-    for (std::uint32_t k = first[i]; k < first[i + 1]; ++k) {
-      const std::uint32_t j = dependants[k];
+    for (const std::uint32_t j : dependants.of(i)) {
       ready[j] = std::max(ready[j], end);
       if (--waiting[j] == 0) touched.push_back(layout.of(cmds[j]));
     }
