@@ -1,6 +1,7 @@
 #include "sim/ir/schedule.h"
 
 #include <algorithm>
+#include <numeric>
 #include <filesystem>
 #include <limits>
 #include <new>
@@ -422,6 +423,17 @@ std::string describe_cycle(const std::vector<Command>& commands, const std::vect
 // naming one cycle) if the dependencies are cyclic.
 std::vector<std::uint32_t> topological_positions(const std::vector<Command>& commands,
                                                  Diagnostics& diag) {
+  // Schedules as the compiler emits them (and most written by hand) list every dependency before
+  // its dependant: then their own order is topological, with no graph walk.
+  bool in_order = true;
+  for (std::uint32_t i = 0; i < commands.size() && in_order; ++i) {
+    for (const std::uint32_t d : commands[i].deps) in_order = in_order && d < i;
+  }
+  if (in_order) {
+    std::vector<std::uint32_t> position(commands.size());
+    std::iota(position.begin(), position.end(), 0u);
+    return position;
+  }
   // indegree here counts unfinished dependencies.
   std::vector<int> indegree(commands.size(), 0);
   for (std::size_t i = 0; i < commands.size(); ++i) {
