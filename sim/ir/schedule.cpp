@@ -1,10 +1,10 @@
 #include "sim/ir/schedule.h"
 
 #include <algorithm>
-#include <numeric>
 #include <filesystem>
 #include <limits>
 #include <new>
+#include <numeric>
 #include <optional>
 #include <stdexcept>
 #include <string_view>
