@@ -18,7 +18,7 @@ namespace npusim::profiler {
 // `text` as a quoted JSON string, exactly as nlohmann::json::dump() prints it (no ASCII
 // escaping): quote, backslash and control characters escaped, the rest as it is. Bytes that are
 // not valid UTF-8 are first written as \xNN (escape_invalid_utf8), where nlohmann would throw.
-// The one JSON string writer of stats.json and trace.json.
+// The one JSON string writer of stats.json, trace.json and schedule files.
 void put_json_string(TextOut& out, std::string_view text);
 
 class JsonWriter {

@@ -8,6 +8,7 @@
 #include <queue>
 #include <stdexcept>
 #include <tuple>
+#include <utility>
 
 #include "profiler/dependants.h"
 #include "profiler/stats.h"
@@ -781,18 +782,36 @@ TraceModel build_trace_model(const Workload& workload, const std::vector<TraceRu
     }
     return {e.ts_ns, is_end ? 0u : 2u, s.track, e.index, 0, 0, 0};
   };
-  // Each event's key made once, not twice per comparison: the sort did most of the model's work.
-  // The comparisons come out as they would on the events, so the order is the same.
-  struct Keyed {
-    std::array<std::uint64_t, 7> key;
-    TraceEvent event;
+  // Sorted as (timestamp, index) pairs: most comparisons differ in the timestamp, the first
+  // element of every event_key, and need no key; equal ones compare the whole keys. The outcomes
+  // are event_key's, so the order is the one sorting by event_key gives, for 16 bytes an event.
+  struct ByTime {
+    std::uint64_t ts_ns;
+    std::uint32_t event;
   };
-  std::vector<Keyed> keyed;
-  keyed.reserve(m.events.size());
-  for (const TraceEvent& e : m.events) keyed.push_back({event_key(e), e});
-  std::sort(keyed.begin(), keyed.end(),
-            [](const Keyed& a, const Keyed& b) { return a.key < b.key; });
-  for (std::size_t i = 0; i < keyed.size(); ++i) m.events[i] = keyed[i].event;
+  std::vector<ByTime> order;
+  order.reserve(m.events.size());
+  for (std::uint32_t i = 0; i < m.events.size(); ++i) order.push_back({m.events[i].ts_ns, i});
+  std::sort(order.begin(), order.end(), [&](const ByTime& a, const ByTime& b) {
+    if (a.ts_ns != b.ts_ns) return a.ts_ns < b.ts_ns;
+    return event_key(m.events[a.event]) < event_key(m.events[b.event]);
+  });
+  // Event j of the sorted list is old event order[j].event: moved into place cycle by cycle,
+  // without a second list of events.
+  constexpr std::uint32_t kPlaced = std::numeric_limits<std::uint32_t>::max();
+  for (std::uint32_t i = 0; i < order.size(); ++i) {
+    if (order[i].event == kPlaced) continue;
+    const TraceEvent first = m.events[i];
+    for (std::uint32_t j = i;;) {
+      const std::uint32_t from = std::exchange(order[j].event, kPlaced);
+      if (from == i) {
+        m.events[j] = first;
+        break;
+      }
+      m.events[j] = m.events[from];
+      j = from;
+    }
+  }
   return m;
 }
 

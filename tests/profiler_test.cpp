@@ -304,8 +304,8 @@ TEST(OutputDir, ANameWrittenTwiceHoldsTheSecondWriteAfterCommit) {
 
 }  // namespace npusim::profiler
 
-// put_json_string, the one JSON string writer of stats.json and trace.json, against the
-// reference it must equal: nlohmann::json::dump(). Every character that needs escaping is tried
+// put_json_string, the one JSON string writer of stats.json, trace.json and schedule files, against
+// the reference it must equal: nlohmann::json::dump(). Every character that needs escaping is tried
 // at every offset in a word (the scan goes eight bytes at a time), inside longer plain text, and
 // next to multi-byte UTF-8 and DEL (which dump leaves as they are).
 TEST(JsonString, EqualsNlohmannDumpAtEveryOffset) {

@@ -406,7 +406,7 @@ std::string describe_cycle(const std::vector<Command>& commands, const std::vect
     seen_at[at] = static_cast<int>(path.size());
     path.push_back(at);
     for (std::uint32_t d : commands[at].deps) {
-      if (indegree[d] > 0) {
+      if (d < commands.size() && indegree[d] > 0) {
         at = d;
         break;
       }
@@ -434,10 +434,10 @@ std::vector<std::uint32_t> topological_positions(const std::vector<Command>& com
     std::iota(position.begin(), position.end(), 0u);
     return position;
   }
-  // indegree here counts unfinished dependencies.
+  // indegree here counts unfinished dependencies (those Dependants lists: in range).
   std::vector<int> indegree(commands.size(), 0);
   for (std::size_t i = 0; i < commands.size(); ++i) {
-    indegree[i] = static_cast<int>(commands[i].deps.size());
+    for (const std::uint32_t d : commands[i].deps) indegree[i] += d < commands.size() ? 1 : 0;
   }
   const profiler::Dependants dependants(commands);
   std::vector<std::uint32_t> ready;
@@ -474,7 +474,7 @@ bool depends_on(const std::vector<Command>& commands, const std::vector<std::uin
     if (at == earlier) return true;
     for (std::uint32_t d : commands[at].deps) {
       if (d == earlier) return true;
-      if (position[d] > position[earlier] && stamp[d] != epoch) {
+      if (d < position.size() && position[d] > position[earlier] && stamp[d] != epoch) {
         stamp[d] = epoch;
         stack.push_back(d);
       }

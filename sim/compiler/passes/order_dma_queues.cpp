@@ -166,14 +166,20 @@ QueueReorder reorder_dma_queues(Schedule& schedule, const HwConfig& config) {
   }
   for (Ids& x : ids) std::sort(x.numbers.begin(), x.numbers.end());
 
+  // Everything that allocates comes first, so that the schedule is changed only once nothing
+  // can throw: it is either reordered whole or untouched.
+  std::vector<std::string> new_ids(n);
+  for (const std::uint32_t i : reorder.order) {
+    Ids& x = ids[id_of[i]];
+    new_ids[i] = x.prefix + std::to_string(x.numbers[x.next++]);
+  }
   reorder.ids.resize(n);
   std::vector<Command> commands;
   commands.reserve(n);
   for (const std::uint32_t i : reorder.order) {
     Command& c = old[i];
     for (std::uint32_t& d : c.deps) d = position[d];
-    Ids& x = ids[id_of[i]];
-    reorder.ids[i] = std::exchange(c.id, x.prefix + std::to_string(x.numbers[x.next++]));
+    reorder.ids[i] = std::exchange(c.id, std::move(new_ids[i]));
     commands.push_back(std::move(c));
   }
   old = std::move(commands);
@@ -182,7 +188,7 @@ QueueReorder reorder_dma_queues(Schedule& schedule, const HwConfig& config) {
 
 void undo_reorder(Schedule& schedule, QueueReorder&& reorder) {
   std::vector<Command>& now = schedule.commands;
-  std::vector<Command> commands(now.size());
+  std::vector<Command> commands(now.size());  // allocated before anything moves
   for (std::size_t j = 0; j < now.size(); ++j) {
     Command& c = now[j];
     for (std::uint32_t& d : c.deps) d = reorder.order[d];

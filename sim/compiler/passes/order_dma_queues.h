@@ -34,10 +34,11 @@ struct QueueReorder {
   std::vector<std::string> ids;      // the commands' ids before, by their old position
 };
 
-// Sorts `schedule`'s commands in place by ready_first_starts (ties keep the schedule's order):
+// Reorders `schedule`'s commands by ready_first_starts (ties keep the schedule's order):
 // dependencies renumbered to the new positions and each engine's ids handed out again in the new
-// order, so a queue's ids still count up. Commands are moved, never copied: the driver tries an
-// order on the schedule itself and undoes it when the estimate is not faster.
+// order, so a queue's ids still count up. Commands are moved, never copied (the driver tries an
+// order on the schedule itself and undoes it when the estimate is not faster), and the schedule
+// is changed only once nothing can throw.
 //
 // Why this cannot deadlock: a deadlock is a cycle of dependencies and queue order. Along every
 // such edge of the new schedule the start never decreases, and on a tie the old index increases:
@@ -49,7 +50,7 @@ QueueReorder reorder_dma_queues(Schedule& schedule, const HwConfig& config);
 // Puts `schedule`'s commands, dependencies and ids back as they were before `reorder`.
 void undo_reorder(Schedule& schedule, QueueReorder&& reorder);
 
-// `schedule` (a copy: the caller keeps its own) as reorder_dma_queues leaves it.
+// `schedule` (a copy: the caller keeps its own) as reorder_dma_queues leaves it (for tests).
 Schedule order_dma_queues(Schedule schedule, const HwConfig& config);
 
 }  // namespace npusim
