@@ -31,6 +31,12 @@ using test::gemm;  // a 16x16x16 GEMM: 61 cycles on default
 using test::load;  // 1024 bytes: 256 cycles on default
 using test::schedule_with;
 
+// A reordered copy of `s`: the tests keep the schedule they gave.
+Schedule order_dma_queues(Schedule s, const HwConfig& config) {
+  reorder_dma_queues(s, config);
+  return s;
+}
+
 // S0 computes; DI0 loads what S0 wrote (it waits), DI1 loads weights that wait for nothing, and
 // S1 reads DI1. On default (1 DMA_IN channel, dispatch 4 cycles).
 Schedule waiting_head(const HwConfig& config) {

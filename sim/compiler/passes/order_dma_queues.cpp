@@ -198,9 +198,4 @@ void undo_reorder(Schedule& schedule, QueueReorder&& reorder) {
   now = std::move(commands);
 }
 
-Schedule order_dma_queues(Schedule schedule, const HwConfig& config) {
-  reorder_dma_queues(schedule, config);
-  return schedule;
-}
-
 }  // namespace npusim

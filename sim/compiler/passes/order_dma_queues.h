@@ -50,7 +50,4 @@ QueueReorder reorder_dma_queues(Schedule& schedule, const HwConfig& config);
 // Puts `schedule`'s commands, dependencies and ids back as they were before `reorder`.
 void undo_reorder(Schedule& schedule, QueueReorder&& reorder);
 
-// `schedule` (a copy: the caller keeps its own) as reorder_dma_queues leaves it (for tests).
-Schedule order_dma_queues(Schedule schedule, const HwConfig& config);
-
 }  // namespace npusim
