@@ -10,42 +10,47 @@ namespace npusim::profiler {
 
 namespace {
 
-// The bytes of a word that are below 0x20, a quote or a backslash, as the high bit of each
-// ("Bit Twiddling Hacks": "Determine if a word has a byte less than n"). A borrow can also mark a
-// byte above a marked one, never below it: the lowest mark is exact. Names are long runs of plain
-// text, and a word at a time keeps the scan off the writers' profiles.
-std::uint64_t escape_marks(std::uint64_t w) {
+// The bytes of a word that are below 0x20, a quote or a backslash (and, with `high`, at or
+// above 0x80), as the high bit of each ("Bit Twiddling Hacks": "Determine if a word has a byte
+// less than n"). A borrow can also mark a byte above a marked one, never below it: the lowest mark
+// is exact. Names are long runs of plain text, and a word at a time keeps the scan off the
+// writers' profiles.
+std::uint64_t escape_marks(std::uint64_t w, bool high) {
   constexpr std::uint64_t kOnes = 0x0101010101010101ULL;
   constexpr std::uint64_t kHighs = 0x8080808080808080ULL;
   const auto zero_bytes = [](std::uint64_t x) { return (x - kOnes) & ~x & kHighs; };
   return ((w - kOnes * 0x20) & ~w & kHighs) | zero_bytes(w ^ (kOnes * '"')) |
-         zero_bytes(w ^ (kOnes * '\\'));
+         zero_bytes(w ^ (kOnes * '\\')) | (high ? w & kHighs : 0);
 }
 
-bool byte_needs_escape(char ch) {
-  return static_cast<unsigned char>(ch) < 0x20 || ch == '"' || ch == '\\';
+bool byte_stops(char ch, bool high) {
+  const auto u = static_cast<unsigned char>(ch);
+  return u < 0x20 || ch == '"' || ch == '\\' || (high && u >= 0x80);
 }
 
-// Where the first byte at or after `i` that needs escaping is (text.size() if none).
-std::size_t next_to_escape(std::string_view text, std::size_t i) {
+// Where the first byte at or after `i` that needs escaping (or, with `high`, is at or above 0x80)
+// is; text.size() if none.
+std::size_t next_stop(std::string_view text, std::size_t i, bool high) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
   for (; text.size() - i >= 8; i += 8) {
     std::uint64_t w;
     std::memcpy(&w, text.data() + i, 8);
-    const std::uint64_t marks = escape_marks(w);
+    const std::uint64_t marks = escape_marks(w, high);
     if (marks != 0) return i + static_cast<std::size_t>(__builtin_ctzll(marks)) / 8;
   }
 #endif
-  while (i < text.size() && !byte_needs_escape(text[i])) ++i;
+  while (i < text.size() && !byte_stops(text[i], high)) ++i;
   return i;
 }
 
-// Valid UTF-8 text, escaped as nlohmann::json::dump() escapes it.
-void put_escaped(TextOut& out, std::string_view text) {
+// `text` escaped as nlohmann::json::dump() escapes valid UTF-8. With `stop_at_high`, only up to
+// its first byte at or above 0x80 (whose text must be checked first); returns where it stopped.
+std::size_t put_escaped(TextOut& out, std::string_view text, bool stop_at_high) {
   std::size_t plain_from = 0;
-  for (std::size_t i = next_to_escape(text, 0); i < text.size();
-       i = next_to_escape(text, plain_from)) {
+  std::size_t i = next_stop(text, 0, stop_at_high);
+  for (; i < text.size(); i = next_stop(text, plain_from, stop_at_high)) {
     const char ch = text[i];
+    if (static_cast<unsigned char>(ch) >= 0x80) break;  // only with stop_at_high
     out.put(text.substr(plain_from, i - plain_from));
     plain_from = i + 1;
     switch (ch) {
@@ -78,31 +83,26 @@ void put_escaped(TextOut& out, std::string_view text) {
       }
     }
   }
-  out.put(text.substr(plain_from));
-}
-
-bool ascii(std::string_view text) {
-  std::uint64_t high = 0;
-  std::size_t i = 0;
-  for (; text.size() - i >= 8; i += 8) {
-    std::uint64_t w;
-    std::memcpy(&w, text.data() + i, 8);
-    high |= w;
-  }
-  for (; i < text.size(); ++i) high |= static_cast<unsigned char>(text[i]);
-  return (high & 0x8080808080808080ULL) == 0;
+  out.put(text.substr(plain_from, i - plain_from));
+  return i;
 }
 
 }  // namespace
 
 // Names reach the outputs from files (a model's path, a topology's file name) whose bytes need
-// not be UTF-8; nlohmann would throw type_error.316 on them, so invalid bytes are escaped.
+// not be UTF-8; nlohmann would throw type_error.316 on them, so invalid bytes are escaped. One scan
+// for ASCII text: it is escaped up to its first byte at or above 0x80, and only the rest, from
+// there, is checked as UTF-8 (an ASCII prefix ends on a character boundary).
 void put_json_string(TextOut& out, std::string_view text) {
   out.put('"');
-  if (ascii(text) || is_valid_utf8(text)) {
-    put_escaped(out, text);
-  } else {
-    put_escaped(out, escape_invalid_utf8(text));
+  const std::size_t high = put_escaped(out, text, true);
+  if (high < text.size()) {
+    const std::string_view rest = text.substr(high);
+    if (is_valid_utf8(rest)) {
+      put_escaped(out, rest, false);
+    } else {
+      put_escaped(out, escape_invalid_utf8(rest), false);
+    }
   }
   out.put('"');
 }
