@@ -1,6 +1,8 @@
 #include "sim/compiler/emit/emitter.h"
 
 #include <algorithm>
+#include <charconv>
+#include <cstring>
 #include <stdexcept>
 
 #include "sim/util/error.h"
@@ -9,6 +11,16 @@
 namespace npusim {
 
 namespace {
+
+// `prefix` (a short literal: DI, S, b, ...) then `number`, made in one string: the compiler
+// names millions of commands and buffers while it compares candidates.
+std::string numbered(const char* prefix, std::uint64_t number) {
+  char text[32];
+  const std::size_t length = std::min<std::size_t>(std::strlen(prefix), 8);
+  std::memcpy(text, prefix, length);
+  char* end = std::to_chars(text + length, text + sizeof text, number).ptr;
+  return std::string(text, static_cast<std::size_t>(end - text));
+}
 
 // A mapping from a search that does not fit the group is a bug, not bad input.
 void check_mapping(GroupKind kind, const Mapping& m, const LayerGroup& group) {
@@ -156,7 +168,7 @@ Schedule Emitter::finish() {
 
 Emitter::CommandIndex Emitter::emit(Command c, const char* prefix, std::uint64_t& counter,
                                     const LayerGroup& group, std::vector<CommandIndex> deps) {
-  c.id = prefix + std::to_string(counter++);
+  c.id = numbered(prefix, counter++);
   if (name_ != group.name || loc_ != group.loc) {
     name_ = InternedString(group.name);
     loc_ = InternedString(group.loc);
@@ -192,7 +204,7 @@ Command Emitter::compute(std::string_view op, std::uint32_t slice, Shape shape) 
   return c;
 }
 
-std::string Emitter::buffer_name() { return "b" + std::to_string(buffers_++); }
+std::string Emitter::buffer_name() { return numbered("b", buffers_++); }
 
 // A few commands whose ends imply that every writer of [lo, hi) of a tensor ended: what a load of
 // that range must wait for (writer_index.h).
