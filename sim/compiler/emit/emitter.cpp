@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstring>
 #include <stdexcept>
 
 #include "sim/util/error.h"
@@ -15,11 +14,11 @@ namespace {
 // `prefix` (a short literal: DI, S, b, ...) then `number`, made in one string: the compiler
 // names millions of commands and buffers while it compares candidates.
 std::string numbered(const char* prefix, std::uint64_t number) {
-  char text[32];
-  const std::size_t length = std::min<std::size_t>(std::strlen(prefix), 8);
-  std::memcpy(text, prefix, length);
-  char* end = std::to_chars(text + length, text + sizeof text, number).ptr;
-  return std::string(text, static_cast<std::size_t>(end - text));
+  char digits[20];  // 2^64 has 20 digits
+  const char* end = std::to_chars(digits, digits + sizeof digits, number).ptr;
+  std::string text(prefix);
+  text.append(digits, static_cast<std::size_t>(end - digits));
+  return text;
 }
 
 // A mapping from a search that does not fit the group is a bug, not bad input.
