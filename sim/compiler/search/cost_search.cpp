@@ -116,6 +116,9 @@ std::optional<std::uint64_t> emitted_cycles(const Graph& graph, const LayerGroup
                                             const OnChipContext& resident = {},
                                             std::string* why = nullptr) {
   Emitter scratch(graph, config, layouts);
+  // Room for its commands at once: growing the list moved every command again, several times.
+  scratch.reserve(std::min<std::uint64_t>(
+      estimate_group(graph, group, m, layouts, budgets_of(config, m.slices)).commands, 1u << 16));
   // A tensor resident under the plan is not also the last group's output kept for this one.
   const std::vector<std::uint32_t>& r = resident.resident_inputs;
   if (on_chip_input && std::find(r.begin(), r.end(), *on_chip_input) == r.end()) {
