@@ -167,19 +167,19 @@ QueueReorder reorder_dma_queues(Schedule& schedule, const HwConfig& config) {
   for (Ids& x : ids) std::sort(x.numbers.begin(), x.numbers.end());
 
   // Everything that allocates comes first, so that the schedule is changed only once nothing
-  // can throw: it is either reordered whole or untouched.
-  std::vector<std::string> new_ids(n);
+  // can throw: it is either reordered whole or untouched. The new ids go where the old ones will
+  // be kept, and are swapped in.
+  reorder.ids.resize(n);
   for (const std::uint32_t i : reorder.order) {
     Ids& x = ids[id_of[i]];
-    new_ids[i] = x.prefix + std::to_string(x.numbers[x.next++]);
+    reorder.ids[i] = x.prefix + std::to_string(x.numbers[x.next++]);
   }
-  reorder.ids.resize(n);
   std::vector<Command> commands;
   commands.reserve(n);
   for (const std::uint32_t i : reorder.order) {
     Command& c = old[i];
     for (std::uint32_t& d : c.deps) d = position[d];
-    reorder.ids[i] = std::exchange(c.id, std::move(new_ids[i]));
+    std::swap(reorder.ids[i], c.id);
     commands.push_back(std::move(c));
   }
   old = std::move(commands);
