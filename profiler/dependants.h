@@ -14,11 +14,14 @@ class Dependants {
   // `commands`: anything with a `deps` list of indices into it. A dependency past the end (an
   // unchecked workload) is left out.
   template <typename Command>
-  explicit Dependants(const std::vector<Command>& commands) : first_(commands.size() + 1, 0) {
+  explicit Dependants(const std::vector<Command>& commands)
+      : first_(commands.size() + 1, 0), waiting_(commands.size(), 0) {
     const std::size_t n = commands.size();
-    for (const Command& c : commands) {
-      for (const std::uint32_t d : c.deps) {
-        if (d < n) ++first_[d + 1];
+    for (std::size_t i = 0; i < n; ++i) {
+      for (const std::uint32_t d : commands[i].deps) {
+        if (d >= n) continue;
+        ++first_[d + 1];
+        ++waiting_[i];
       }
     }
     for (std::size_t i = 0; i < n; ++i) first_[i + 1] += first_[i];
@@ -42,9 +45,14 @@ class Dependants {
     return {items_.data() + first_[i], items_.data() + first_[i + 1]};
   }
 
+  // How many dependencies each command waits for (those listed here), a copy for the caller to
+  // count down as they end.
+  std::vector<std::uint32_t> waiting() const { return waiting_; }
+
  private:
   std::vector<std::uint32_t> first_;  // of(i) is items_[first_[i], first_[i + 1])
   std::vector<std::uint32_t> items_;
+  std::vector<std::uint32_t> waiting_;
 };
 
 }  // namespace npusim::profiler

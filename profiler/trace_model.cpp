@@ -24,11 +24,8 @@ __extension__ using U128 = unsigned __int128;
 // end.
 std::vector<std::uint32_t> topological_rank(const Workload& w) {
   const std::size_t n = w.commands.size();
-  std::vector<std::uint32_t> indegree(n, 0);
   const Dependants dependants(w.commands);
-  for (std::uint32_t c = 0; c < n; ++c) {
-    for (std::uint32_t d : w.commands[c].deps) indegree[c] += d < n ? 1 : 0;
-  }
+  std::vector<std::uint32_t> indegree = dependants.waiting();
   std::priority_queue<std::uint32_t, std::vector<std::uint32_t>, std::greater<>> ready;
   for (std::uint32_t c = 0; c < n; ++c) {
     if (indegree[c] == 0) ready.push(c);

@@ -340,8 +340,9 @@ TEST(JsonString, InvalidUtf8IsWrittenAsEscapes) {
   EXPECT_EQ(nlohmann::json::parse(out.str()).get<std::string>(), "model_\\xFF\\xC3.onnx \"x\"");
 }
 
-// Dependants: who lists each command among its dependencies, in command order; a dependency past
-// the end (a workload nobody checked) is left out rather than read out of bounds.
+// Dependants: who lists each command among its dependencies, in command order, and how many each
+// waits for; a dependency past the end (a workload nobody checked) is left out of both rather than
+// read out of bounds.
 TEST(Dependants, ListsEachCommandsReadersInOrder) {
   struct Cmd {
     std::vector<std::uint32_t> deps;
@@ -356,4 +357,6 @@ TEST(Dependants, ListsEachCommandsReadersInOrder) {
   EXPECT_EQ(list(1), (std::vector<std::uint32_t>{3}));
   EXPECT_EQ(list(2), (std::vector<std::uint32_t>{3}));
   EXPECT_TRUE(list(3).empty());
+  // What each waits for, counted as listed: 3 lists 2, 0 and 1, not 7.
+  EXPECT_EQ(d.waiting(), (std::vector<std::uint32_t>{0, 0, 1, 3}));
 }

@@ -59,10 +59,7 @@ profiler::Timeline estimate(const Schedule& schedule, const HwConfig& config) {
   const std::size_t n = schedule.commands.size();
 
   const profiler::Dependants dependants(schedule.commands);
-  std::vector<std::uint32_t> unfinished_deps(n);
-  for (std::uint32_t i = 0; i < n; ++i) {
-    unfinished_deps[i] = static_cast<std::uint32_t>(schedule.commands[i].deps.size());
-  }
+  std::vector<std::uint32_t> unfinished_deps = dependants.waiting();
 
   std::vector<cost::QueueDispatcher> dispatchers;
   for (std::uint32_t e = 0; e < layout.count(); ++e) {

@@ -396,7 +396,8 @@ Command parse_command(const Json& value, std::size_t index, const HwConfig& conf
 }
 
 // Finds one dependency cycle among the commands Kahn's algorithm could not order, and names it.
-std::string describe_cycle(const std::vector<Command>& commands, const std::vector<int>& indegree) {
+std::string describe_cycle(const std::vector<Command>& commands,
+                           const std::vector<std::uint32_t>& indegree) {
   // Every unordered command has an unordered dependency; walking deps from one must revisit.
   std::uint32_t at = 0;
   while (indegree[at] == 0) ++at;
@@ -434,12 +435,8 @@ std::vector<std::uint32_t> topological_positions(const std::vector<Command>& com
     std::iota(position.begin(), position.end(), 0u);
     return position;
   }
-  // indegree here counts unfinished dependencies (those Dependants lists: in range).
-  std::vector<int> indegree(commands.size(), 0);
-  for (std::size_t i = 0; i < commands.size(); ++i) {
-    for (const std::uint32_t d : commands[i].deps) indegree[i] += d < commands.size() ? 1 : 0;
-  }
   const profiler::Dependants dependants(commands);
+  std::vector<std::uint32_t> indegree = dependants.waiting();  // unfinished dependencies
   std::vector<std::uint32_t> ready;
   for (std::uint32_t i = 0; i < commands.size(); ++i) {
     if (indegree[i] == 0) ready.push_back(i);

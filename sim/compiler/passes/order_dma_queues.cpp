@@ -28,10 +28,7 @@ std::vector<std::uint64_t> ready_first_starts(const Schedule& schedule, const Hw
   const std::vector<Command>& cmds = schedule.commands;
   const std::size_t n = cmds.size();
   const profiler::Dependants dependants(cmds);
-  std::vector<std::uint32_t> waiting(n);  // dependencies not yet scheduled
-  for (std::uint32_t i = 0; i < n; ++i) {
-    waiting[i] = static_cast<std::uint32_t>(cmds[i].deps.size());
-  }
+  std::vector<std::uint32_t> waiting = dependants.waiting();  // dependencies not yet scheduled
   std::vector<Cycles> ready(n, 0), start(n, 0);
   const std::uint32_t engines = layout.count();
   std::vector<bool> passes(engines);
