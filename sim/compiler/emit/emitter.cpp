@@ -112,6 +112,7 @@ void Emitter::emit_group(const LayerGroup& group, const Mapping& mapping, bool k
     free_carrier(group, static_cast<CommandIndex>(sched_.commands.size() - 1));
   }
   left_out_store_.reset();
+  would_carry_.reset();
   for (std::uint32_t t : residency.release) {
     if (sched_.commands.size() == first_command)
       throw std::logic_error("emit_group: '" + group.name + "' read no resident tensor");
@@ -353,6 +354,10 @@ void Emitter::release_kept(const LayerGroup& group, CommandIndex store) {
 }
 
 Emitter::CommandIndex Emitter::free_carrier(const LayerGroup& group, CommandIndex candidate) {
+  if (would_carry_ == candidate) {
+    ++frees_stores_would_carry_;
+    would_carry_.reset();
+  }
   if (!left_out_store_ || left_out_store_->compute != candidate) return candidate;
   const CommandIndex store =
       emit(dma(EngineKind::kDmaOut, left_out_store_->bytes), "DO", do_, group, {candidate});
@@ -509,8 +514,11 @@ Emitter::CommandIndex Emitter::store_tile(const LayerGroup& group, std::vector<C
       free.insert(free.end(), weights_buffers_.begin(), weights_buffers_.end());
       weight_frees_.push_back(last);
     }
-    if (other_readers != nullptr || stores_carry_frees_)
+    if (other_readers != nullptr || stores_carry_frees_) {
       left_out_store_ = LeftOutStore{last, out_bytes};
+    } else {
+      would_carry_ = last;
+    }
     return last;
   }
   std::vector<CommandIndex> writers = after;

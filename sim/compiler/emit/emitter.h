@@ -88,6 +88,9 @@ class Emitter {
   // waits), except where drop_unread_stores left the store out. The store moves the tile's
   // output for nothing, so the driver emits the model both ways and the estimate decides.
   void stores_carry_frees(bool on) { stores_carry_frees_ = on; }
+  // Off: the frees the stores would have carried on, that the computes carry instead. None, and
+  // the model emitted with stores_carry_frees on would be the same schedule.
+  std::size_t frees_stores_would_carry() const { return frees_stores_would_carry_; }
 
   // The schedule emitted so far, with its model and target filled in. Call once.
   Schedule finish();
@@ -299,6 +302,10 @@ class Emitter {
     std::uint64_t bytes = 0;
   };
   std::optional<LeftOutStore> left_out_store_;
+  // With stores_carry_frees off: the compute whose store would have been left_out_store_ with it
+  // on, and how many frees free_carrier then left on such a compute.
+  std::optional<CommandIndex> would_carry_;
+  std::size_t frees_stores_would_carry_ = 0;
   // The command to carry a free that `candidate` would carry: the left-out store, emitted now
   // after it, when `candidate` is the compute that stood for it; else `candidate`.
   CommandIndex free_carrier(const LayerGroup& group, CommandIndex candidate);
