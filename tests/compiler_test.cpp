@@ -1834,23 +1834,36 @@ TEST(Parallel, ResultsComeInJobOrderAndTheFirstJobsErrorIsThrown) {
 }
 
 TEST(Parallel, ACompileIsTheSameOnOneThreadAsOnSeveral) {
-  // The cost search's shortlist and the residency plans are emitted and estimated in parallel;
-  // the schedule must not depend on it (ResNet-50 on server tries k-split convs, residency plans
-  // and chains: every parallel path).
-  const Graph g = load_graph_json(kZoo + "resnet50.json");
-  const HwConfig config = load_hw_config("server");
+  // The cost search's shortlist, the residency plans, the models with and without K-split convs
+  // and the finals' remapping run in parallel; the schedule must not depend on it. ResNet-50 on
+  // `default` picks K-split convs (both models are made); MobileNetV2 on `server` keeps chains
+  // before remapping (both finals are remapped) and residency plans: every parallel path.
   ThreadsEnv env;
-  const auto compiled = [&](const char* threads, std::vector<std::string>& explain) {
-    env.set(threads);
-    std::ostringstream json;
-    write_schedule_json(json, compile_schedule(g, config, &explain));
-    return json.str();
-  };
-  std::vector<std::string> explain_one, explain_four;
-  const std::string one = compiled("1", explain_one);
-  const std::string four = compiled("4", explain_four);
-  EXPECT_EQ(one, four);
-  EXPECT_EQ(explain_one, explain_four);
+  for (const auto& [model, name] :
+       {std::pair{"resnet50.json", "default"}, std::pair{"mobilenetv2.json", "server"}}) {
+    SCOPED_TRACE(model);
+    const Graph g = load_graph_json(kZoo + model);
+    const HwConfig config = load_hw_config(name);
+    const auto compiled = [&](const char* threads, std::vector<std::string>& explain) {
+      env.set(threads);
+      std::ostringstream json;
+      write_schedule_json(json, compile_schedule(g, config, &explain));
+      return json.str();
+    };
+    std::vector<std::string> explain_one, explain_four;
+    const std::string one = compiled("1", explain_one);
+    const std::string four = compiled("4", explain_four);
+    EXPECT_EQ(one, four);
+    EXPECT_EQ(explain_one, explain_four);
+    // The paths this test is for were taken.
+    if (std::string(name) == "default") {
+      EXPECT_FALSE(test::explain_line(explain_one, "k-split convs\t").empty());
+    } else {
+      const std::string chains = test::explain_line(explain_one, "chains\t");
+      EXPECT_NE(chains.find("remapped: with chains"), std::string::npos) << chains;
+      EXPECT_FALSE(test::explain_line(explain_one, "residency\t").empty());
+    }
+  }
 }
 
 // ---- int4 weights ------------------------------------------------------------------------------

@@ -1112,14 +1112,19 @@ Schedule compile_one_device(const Graph& graph, const HwConfig& config,
     std::vector<Final> finals =
         compiler.with_chains(std::move(m), std::move(e), chains_line, planned);
     std::vector<std::string> remap_lines(finals.size());
-    std::vector<bool> remapped(finals.size(), false);
-    std::size_t kept = 0;
-    for (std::size_t i = 0; i < finals.size(); ++i) {
-      // A second round sees the plan the first one's mappings allow.
+    // (Not vector<bool>: its bits share words, and the finals are remapped on several threads.)
+    std::vector<std::uint8_t> remapped(finals.size(), 0);
+    // Each final is remapped on its own (with chains, and without): on several cores at once.
+    // A second round sees the plan the first one's mappings allow.
+    parallel_map(finals.size(), [&](std::size_t i) {
       for (int round = 1; round <= kRemapRounds && compiler.remap(finals[i], remap_lines[i]);
            ++round) {
-        remapped[i] = true;
+        remapped[i] = 1;
       }
+      return true;
+    });
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < finals.size(); ++i) {
       if (finals[i].e.cycles && *finals[i].e.cycles < *finals[kept].e.cycles) kept = i;
     }
     if (finals.size() > 1) {
@@ -1158,10 +1163,21 @@ Schedule compile_one_device(const Graph& graph, const HwConfig& config,
     return finish(plain, only);
   }
   Mapped& with_ksplit = *ksplit_mapped;
-  Emitted best = compiler.emit_best(with_ksplit);
-  if (!with_ksplit.ksplit_convs) return finish(with_ksplit, best);
-  Mapped plain = compiler.map_all(false);
-  Emitted without = compiler.emit_best(plain);
+  if (!with_ksplit.ksplit_convs) {
+    Emitted only = compiler.emit_best(with_ksplit);
+    return finish(with_ksplit, only);
+  }
+  // The model with K-split convs emitted, and the model without them mapped and emitted, on two
+  // cores at once: neither reads what the other makes (map_all(false) reads only the choices
+  // map_all(true) left, under their lock), and an error is the first job's, as one after the
+  // other would throw it.
+  Emitted best, without;
+  Mapped plain;
+  parallel_invoke({[&] { best = compiler.emit_best(with_ksplit); },
+                   [&] {
+                     plain = compiler.map_all(false);
+                     without = compiler.emit_best(plain);
+                   }});
   if (!best.cycles) best.cycles = estimated_cycles(best.schedule, config);
   if (!without.cycles) without.cycles = estimated_cycles(without.schedule, config);
   const bool keep_ksplit = best.cycles && (!without.cycles || *best.cycles < *without.cycles);
