@@ -960,7 +960,10 @@ class DeviceCompiler {
         const auto with = choices_.find(signature.with(on_chip_input, context, 1));
         if (with != choices_.end() && !accumulates_in_steps(with->second.mapping)) {
           Choice plain = with->second;
-          if (plain.search) plain.search->candidates = plain.search->plain_candidates;
+          if (plain.search) {
+            plain.search->candidates = plain.search->plain_candidates;
+            plain.search->slower_bytes.reset();  // there is no K-split candidate without them
+          }
           known = choices_.emplace(key, plain).first;
         }
       }

@@ -10,8 +10,10 @@
 
 namespace npusim {
 
-// For each chunk of output channels, the chunk's tiles (image, then row tile, then column tile)
-// go round-robin over the slices in batches of one per slice. A batch is emitted step-major, as
+// The tiles, chunk by chunk of output channels and within a chunk by image, then row tile, then
+// column tile, go round-robin over the slices in batches of one per slice: a batch may take tiles
+// of several chunks (each step loads its own share of the weights, so no chunk is shared), and a
+// layer with fewer tiles per chunk than slices still fills them. A batch is emitted step-major, as
 // K-split MatMuls are: the weights of every tile's step, then their input channels, then the
 // Convs, so the in-order DMA_IN queue feeds every slice of the batch at once. Each step loads its
 // input channels of the tile's window and their share of the chunk's weights, and its Conv waits
@@ -25,6 +27,7 @@ void Emitter::emit_spatial_ksplit(const LayerGroup& group, const SpatialLayer& s
   const std::uint64_t y_row_bytes = s.ow * s.k * s.out_elem_bytes;
   const std::uint64_t tiles_per_image = ceil_div(s.oh, rows) * ceil_div(s.ow, cols);
   struct OutTile {
+    std::uint64_t cu = 0;  // its chunk's channel units
     std::uint64_t img = 0;
     TileWindow v;
     std::uint32_t slice = 0;
@@ -33,77 +36,76 @@ void Emitter::emit_spatial_ksplit(const LayerGroup& group, const SpatialLayer& s
     std::string out_buffer;
     std::vector<CommandIndex> steps;
   };
-  for (std::uint64_t ch = 0; ch < chunks; ++ch) {
-    const std::uint64_t u0 = ch * chunk_units;
-    const std::uint64_t cu = std::min(s.units, u0 + chunk_units) - u0;
-    const std::uint64_t total = s.n * tiles_per_image;
-    for (std::uint64_t first = 0; first < total; first += group_slices_) {
-      std::vector<OutTile> batch;
-      std::uint64_t batch_bytes = 0;  // the batch's earlier tiles, not on the ring yet
-      for (std::uint64_t i = first; i < total && i < first + group_slices_; ++i) {
-        OutTile o;
-        o.img = i / tiles_per_image;
-        o.v = s.window(i % tiles_per_image, rows, cols);
-        o.slice = next_slice();
+  const std::uint64_t per_chunk = s.n * tiles_per_image;
+  const std::uint64_t total = chunks * per_chunk;
+  for (std::uint64_t first = 0; first < total; first += group_slices_) {
+    std::vector<OutTile> batch;
+    std::uint64_t batch_bytes = 0;  // the batch's earlier tiles, not on the ring yet
+    for (std::uint64_t j = first; j < total && j < first + group_slices_; ++j) {
+      const std::uint64_t u0 = j / per_chunk * chunk_units, i = j % per_chunk;
+      OutTile o;
+      o.cu = std::min(s.units, u0 + chunk_units) - u0;
+      o.img = i / tiles_per_image;
+      o.v = s.window(i % tiles_per_image, rows, cols);
+      o.slice = next_slice();
+      const std::uint64_t tr = o.v.r1 - o.v.r0, tc = o.v.c1 - o.v.c0;
+      o.bytes = s.accumulator_bytes(tr, tc, o.cu) + 2 * s.step_bytes(tr, tc, o.cu, step_c);
+      batch_bytes += o.bytes;
+      o.ring_wait = ring_wait(batch_bytes);
+      o.out_buffer = buffer_name();
+      batch.push_back(std::move(o));
+    }
+    for (std::uint64_t c0 = 0; c0 < s.c; c0 += step_c) {
+      const std::uint64_t kn = std::min(s.c, c0 + step_c) - c0;
+      const bool last_step = c0 + kn == s.c;
+      // The first two steps wait for what the ring rule gave the tile; later ones for the
+      // step two back, whose Conv freed its operands.
+      auto wait_of = [](const OutTile& o) {
+        return o.steps.size() >= 2 ? o.steps[o.steps.size() - 2] : o.ring_wait;
+      };
+      std::vector<std::vector<CommandIndex>> deps_of(batch.size());
+      std::vector<std::vector<std::string>> frees_of(batch.size());
+      for (std::size_t t = 0; t < batch.size(); ++t) {
+        std::vector<CommandIndex> waits;
+        if (wait_of(batch[t]) != kNone) waits.push_back(wait_of(batch[t]));
+        Command load = dma(EngineKind::kDmaIn, s.part_weight_bytes(batch[t].cu, kn));
+        frees_of[t].push_back(buffer_name());
+        load.alloc.push_back({frees_of[t].back(), load.bytes});
+        deps_of[t].push_back(emit(std::move(load), "DI", di_, group, waits));
+      }
+      for (std::size_t t = 0; t < batch.size(); ++t) {
+        const OutTile& o = batch[t];
+        std::vector<CommandIndex> waits;
+        if (wait_of(o) != kNone) waits.push_back(wait_of(o));
+        std::vector<Piece> pieces = {spatial_input(s, o.img, o.v, kn)};
+        if (last_step) {
+          pieces = with_residual(g_, group, layouts_, s, pieces, o.img, o.v.r0, o.v.r1, o.v.c0,
+                                 o.v.c1, o.cu * s.out_per_unit);
+        }
+        for (const Piece& p : pieces) {
+          if (p.bytes > 0) load_piece(group, p, waits, frees_of[t], deps_of[t]);
+        }
+      }
+      for (std::size_t t = 0; t < batch.size(); ++t) {
+        OutTile& o = batch[t];
+        std::vector<CommandIndex> deps = std::move(deps_of[t]);
+        if (!o.steps.empty()) deps.push_back(o.steps.back());  // accumulates onto it
+        if (o.steps.empty() && o.ring_wait != kNone) deps.push_back(o.ring_wait);
         const std::uint64_t tr = o.v.r1 - o.v.r0, tc = o.v.c1 - o.v.c0;
-        o.bytes = s.accumulator_bytes(tr, tc, cu) + 2 * s.step_bytes(tr, tc, cu, step_c);
-        batch_bytes += o.bytes;
-        o.ring_wait = ring_wait(batch_bytes);
-        o.out_buffer = buffer_name();
-        batch.push_back(std::move(o));
+        ConvShape shape = s.tile_shape(tr, tc, o.cu);
+        shape.in_c = kn;
+        Command conv = compute(s.op, o.slice, shape);
+        if (o.steps.empty()) conv.alloc.push_back({o.out_buffer, s.partial_bytes(tr, tc, o.cu)});
+        conv.free = std::move(frees_of[t]);
+        o.steps.push_back(emit(std::move(conv), "S", s_, group, std::move(deps)));
       }
-      for (std::uint64_t c0 = 0; c0 < s.c; c0 += step_c) {
-        const std::uint64_t kn = std::min(s.c, c0 + step_c) - c0;
-        const bool last_step = c0 + kn == s.c;
-        // The first two steps wait for what the ring rule gave the tile; later ones for the
-        // step two back, whose Conv freed its operands.
-        auto wait_of = [](const OutTile& o) {
-          return o.steps.size() >= 2 ? o.steps[o.steps.size() - 2] : o.ring_wait;
-        };
-        std::vector<std::vector<CommandIndex>> deps_of(batch.size());
-        std::vector<std::vector<std::string>> frees_of(batch.size());
-        for (std::size_t t = 0; t < batch.size(); ++t) {
-          std::vector<CommandIndex> waits;
-          if (wait_of(batch[t]) != kNone) waits.push_back(wait_of(batch[t]));
-          Command load = dma(EngineKind::kDmaIn, s.part_weight_bytes(cu, kn));
-          frees_of[t].push_back(buffer_name());
-          load.alloc.push_back({frees_of[t].back(), load.bytes});
-          deps_of[t].push_back(emit(std::move(load), "DI", di_, group, waits));
-        }
-        for (std::size_t t = 0; t < batch.size(); ++t) {
-          const OutTile& o = batch[t];
-          std::vector<CommandIndex> waits;
-          if (wait_of(o) != kNone) waits.push_back(wait_of(o));
-          std::vector<Piece> pieces = {spatial_input(s, o.img, o.v, kn)};
-          if (last_step) {
-            pieces = with_residual(g_, group, layouts_, s, pieces, o.img, o.v.r0, o.v.r1, o.v.c0,
-                                   o.v.c1, cu * s.out_per_unit);
-          }
-          for (const Piece& p : pieces) {
-            if (p.bytes > 0) load_piece(group, p, waits, frees_of[t], deps_of[t]);
-          }
-        }
-        for (std::size_t t = 0; t < batch.size(); ++t) {
-          OutTile& o = batch[t];
-          std::vector<CommandIndex> deps = std::move(deps_of[t]);
-          if (!o.steps.empty()) deps.push_back(o.steps.back());  // accumulates onto it
-          if (o.steps.empty() && o.ring_wait != kNone) deps.push_back(o.ring_wait);
-          const std::uint64_t tr = o.v.r1 - o.v.r0, tc = o.v.c1 - o.v.c0;
-          ConvShape shape = s.tile_shape(tr, tc, cu);
-          shape.in_c = kn;
-          Command conv = compute(s.op, o.slice, shape);
-          if (o.steps.empty()) conv.alloc.push_back({o.out_buffer, s.partial_bytes(tr, tc, cu)});
-          conv.free = std::move(frees_of[t]);
-          o.steps.push_back(emit(std::move(conv), "S", s_, group, std::move(deps)));
-        }
-      }
-      for (const OutTile& o : batch) {
-        const std::uint64_t tr = o.v.r1 - o.v.r0, tc = o.v.c1 - o.v.c0;
-        const CommandIndex store = store_tile(
-            group, {o.steps.back()}, o.out_buffer, s.output_bytes(tr, tc, cu),
-            (o.img * s.oh + o.v.r0) * y_row_bytes, (o.img * s.oh + o.v.r1) * y_row_bytes, nullptr);
-        push_ring(store, o.bytes);
-      }
+    }
+    for (const OutTile& o : batch) {
+      const std::uint64_t tr = o.v.r1 - o.v.r0, tc = o.v.c1 - o.v.c0;
+      const CommandIndex store = store_tile(
+          group, {o.steps.back()}, o.out_buffer, s.output_bytes(tr, tc, o.cu),
+          (o.img * s.oh + o.v.r0) * y_row_bytes, (o.img * s.oh + o.v.r1) * y_row_bytes, nullptr);
+      push_ring(store, o.bytes);
     }
   }
 }

@@ -65,6 +65,10 @@ struct SearchChoice {
   std::size_t plain_candidates = 0;
   std::optional<Mapping> runner_up;
   std::uint64_t runner_up_cycles = 0;
+  // The K-split mapping that was faster but not by enough for the bytes more it moves (the
+  // margin in CostSearch::choose_explained), when the plain one won so.
+  std::optional<Mapping> slower_bytes;
+  std::uint64_t slower_bytes_cycles = 0;
 };
 
 // "rows 7 cols 7 units 64 weights-outer slices 8 live 8: 15515 cycles (of 42 candidates);
