@@ -211,6 +211,9 @@ struct Emitted {
   std::string report;
   std::vector<Residency> residency;  // the plan kept; empty without residency
   PlanChoice plan;                   // the plan kept (share 0: none)
+  // The plan kept was estimated with its frees on the computes and on the stores (or both are
+  // the same schedule): carry_frees_on_stores has nothing left to compare.
+  bool frees_compared = false;
 };
 
 // A model as it will be emitted: its mappings, its chains (if any) and its schedule.
@@ -430,6 +433,8 @@ class DeviceCompiler {
         chosen = plans[i].what;
       }
     }
+    // (The plan kept, if any, is the fastest: the first strictly below all before it.)
+    const bool plan_kept = !best.residency.empty();
     // The fastest plan again with the stores carrying its frees (carry_frees_on_stores): a plan
     // that loses to no residency with its frees on the computes may win with them on the stores
     // (a GEMV chain on `server`: 30,965 against 30,634 cycles estimated, and 28,855 carried).
@@ -439,6 +444,7 @@ class DeviceCompiler {
       if (c && (!fastest || *c < *tried[*fastest + 1].cycles)) fastest = i;
     }
     // (Only when some store would carry a free: else it is the same schedule.)
+    best.frees_compared = plan_kept;
     if (fastest && would_carry[*fastest + 1] > 0) {
       Schedule carried = emit_all(m, plans[*fastest].residency, chains, true);
       const std::optional<std::uint64_t> cycles = estimated_cycles(carried, config_);
@@ -450,6 +456,7 @@ class DeviceCompiler {
         best.residency = plans[*fastest].residency;
         best.plan = plans[*fastest].choice;
         best.plan.stores_carry_frees = true;
+        best.frees_compared = true;
         chosen = plans[*fastest].what + ", frees carried by stores";
       }
     }
@@ -609,31 +616,36 @@ class DeviceCompiler {
     return true;
   }
 
-  // The model chosen, emitted again with stores carrying the frees of kept and resident inputs
-  // (Emitter::stores_carry_frees) and kept when it estimates faster: on `server` a store costs
+  // The model chosen, emitted again with the frees of kept and resident inputs carried the other
+  // way (Emitter::stores_carry_frees) and kept when it estimates faster: on `server` a store costs
   // little and frees the slice a compute carrier holds until every reader ends; on `default`'s
-  // narrow DMA_OUT port the stores' bytes can cost more. Returns the explain line.
+  // narrow DMA_OUT port the stores' bytes can cost more. Skipped when emit_best compared both for
+  // this plan; a remapped model keeps its plan's way and is compared here. Returns the explain
+  // line.
   std::string carry_frees_on_stores(Final& f) const {
     const bool keeps = std::find(f.m.keep.begin(), f.m.keep.end(), true) != f.m.keep.end();
-    // (A plan emit_best kept with the stores carrying its frees was compared both ways there.)
-    if (!f.e.cycles || (f.e.residency.empty() && !keeps) || f.e.plan.stores_carry_frees) return "";
+    if (!f.e.cycles || (f.e.residency.empty() && !keeps) || f.e.frees_compared) return "";
     const std::vector<Residency> residency =
         f.e.residency.empty() ? std::vector<Residency>(f.m.mappings.size()) : f.e.residency;
+    const bool to_stores = !f.e.plan.stores_carry_frees;
     Emitted other;
     try {
-      other.schedule = emit_all(f.m, residency, f.chains.empty() ? nullptr : &f.chains, true);
+      other.schedule = emit_all(f.m, residency, f.chains.empty() ? nullptr : &f.chains, to_stores);
     } catch (const InputError&) {  // past the command limit: keep `f`
       return "";
     }
     other.cycles = estimated_cycles(other.schedule, config_);
     if (!other.cycles) return "";
     const bool keep = *other.cycles < *f.e.cycles;
-    std::string line = "frees\tcarried by stores: " + std::to_string(*other.cycles) +
-                       " cycles estimated; by the last computes: " + std::to_string(*f.e.cycles) +
-                       "; kept: " + (keep ? "stores" : "computes");
+    const std::uint64_t stores = to_stores ? *other.cycles : *f.e.cycles;
+    const std::uint64_t computes = to_stores ? *f.e.cycles : *other.cycles;
+    std::string line = "frees\tcarried by stores: " + std::to_string(stores) +
+                       " cycles estimated; by the last computes: " + std::to_string(computes) +
+                       "; kept: " + (keep == to_stores ? "stores" : "computes");
     if (keep) {
       f.e.schedule = std::move(other.schedule);
       f.e.cycles = other.cycles;
+      f.e.plan.stores_carry_frees = to_stores;
     }
     return line;
   }

@@ -1,5 +1,7 @@
 #include "sim/util/parallel.h"
 
+#include <atomic>
+
 #include <sched.h>
 
 #include <cstdlib>
@@ -37,6 +39,22 @@ unsigned worker_threads() {
   }
   return std::max(1u, std::thread::hardware_concurrency());
 }
+
+namespace {
+std::atomic<unsigned> helper_threads_in_use{0};
+}  // namespace
+
+unsigned acquire_helper_threads(unsigned wanted) {
+  const unsigned limit = worker_threads() - 1;
+  unsigned in_use = helper_threads_in_use.load();
+  for (;;) {
+    const unsigned take = std::min(wanted, limit > in_use ? limit - in_use : 0u);
+    if (take == 0) return 0;
+    if (helper_threads_in_use.compare_exchange_weak(in_use, in_use + take)) return take;
+  }
+}
+
+void release_helper_threads(unsigned count) { helper_threads_in_use -= count; }
 
 void check_threads_setting() {
   if (threads_setting() == 0u) {

@@ -23,6 +23,13 @@ unsigned worker_threads();
 // (the CLI checks it first: worker_threads alone would use the cores' count instead).
 void check_threads_setting();
 
+// The helper threads parallel_map may start, shared by every call in the process, nested (a job
+// that calls parallel_map) or concurrent: worker_threads() - 1 in all, so that no more than
+// worker_threads() threads run at once (each call's caller works too). Returns how many of
+// `wanted` the caller may start (0 when none is free: the call then runs its jobs itself).
+unsigned acquire_helper_threads(unsigned wanted);
+void release_helper_threads(unsigned count);
+
 // fn(0), ..., fn(n - 1), each once, on up to worker_threads() threads.
 template <typename Fn>
 auto parallel_map(std::size_t n, Fn fn) -> std::vector<decltype(fn(std::size_t{0}))> {
@@ -39,10 +46,12 @@ auto parallel_map(std::size_t n, Fn fn) -> std::vector<decltype(fn(std::size_t{0
       }
     }
   };
-  const std::size_t threads = std::min<std::size_t>(worker_threads(), n);
+  const std::size_t wanted = std::min<std::size_t>(worker_threads(), n);
+  const unsigned helpers =
+      wanted > 1 ? acquire_helper_threads(static_cast<unsigned>(wanted - 1)) : 0u;
   std::vector<std::thread> pool;
-  pool.reserve(threads);
-  for (std::size_t t = 1; t < threads; ++t) {
+  pool.reserve(helpers);
+  for (unsigned t = 0; t < helpers; ++t) {
     try {
       pool.emplace_back(work);
     } catch (const std::system_error&) {  // no more threads (EAGAIN): the ones there do the rest
@@ -51,6 +60,7 @@ auto parallel_map(std::size_t n, Fn fn) -> std::vector<decltype(fn(std::size_t{0
   }
   work();
   for (std::thread& t : pool) t.join();
+  release_helper_threads(helpers);
   std::vector<Result> out;
   out.reserve(n);
   for (std::size_t i = 0; i < n; ++i) {

@@ -516,6 +516,7 @@ Emitter::CommandIndex Emitter::store_tile(const LayerGroup& group, std::vector<C
     }
     if (other_readers != nullptr || stores_carry_frees_) {
       left_out_store_ = LeftOutStore{last, out_bytes};
+      would_carry_.reset();
     } else {
       would_carry_ = last;
     }

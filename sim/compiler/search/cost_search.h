@@ -66,9 +66,11 @@ struct SearchChoice {
   std::optional<Mapping> runner_up;
   std::uint64_t runner_up_cycles = 0;
   // The K-split mapping that was faster but not by enough for the bytes more it moves (the
-  // margin in CostSearch::choose_explained), when the plain one won so.
+  // margin in CostSearch::choose_explained), when the plain one won so: its cycles and the plain
+  // one's, in the measure they were compared by (the estimator's, or both the closed form's).
   std::optional<Mapping> slower_bytes;
   std::uint64_t slower_bytes_cycles = 0;
+  std::uint64_t slower_bytes_against = 0;
 };
 
 // "rows 7 cols 7 units 64 weights-outer slices 8 live 8: 15515 cycles (of 42 candidates);
