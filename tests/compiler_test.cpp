@@ -538,6 +538,18 @@ namespace npusim {
 
 // conv1 of two_convs (3x3, 16 -> 32, pad 1, 8x8, int8) + bn1 + relu1, emitted alone with a mapping
 // given here, so that the emission of each loop order is checked against hand arithmetic.
+// Each command of `s` in order: a slice command as its op and slice ("Conv@1"), a transfer as
+// its id's prefix and bytes ("DI2304").
+std::vector<std::string> command_order(const Schedule& s) {
+  std::vector<std::string> order;
+  for (const Command& c : s.commands) {
+    order.push_back(on_slice(c.engine)
+                        ? std::string(op_table()[c.op].name) + "@" + std::to_string(c.slice)
+                        : c.id.substr(0, 2) + std::to_string(c.bytes));
+  }
+  return order;
+}
+
 Schedule emit_conv1(const HwConfig& config, const Mapping& mapping) {
   const Graph g = two_convs();
   const std::vector<LayerGroup> groups = fuse_layer_groups(g);
@@ -656,12 +668,7 @@ TEST(CompilerParts, AConvSplitAlongKAccumulatesStepByStepOnItsSlice) {
   m.k_step = 8;
   m.slices = 2;
   Schedule s = emit_conv1(config, m);
-  std::vector<std::string> order;
-  for (const Command& c : s.commands) {
-    order.push_back(on_slice(c.engine)
-                        ? std::string(op_table()[c.op].name) + "@" + std::to_string(c.slice)
-                        : c.id.substr(0, 2) + std::to_string(c.bytes));
-  }
+  const std::vector<std::string> order = command_order(s);
   // Per step: both tiles' weights, 32 x 8 x 3 x 3 = 2304 bytes each (half of 4608); then each
   // tile's input, 5 rows (4 output rows, one halo row, the padding row excluded) x 8 columns x 8
   // channels = 320 bytes; then the two Convs. After the last step, a store per tile of
@@ -769,12 +776,7 @@ TEST(CompilerParts, KSplitTilesOfDifferentChunksShareABatch) {
   m.k_step = 8;
   m.slices = 2;
   Schedule s = emit_conv1(config, m);
-  std::vector<std::string> order;
-  for (const Command& c : s.commands) {
-    order.push_back(on_slice(c.engine)
-                        ? std::string(op_table()[c.op].name) + "@" + std::to_string(c.slice)
-                        : c.id.substr(0, 2) + std::to_string(c.bytes));
-  }
+  const std::vector<std::string> order = command_order(s);
   EXPECT_EQ(order, (std::vector<std::string>{"DI1728", "DI576", "DI512", "DI512", "Conv@0",
                                              "Conv@1", "DI1728", "DI576", "DI512", "DI512",
                                              "Conv@0", "Conv@1", "DO1536", "DO512"}));
@@ -933,12 +935,7 @@ TEST(CompilerParts, AChainComputesTwoConvsDepthFirstWithoutTheirIntermediateInDr
   Emitter emitter(g, config, layouts);
   emitter.emit_chain({&groups[0], &groups[1]}, chain);
   Schedule s = emitter.finish();
-  std::vector<std::string> order;
-  for (const Command& c : s.commands) {
-    order.push_back(on_slice(c.engine)
-                        ? std::string(op_table()[c.op].name) + "@" + std::to_string(c.slice)
-                        : c.id.substr(0, 2) + std::to_string(c.bytes));
-  }
+  const std::vector<std::string> order = command_order(s);
   // The weights; then conv1's tiles load their input rows, 8 columns x 16 channels each: rows
   // [0, 3) (the padding row excluded) = 384 bytes, [1, 5) and [3, 7) = 512, [5, 8) = 384; conv2's
   // tiles load nothing and store 2 x 8 x 8 = 128 bytes each. conv1 on slice 0, conv2 on slice 1.
@@ -1319,12 +1316,7 @@ TEST(CompilerParts, AConvSplitOverSlicesAddsItsPartialSums) {
   m.slices = 2;
   m.k_parts = 2;
   Schedule s = emit_conv1(config, m);
-  std::vector<std::string> order;
-  for (const Command& c : s.commands) {
-    order.push_back(on_slice(c.engine)
-                        ? std::string(op_table()[c.op].name) + "@" + std::to_string(c.slice)
-                        : c.id.substr(0, 2) + std::to_string(c.bytes));
-  }
+  const std::vector<std::string> order = command_order(s);
   // Each part's weights first: half of 32 x 16 x 3 x 3 = 4608 bytes, 2304. Then the input block,
   // 8 x 8 x 16 = 1024. Then a Conv per part; the reduction in pieces of whole rows, at most one per
   // part: 2 pieces of 4 rows, one on each part's slice; one store (one DMA_OUT channel) of the
