@@ -3,9 +3,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <set>
 #include <sstream>
 
 #include "sim/ir/schedule_writer.h"
+#include "sim/util/flat_index.h"
 
 #include "sim/util/error.h"
 #include "tests/schedule_support.h"
@@ -35,6 +37,33 @@ std::string error_of(const Json& root) {
     return e.what();
   }
   return "no error";
+}
+
+TEST(FlatIndex, ShortNamesHashApartAndLongOnesAsStdHash) {
+  // finalize_schedule indexes buffers by name with hash_name: every buffer name the emitter
+  // makes, "b0" to "b199999", and ids "DI0" to "DI199999" hash to distinct values (a collision
+  // would only cost a probe, but the mix must spread them); the length counts ("b1" and "b1\0"
+  // differ); names past 16 bytes hash as std::hash does; and an index built on it finds each.
+  std::set<std::uint64_t> seen;
+  for (int i = 0; i < 200000; ++i) {
+    seen.insert(hash_name("b" + std::to_string(i)));
+    seen.insert(hash_name("DI" + std::to_string(i)));
+  }
+  EXPECT_EQ(seen.size(), 400000u);
+  EXPECT_NE(hash_name(std::string_view("b1", 2)), hash_name(std::string_view("b1\0", 3)));
+  EXPECT_EQ(hash_name("exactly sixteen!"), hash_name(std::string("exactly sixteen!")));
+  const std::string long_name = "a buffer name longer than sixteen bytes";
+  EXPECT_EQ(hash_name(long_name), std::hash<std::string_view>()(long_name));
+  std::vector<std::string> names;
+  for (int i = 0; i < 1000; ++i) names.push_back("b" + std::to_string(i));
+  FlatIndex index(names.size());
+  for (std::uint32_t i = 0; i < names.size(); ++i) index.add(hash_name(names[i]), i);
+  for (std::uint32_t i = 0; i < names.size(); ++i) {
+    const std::uint32_t* at =
+        index.find(hash_name(names[i]), [&](std::uint32_t v) { return names[v] == names[i]; });
+    ASSERT_NE(at, nullptr);
+    EXPECT_EQ(*at, i);
+  }
 }
 
 TEST(Schedule, LayersRoundTripThroughTheJsonForm) {

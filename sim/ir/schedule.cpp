@@ -165,22 +165,23 @@ struct Buffer {
 class BufferTable {
  public:
   explicit BufferTable(std::size_t count) : index_(count) { list_.reserve(count); }
-  Buffer* find(std::string_view name) {
-    const std::uint32_t* at = index_.find(std::hash<std::string_view>()(name),
-                                          [&](std::uint32_t b) { return list_[b].name == name; });
-    return at ? &list_[*at] : nullptr;
-  }
+  Buffer* find(std::string_view name) { return find(name, hash_name(name)); }
   // False, adding nothing, if a buffer of that name exists.
   bool add(const Buffer& buffer) {
-    if (find(buffer.name) != nullptr) return false;
-    index_.add(std::hash<std::string_view>()(buffer.name),
-               static_cast<std::uint32_t>(list_.size()));
+    const std::uint64_t hash = hash_name(buffer.name);
+    if (find(buffer.name, hash) != nullptr) return false;
+    index_.add(hash, static_cast<std::uint32_t>(list_.size()));
     list_.push_back(buffer);
     return true;
   }
   const std::vector<Buffer>& list() const { return list_; }
 
  private:
+  Buffer* find(std::string_view name, std::uint64_t hash) {
+    const std::uint32_t* at =
+        index_.find(hash, [&](std::uint32_t b) { return list_[b].name == name; });
+    return at ? &list_[*at] : nullptr;
+  }
   FlatIndex index_;
   std::vector<Buffer> list_;
 };

@@ -5,9 +5,26 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
+#include <functional>
+#include <string_view>
 #include <vector>
 
 namespace npusim {
+
+// A hash for FlatIndex keys that are mostly short names ("b1234", "DI56"): up to 16 bytes are
+// mixed from two word loads (about a fifth of std::hash's instructions there), longer ones go to
+// std::hash. Not seeded, as std::hash is not; for in-memory indexes only, never persisted.
+inline std::uint64_t hash_name(std::string_view s) {
+  if (s.size() > 16) return std::hash<std::string_view>()(s);
+  std::uint64_t a = 0, b = 0;
+  std::memcpy(&a, s.data(), s.size() < 8 ? s.size() : 8);
+  if (s.size() > 8) std::memcpy(&b, s.data() + 8, s.size() - 8);
+  std::uint64_t h = (a * 0x9E3779B97F4A7C15ull) ^ (b * 0xC2B2AE3D27D4EB4Full) ^ s.size();
+  h ^= h >> 29;
+  h *= 0xBF58476D1CE4E5B9ull;
+  return h ^ (h >> 32);
+}
 
 class FlatIndex {
  public:
