@@ -55,6 +55,7 @@ TEST(FlatIndex, ShortNamesHashApartAndLongOnesAsStdHash) {
   const std::string long_name = "a buffer name longer than sixteen bytes";
   EXPECT_EQ(hash_name(long_name), std::hash<std::string_view>()(long_name));
   std::vector<std::string> names;
+  names.reserve(1000);
   for (int i = 0; i < 1000; ++i) names.push_back("b" + std::to_string(i));
   FlatIndex index(names.size());
   for (std::uint32_t i = 0; i < names.size(); ++i) index.add(hash_name(names[i]), i);
