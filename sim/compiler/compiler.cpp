@@ -435,9 +435,10 @@ class DeviceCompiler {
     }
     // (The plan kept, if any, is the fastest: the first strictly below all before it.)
     const bool plan_kept = !best.residency.empty();
-    // The fastest plan again with the stores carrying its frees (carry_frees_on_stores): a plan
-    // that loses to no residency with its frees on the computes may win with them on the stores
-    // (a GEMV chain on `server`: 30,965 against 30,634 cycles estimated, and 28,855 carried).
+    // The fastest plan again with the stores carrying its frees (carry_frees_on_stores), so that
+    // chains and remapping start from the better of the two (bert_toy on `server`: 22,407 cycles
+    // estimated with the frees on the computes, 14,217 on the stores); a plan that loses to no
+    // residency one way may also win the other.
     std::optional<std::size_t> fastest;
     for (std::size_t i = 0; i < plans.size(); ++i) {
       const std::optional<std::uint64_t>& c = tried[i + 1].cycles;
