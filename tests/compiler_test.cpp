@@ -550,6 +550,19 @@ std::vector<std::string> command_order(const Schedule& s) {
   return order;
 }
 
+// A spatial mapping accumulating over steps of `k_step` input channels (Mapping::k_step).
+Mapping ksplit_conv(std::uint64_t rows, std::uint64_t cols, std::uint64_t units,
+                    std::uint64_t k_step, std::uint32_t slices = 0) {
+  Mapping m;
+  m.kind = MappingKind::kSpatial;
+  m.tile_rows = rows;
+  m.tile_cols = cols;
+  m.tile_channel_units = units;
+  m.k_step = k_step;
+  m.slices = slices;
+  return m;
+}
+
 Schedule emit_conv1(const HwConfig& config, const Mapping& mapping) {
   const Graph g = two_convs();
   const std::vector<LayerGroup> groups = fuse_layer_groups(g);
@@ -660,14 +673,7 @@ TEST(CompilerParts, AConvSplitAlongKAccumulatesStepByStepOnItsSlice) {
   // output rows and all 32 channels, each accumulating over 2 steps of 8 input channels
   // (Mapping::k_step) on its own slice of `default` (2 slices, 1 DMA_IN channel).
   const HwConfig config = parse_hw_config("{}", "default.json");
-  Mapping m;
-  m.kind = MappingKind::kSpatial;
-  m.tile_rows = 4;
-  m.tile_cols = 8;
-  m.tile_channel_units = 32;
-  m.k_step = 8;
-  m.slices = 2;
-  Schedule s = emit_conv1(config, m);
+  Schedule s = emit_conv1(config, ksplit_conv(4, 8, 32, 8, 2));
   const std::vector<std::string> order = command_order(s);
   // Per step: both tiles' weights, 32 x 8 x 3 x 3 = 2304 bytes each (half of 4608); then each
   // tile's input, 5 rows (4 output rows, one halo row, the padding row excluded) x 8 columns x 8
@@ -708,13 +714,7 @@ TEST(CompilerParts, AKSplitStepLoadsAfterTheStepTwoBackHasFreedItsOperands) {
   // channels: a tile holds two steps' operands, so step s >= 2's loads wait for step s - 2's
   // Conv, which frees its own.
   const HwConfig config = parse_hw_config("{}", "default.json");
-  Mapping m;
-  m.kind = MappingKind::kSpatial;
-  m.tile_rows = 8;
-  m.tile_cols = 8;
-  m.tile_channel_units = 32;
-  m.k_step = 4;
-  Schedule s = emit_conv1(config, m);
+  Schedule s = emit_conv1(config, ksplit_conv(8, 8, 32, 4));
   // Per step: weights (32 x 4 x 9 = 1152 bytes), input (8 x 8 x 4 = 256), the Conv; then the
   // store of 8 x 8 x 32 = 2048 bytes.
   ASSERT_EQ(s.commands.size(), 13u);
@@ -768,14 +768,7 @@ TEST(CompilerParts, KSplitTilesOfDifferentChunksShareABatch) {
   // then a Conv on each slice; at the end a store per tile, 8 x 8 x 24 = 1536 and 8 x 8 x 8 = 512
   // bytes. (Batched chunk by chunk, the second chunk's commands all came after the first's.)
   const HwConfig config = parse_hw_config("{}", "default.json");
-  Mapping m;
-  m.kind = MappingKind::kSpatial;
-  m.tile_rows = 8;
-  m.tile_cols = 8;
-  m.tile_channel_units = 24;
-  m.k_step = 8;
-  m.slices = 2;
-  Schedule s = emit_conv1(config, m);
+  Schedule s = emit_conv1(config, ksplit_conv(8, 8, 24, 8, 2));
   const std::vector<std::string> order = command_order(s);
   EXPECT_EQ(order, (std::vector<std::string>{"DI1728", "DI576", "DI512", "DI512", "Conv@0",
                                              "Conv@1", "DI1728", "DI576", "DI512", "DI512",

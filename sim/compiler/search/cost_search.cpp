@@ -33,12 +33,33 @@ cost::Cycles TransferCycles::operator()(std::uint64_t bytes) {
   return at64 + ceil_div(extra * (at64 - at32), kExactBursts / 2 * burst);
 }
 
+namespace {
+
+__extension__ using U128 = unsigned __int128;
+
+// The bytes `work` moves through DRAM: its loads and stores.
+U128 dram_bytes(const GroupWork& work) {
+  U128 bytes = 0;
+  for (const TileClass& t : work.tiles) {
+    bytes += U128{t.count} * (U128{t.load_bytes} + t.store_bytes);
+  }
+  for (const SharedLoad& l : work.shared) bytes += U128{l.count} * l.bytes;
+  for (const SharedLoad& l : work.stores) bytes += U128{l.count} * l.bytes;
+  return bytes;
+}
+
+// What `m` does: read from the last group's output kept on chip, the input is not loaded.
+GroupWork work_as_read(const MapSpace& space, const Mapping& m) {
+  return space.input_on_chip(m) && space.work_on_chip ? space.work_on_chip(m) : space.work(m);
+}
+
+}  // namespace
+
 cost::Cycles estimate_work_cycles(const GroupWork& work, const HwConfig& config,
                                   TransferCycles& transfer) {
-  __extension__ using U128 = unsigned __int128;
   // Per slice unit (array, vector): the tiles it runs and their cycles.
   U128 unit_tiles[2] = {0, 0}, unit_compute[2] = {0, 0};
-  U128 tiles = 0, dma_in = 0, dma_out = 0, bytes = 0;
+  U128 tiles = 0, dma_in = 0, dma_out = 0;
   for (const TileClass& t : work.tiles) {
     const cost::Cycles c = cost::slice_op_cost(t.op, t.shape, config).cycles;
     const std::size_t unit = op_table()[t.op].unit == EngineKind::kArray ? 0 : 1;
@@ -50,19 +71,15 @@ cost::Cycles estimate_work_cycles(const GroupWork& work, const HwConfig& config,
     const std::uint64_t piece = ceil_div(t.load_bytes, std::max<std::uint32_t>(t.loads, 1));
     dma_in += U128{t.count} * t.loads * transfer(piece);
     dma_out += U128{t.count} * transfer(t.store_bytes);
-    bytes += U128{t.count} * (t.load_bytes + t.store_bytes);
   }
   // A shared chunk loads in pieces over the DMA_IN channels (shared_pieces); the last may be
   // shorter, which the estimate ignores.
   for (const SharedLoad& s : work.shared) {
     const SharedPieces p = shared_pieces(s.bytes, config);
     dma_in += U128{s.count} * p.count * transfer(p.piece_bytes);
-    bytes += U128{s.count} * s.bytes;
   }
-  for (const SharedLoad& s : work.stores) {
-    dma_out += U128{s.count} * transfer(s.bytes);
-    bytes += U128{s.count} * s.bytes;
-  }
+  for (const SharedLoad& s : work.stores) dma_out += U128{s.count} * transfer(s.bytes);
+  const U128 bytes = dram_bytes(work);
   std::uint64_t slices = std::max<std::uint32_t>(work.slices, 1);
   // Only shared_live chunks are live at once: their tiles are all the slices can work on.
   U128 shared_count = 0;
@@ -251,11 +268,8 @@ Ranked rank(const MapSpace& space, const HwConfig& config, const std::vector<Map
   // decide among them: it sees the queues, channels and dependencies the closed form averages.
   std::vector<std::pair<std::uint64_t, std::size_t>> ranked;
   for (std::size_t i = 0; i < candidates.size(); ++i) {
-    // Read from the last group's output kept on chip, the input is not loaded.
-    const GroupWork work = space.input_on_chip(candidates[i]) && space.work_on_chip
-                               ? space.work_on_chip(candidates[i])
-                               : space.work(candidates[i]);
-    ranked.push_back({estimate_work_cycles(work, config, transfer), i});
+    ranked.push_back(
+        {estimate_work_cycles(work_as_read(space, candidates[i]), config, transfer), i});
   }
   std::stable_sort(ranked.begin(), ranked.end());
   choice.candidates = candidates.size();
@@ -332,26 +346,10 @@ Ranked rank(const MapSpace& space, const HwConfig& config, const std::vector<Map
   return out;
 }
 
-// The bytes `m` moves through DRAM, by its work: loads and stores.
-std::uint64_t moved_bytes(const MapSpace& space, const Mapping& m) {
-  const GroupWork work =
-      space.input_on_chip(m) && space.work_on_chip ? space.work_on_chip(m) : space.work(m);
-  __extension__ using U128 = unsigned __int128;
-  U128 bytes = 0;
-  for (const TileClass& t : work.tiles) {
-    bytes += U128{t.count} * (U128{t.load_bytes} + t.store_bytes);
-  }
-  for (const SharedLoad& l : work.shared) bytes += U128{l.count} * l.bytes;
-  for (const SharedLoad& l : work.stores) bytes += U128{l.count} * l.bytes;
-  return static_cast<std::uint64_t>(std::min<U128>(bytes, ~std::uint64_t{0}));
-}
-
 // The closed form's cycles of `m`, for comparing choices ranked by different measures.
 std::uint64_t closed_form_cycles(const MapSpace& space, const HwConfig& config, const Mapping& m,
                                  TransferCycles& transfer) {
-  const GroupWork work =
-      space.input_on_chip(m) && space.work_on_chip ? space.work_on_chip(m) : space.work(m);
-  return estimate_work_cycles(work, config, transfer);
+  return estimate_work_cycles(work_as_read(space, m), config, transfer);
 }
 
 }  // namespace
@@ -400,10 +398,10 @@ SearchChoice CostSearch::choose_explained(const MapSpace& space, const HwConfig&
   // for 2 % fewer cycles, layers won by 0.6 % each).
   // (Under a residency plan the work still counts the resident inputs' loads, which move
   // nothing: there the cycles alone decide.)
-  const std::uint64_t margin = !space.resident.any() && moved_bytes(space, b.choice.mapping) >
-                                                            moved_bytes(space, a.choice.mapping)
-                                   ? a_cycles / kKSplitMoreBytesMargin
-                                   : 0;
+  const bool more_bytes = dram_bytes(work_as_read(space, b.choice.mapping)) >
+                          dram_bytes(work_as_read(space, a.choice.mapping));
+  const std::uint64_t margin =
+      !space.resident.any() && more_bytes ? a_cycles / kKSplitMoreBytesMargin : 0;
   SearchChoice choice = a.choice;
   if (b_cycles < a_cycles && a_cycles - b_cycles > margin) {
     choice = b.choice;
