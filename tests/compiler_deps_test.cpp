@@ -243,11 +243,12 @@ TEST(Limits, TooManyCommandsNamesTheLayerAndTheLramThatFits) {
   }
   const HwConfig fits =
       parse_hw_config("{}", "c.json", {"lram_kib=" + std::to_string(kib), "slices.count=1"});
-  // Compiling it would take long: check the estimate instead, as the driver does, at the named
-  // lram_kib (which must fit) and one below (which must not).
+  // Compiling it would take long: check the estimate instead, as the driver does (with its
+  // search, the cost search), at the named lram_kib (which must fit) and one below (which must
+  // not).
   const std::vector<LayerGroup> groups = fuse_layer_groups(g);
   const TensorLayouts layouts = assign_layouts(g, groups);
-  const auto search = make_search("greedy");
+  const auto search = make_search("cost");
   auto fits_limits = [&](const HwConfig& c) {
     GroupSize total;
     for (const LayerGroup& group : groups) {

@@ -1040,7 +1040,7 @@ class DeviceCompiler {
       c.under_residency = space.resident.any();
       c.mapping = choice.mapping;
     }
-    c.ring_need = space.work ? ring_need(space.work(c.mapping)) : 0;
+    c.ring_need = space.work ? ring_need(space.work(c.mapping), config_.lram_bytes) : 0;
     return c;
   }
 

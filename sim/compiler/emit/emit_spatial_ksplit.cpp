@@ -38,6 +38,15 @@ void Emitter::emit_spatial_ksplit(const LayerGroup& group, const SpatialLayer& s
   };
   const std::uint64_t per_chunk = s.n * tiles_per_image;
   const std::uint64_t total = chunks * per_chunk;
+  // A batch that passes the tiles' half takes the whole memory: its first two steps wait for the
+  // frees of the chunks still live (later steps wait for those).
+  std::vector<CommandIndex> fence;
+  const std::vector<CommandIndex> none;
+  const std::uint64_t batch_max =
+      group_slices_ * (s.accumulator_bytes(rows, cols, std::min(s.units, chunk_units)) +
+                       2 * s.step_bytes(rows, cols, std::min(s.units, chunk_units), step_c));
+  const bool whole = batch_max > ring_budget();
+  if (whole) begin_whole_memory(fence);
   for (std::uint64_t first = 0; first < total; first += group_slices_) {
     std::vector<OutTile> batch;
     std::uint64_t batch_bytes = 0;  // the batch's earlier tiles, not on the ring yet
@@ -66,7 +75,7 @@ void Emitter::emit_spatial_ksplit(const LayerGroup& group, const SpatialLayer& s
       std::vector<std::vector<CommandIndex>> deps_of(batch.size());
       std::vector<std::vector<std::string>> frees_of(batch.size());
       for (std::size_t t = 0; t < batch.size(); ++t) {
-        std::vector<CommandIndex> waits;
+        std::vector<CommandIndex> waits = batch[t].steps.size() < 2 ? fence : none;
         if (wait_of(batch[t]) != kNone) waits.push_back(wait_of(batch[t]));
         Command load = dma(EngineKind::kDmaIn, s.part_weight_bytes(batch[t].cu, kn));
         frees_of[t].push_back(buffer_name());
@@ -75,7 +84,7 @@ void Emitter::emit_spatial_ksplit(const LayerGroup& group, const SpatialLayer& s
       }
       for (std::size_t t = 0; t < batch.size(); ++t) {
         const OutTile& o = batch[t];
-        std::vector<CommandIndex> waits;
+        std::vector<CommandIndex> waits = o.steps.size() < 2 ? fence : none;
         if (wait_of(o) != kNone) waits.push_back(wait_of(o));
         std::vector<Piece> pieces = {spatial_input(s, o.img, o.v, kn)};
         if (last_step) {
@@ -107,7 +116,9 @@ void Emitter::emit_spatial_ksplit(const LayerGroup& group, const SpatialLayer& s
           (o.img * s.oh + o.v.r0) * y_row_bytes, (o.img * s.oh + o.v.r1) * y_row_bytes, nullptr);
       push_ring(store, o.bytes);
     }
+    fence.clear();
   }
+  if (whole) end_whole_memory();
 }
 
 }  // namespace npusim

@@ -310,6 +310,15 @@ Emitter::CommandIndex Emitter::load_weights(std::uint64_t bytes, const LayerGrou
     --shared_fence_left_;
     after.insert(after.end(), shared_fence_.begin(), shared_fence_.end());
   }
+  // After tiles that took the whole memory, a chunk waits until they fit the tiles' half again.
+  if (chunks_wait_for_ring_) {
+    const CommandIndex wait = ring_within_budget();
+    if (wait == kNone) {
+      chunks_wait_for_ring_ = false;
+    } else {
+      after.push_back(wait);
+    }
+  }
   // One piece per DMA_IN channel at most, so that all channels bring the chunk in at once.
   const std::uint64_t piece_bytes = shared_pieces(bytes, cfg_).piece_bytes;
   weights_buffers_.clear();
@@ -417,8 +426,31 @@ void Emitter::add_deps(CommandIndex command, const std::vector<CommandIndex>& de
 std::uint64_t Emitter::ring_budget() const {
   const std::uint64_t kept =
       (keeping_ ? keeping_->bytes : 0) + (kept_ ? kept_->bytes : 0) + resident_bytes_;
-  const std::uint64_t half = cfg_.lram_bytes / 2;
-  return half > kept ? half - kept : 0;
+  const std::uint64_t room = ring_whole_memory_ ? cfg_.lram_bytes : cfg_.lram_bytes / 2;
+  return room > kept ? room - kept : 0;
+}
+
+// The store after which the live tiles hold at most the ring's budget, scanning every tile (no
+// depth limit); kNone if they already do.
+Emitter::CommandIndex Emitter::ring_within_budget() const {
+  const std::uint64_t budget = ring_budget();
+  std::uint64_t live = 0;
+  for (std::size_t i = ring_.size(); i > 0; --i) {
+    live += ring_[i - 1].bytes;
+    if (live > budget) return ring_[i - 1].store;
+  }
+  return kNone;
+}
+
+void Emitter::begin_whole_memory(std::vector<CommandIndex>& fence) {
+  const std::size_t keep = std::min<std::size_t>(weight_frees_.size(), live_shared_live_);
+  fence.assign(weight_frees_.end() - static_cast<std::ptrdiff_t>(keep), weight_frees_.end());
+  ring_whole_memory_ = true;
+}
+
+void Emitter::end_whole_memory() {
+  ring_whole_memory_ = false;
+  chunks_wait_for_ring_ = true;
 }
 
 // What a new tile of `bytes` must wait for: the store of the newest tile that must be gone so

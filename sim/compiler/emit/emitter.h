@@ -281,8 +281,18 @@ class Emitter {
   void keep_resident();
   // Frees resident `tensor` with `carrier`, the last command of its last reader group.
   void release_resident(std::uint32_t tensor, CommandIndex carrier);
-  // The bytes the live tiles may hold: half the local memory, less what is kept on chip.
+  // The bytes the live tiles may hold: half the local memory (all of it while
+  // ring_whole_memory_), less what is kept on chip.
   std::uint64_t ring_budget() const;
+  CommandIndex ring_within_budget() const;
+  // A group whose tiles may take the whole memory (GroupWork::whole_memory: it loads no shared
+  // chunk) begins by setting `fence` to the frees of the chunks still live, which its first
+  // tiles wait for; after it, each new chunk waits for the store after which the live tiles fit
+  // the tiles' half again, until they already do.
+  void begin_whole_memory(std::vector<CommandIndex>& fence);
+  void end_whole_memory();
+  bool ring_whole_memory_ = false;
+  bool chunks_wait_for_ring_ = false;
   // The store frees `buffer`, a tile's output, unless the output stays on chip.
   void release_output(CommandIndex store, const LayerGroup& group, const std::string& buffer,
                       const std::vector<CommandIndex>& writers);

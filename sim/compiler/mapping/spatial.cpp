@@ -335,7 +335,8 @@ std::vector<Mapping> ksplit_candidates(const SpatialLayer& s, const HwConfig& co
     // accumulator up to T and each step up to T / 2: larger tiles read the input for fewer chunks
     // and the weights for fewer row tiles.
     for (const auto& [acc_budget, step_budget] :
-         {std::pair{t_bytes / 3, t_bytes / 3}, std::pair{t_bytes, t_bytes / 2}}) {
+         {std::pair{t_bytes / 3, t_bytes / 3}, std::pair{t_bytes, t_bytes / 2},
+          std::pair{3 * t_bytes, t_bytes / 2}, std::pair{2 * t_bytes, t_bytes}}) {
       for (const std::uint64_t cu : chunks) {
         for (const std::uint64_t rows : size_options(s.oh, 1)) {
           std::uint64_t cols = s.ow;
@@ -467,6 +468,7 @@ GroupWork ksplit_work(const SpatialLayer& s, const Mapping& m, std::uint32_t sli
   GroupWork w;
   w.slices = slices;
   w.shared_live = m.shared_live;
+  w.whole_memory = true;
   const OpId op = find_op(s.op);
   for (const auto& [nr, rows] : tile_cuts(s.oh, m.tile_rows)) {
     for (const auto& [nc, cols] : tile_cuts(s.ow, m.tile_cols)) {

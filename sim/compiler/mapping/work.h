@@ -45,6 +45,10 @@ struct GroupWork {
   // What a tile holds besides its class's loads and stores (a K-split conv's accumulator and its
   // next step's operands): local memory only, no traffic.
   std::uint64_t hold_bytes = 0;
+  // No shared chunk is live while the group runs (a K-split conv loads its weights with each
+  // step), so its tiles may take the whole local memory, not only the tiles' half
+  // (docs/compiler.md, "Memory budgets").
+  bool whole_memory = false;
   std::uint32_t slices = 1;       // the slices the tiles go round-robin over
   std::uint32_t shared_live = 2;  // shared chunks live at once: bounds the slices busy at once
 };

@@ -159,13 +159,16 @@ class Planner {
 
 }  // namespace
 
-std::uint64_t ring_need(const GroupWork& work) {
+std::uint64_t ring_need(const GroupWork& work, std::uint64_t lram_bytes) {
   std::uint64_t tile = 0, tiles = 0;
   for (const TileClass& c : work.tiles) {
     tile = std::max(tile, c.load_bytes + c.store_bytes + work.hold_bytes);
     tiles += c.count;
   }
-  return std::min<std::uint64_t>(work.slices, tiles) * tile;
+  const std::uint64_t need = std::min<std::uint64_t>(work.slices, tiles) * tile;
+  // Tiles that may take the whole memory take the chunks' half first.
+  if (work.whole_memory) return need > lram_bytes / 2 ? need - lram_bytes / 2 : 0;
+  return need;
 }
 
 std::vector<Residency> plan_residency(const Graph& graph, const HwConfig& config,

@@ -34,9 +34,10 @@ bool tiles_output(const Mapping& m);
 bool reads_through_tiles(const Graph& graph, const LayerGroup& g, const Mapping& m, std::uint32_t l,
                          std::uint32_t tensor);
 
-// What a group's tiles need of local memory at the least: one of its largest tiles (loads and
-// output) live on each slice it uses.
-std::uint64_t ring_need(const GroupWork& work);
+// What a group's tiles need of the tiles' half of local memory at the least: one of its largest
+// tiles (loads and output) live on each slice it uses; for tiles that may take the whole memory
+// (GroupWork::whole_memory), what of that passes the other half.
+std::uint64_t ring_need(const GroupWork& work, std::uint64_t lram_bytes);
 
 // One Residency per mapped group (mappings[i] is groups[i]'s). `kept[i]` says the group's output
 // is already kept for the next group alone ("Outputs kept on chip"), and `ring_needs[i]` is
