@@ -133,6 +133,15 @@ void Emitter::emit_matmul_ksplit(const LayerGroup& group, const Mapping& mapping
     std::string out_buffer;
     std::vector<CommandIndex> steps;
   };
+  // A batch that passes the tiles' half takes the whole memory: the first batch's first two
+  // steps wait for the frees of the chunks still live (later steps wait for those).
+  std::vector<CommandIndex> fence;
+  const std::vector<CommandIndex> none;
+  {
+    const std::uint64_t r = std::min(mm.rows_total, rows), c = std::min(mm.n, cols);
+    begin_whole_memory(group_slices_ * (r * c * ey + 2 * (r * kc * ea + c * mm.b_bytes(kc))),
+                       fence);
+  }
   for (std::uint64_t p = 0; p < mm.passes; ++p) {
     const std::uint64_t a_base = ranges.a_base(mm, p), b_base = ranges.b_base(mm, p);
     const std::uint64_t y_base = PassRanges::y_base(mm, p);
@@ -177,7 +186,7 @@ void Emitter::emit_matmul_ksplit(const LayerGroup& group, const Mapping& mapping
           const std::uint64_t bias = k0 == 0 ? ceil_div(mm.bias_bytes * o.nc, mm.n) : 0;
           if (b_on_chip) on_chip_writers(mm.b, b_lo, b_hi, b_deps_of[t]);
           if (b_on_chip && bias == 0) continue;
-          std::vector<CommandIndex> b_deps;
+          std::vector<CommandIndex> b_deps = o.steps.size() < 2 ? fence : none;
           if (!b.constant && !b_on_chip) reader_deps(mm.b, b_lo, b_hi, b_deps);
           if (wait_of(o) != kNone) b_deps.push_back(wait_of(o));
           Command load_b = dma(EngineKind::kDmaIn, (b_on_chip ? 0 : o.nc * mm.b_bytes(kn)) + bias);
@@ -195,7 +204,7 @@ void Emitter::emit_matmul_ksplit(const LayerGroup& group, const Mapping& mapping
           if (on_chip(mm.a)) {
             on_chip_writers(mm.a, a_lo, a_hi, deps);
           } else {
-            std::vector<CommandIndex> a_deps;
+            std::vector<CommandIndex> a_deps = o.steps.size() < 2 ? fence : none;
             reader_deps(mm.a, a_lo, a_hi, a_deps);
             if (wait_of(o) != kNone) a_deps.push_back(wait_of(o));
             Command load_a = dma(EngineKind::kDmaIn, (o.r1 - o.r0) * kn * ea);
@@ -205,6 +214,7 @@ void Emitter::emit_matmul_ksplit(const LayerGroup& group, const Mapping& mapping
           }
           if (!o.steps.empty()) deps.push_back(o.steps.back());  // accumulates onto the last step
           if (o.steps.empty() && o.ring_wait != kNone) deps.push_back(o.ring_wait);
+          if (o.steps.empty()) deps.insert(deps.end(), fence.begin(), fence.end());  // operands on chip
           Command gemm = compute("Gemm", o.slice, GemmShape{1, o.r1 - o.r0, o.nc, kn});
           if (o.steps.empty()) gemm.alloc.push_back({o.out_buffer, (o.r1 - o.r0) * o.nc * ey});
           gemm.free = std::move(frees);
@@ -217,8 +227,10 @@ void Emitter::emit_matmul_ksplit(const LayerGroup& group, const Mapping& mapping
                        (y_base + o.r0) * y_row_bytes, (y_base + o.r1) * y_row_bytes, nullptr);
         push_ring(st, o.bytes);
       }
+      fence.clear();
     }
   }
+  end_whole_memory();
 }
 
 }  // namespace npusim

@@ -38,15 +38,14 @@ void Emitter::emit_spatial_ksplit(const LayerGroup& group, const SpatialLayer& s
   };
   const std::uint64_t per_chunk = s.n * tiles_per_image;
   const std::uint64_t total = chunks * per_chunk;
-  // A batch that passes the tiles' half takes the whole memory: its first two steps wait for the
-  // frees of the chunks still live (later steps wait for those).
+  // A batch that passes the tiles' half takes the whole memory: the first batch's first two
+  // steps wait for the frees of the chunks still live (later steps wait for those).
   std::vector<CommandIndex> fence;
   const std::vector<CommandIndex> none;
-  const std::uint64_t batch_max =
-      group_slices_ * (s.accumulator_bytes(rows, cols, std::min(s.units, chunk_units)) +
-                       2 * s.step_bytes(rows, cols, std::min(s.units, chunk_units), step_c));
-  const bool whole = batch_max > ring_budget();
-  if (whole) begin_whole_memory(fence);
+  const std::uint64_t cu_max = std::min(s.units, chunk_units);
+  begin_whole_memory(group_slices_ * (s.accumulator_bytes(rows, cols, cu_max) +
+                                      2 * s.step_bytes(rows, cols, cu_max, step_c)),
+                     fence);
   for (std::uint64_t first = 0; first < total; first += group_slices_) {
     std::vector<OutTile> batch;
     std::uint64_t batch_bytes = 0;  // the batch's earlier tiles, not on the ring yet
@@ -118,7 +117,7 @@ void Emitter::emit_spatial_ksplit(const LayerGroup& group, const SpatialLayer& s
     }
     fence.clear();
   }
-  if (whole) end_whole_memory();
+  end_whole_memory();
 }
 
 }  // namespace npusim

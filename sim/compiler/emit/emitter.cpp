@@ -442,13 +442,17 @@ Emitter::CommandIndex Emitter::ring_within_budget() const {
   return kNone;
 }
 
-void Emitter::begin_whole_memory(std::vector<CommandIndex>& fence) {
+bool Emitter::begin_whole_memory(std::uint64_t batch_bytes, std::vector<CommandIndex>& fence) {
+  fence.clear();
+  if (batch_bytes <= ring_budget()) return false;
   const std::size_t keep = std::min<std::size_t>(weight_frees_.size(), live_shared_live_);
   fence.assign(weight_frees_.end() - static_cast<std::ptrdiff_t>(keep), weight_frees_.end());
   ring_whole_memory_ = true;
+  return true;
 }
 
 void Emitter::end_whole_memory() {
+  if (!ring_whole_memory_) return;
   ring_whole_memory_ = false;
   chunks_wait_for_ring_ = true;
 }

@@ -286,10 +286,11 @@ class Emitter {
   std::uint64_t ring_budget() const;
   CommandIndex ring_within_budget() const;
   // A group whose tiles may take the whole memory (GroupWork::whole_memory: it loads no shared
-  // chunk) begins by setting `fence` to the frees of the chunks still live, which its first
-  // tiles wait for; after it, each new chunk waits for the store after which the live tiles fit
-  // the tiles' half again, until they already do.
-  void begin_whole_memory(std::vector<CommandIndex>& fence);
+  // chunk, as K-split convs and MatMuls) and whose batch of `batch_bytes` (one tile per slice)
+  // passes the tiles' half does: this sets `fence` to the frees of the chunks still live, which
+  // its first tiles wait for, and returns true. After it (end_whole_memory), each new chunk
+  // waits for the store after which the live tiles fit the tiles' half again, until they do.
+  bool begin_whole_memory(std::uint64_t batch_bytes, std::vector<CommandIndex>& fence);
   void end_whole_memory();
   bool ring_whole_memory_ = false;
   bool chunks_wait_for_ring_ = false;

@@ -1,6 +1,8 @@
 #include "sim/compiler/mapping/matmul.h"
 
 #include <algorithm>
+#include <array>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -81,24 +83,31 @@ std::vector<Mapping> matmul_candidates(const MatMulLayer& mm, const HwConfig& co
 
 // K-split candidates: output tiles of rows x cols accumulating over steps of k_step, rows and
 // columns multiples of the array's rows and columns or halvings, k_step likewise; the output
-// takes at most T/3 and one step's operands at most T/3 (docs/compiler.md, "K-split MatMul").
+// takes at most T/3 and one step's operands at most T/3; or, as a K-split MatMul loads no shared
+// chunk and may take the whole memory (L / slices = 4T per slice), the output up to T and each
+// step up to 3T/2 (docs/compiler.md, "K-split MatMul").
 std::vector<Mapping> ksplit_candidates(const MatMulLayer& mm, const HwConfig& config) {
   std::vector<Mapping> out;
+  std::set<std::array<std::uint64_t, 4>> seen;  // rows, cols, k_step, slices
   for (const std::uint32_t slices : slice_options(config.slices.count)) {
-    const std::uint64_t third = budgets_of(config, slices).tile_bytes / 3;
-    for (const std::uint64_t rows : size_options(mm.rows_total, config.slices.rows)) {
-      for (const std::uint64_t cols : size_options(mm.n, config.slices.cols)) {
-        if (rows * cols * mm.out_elem_bytes > third) continue;
-        for (const std::uint64_t k_step : size_options(mm.k, config.slices.rows)) {
-          if (mm.step_bytes(rows, cols, k_step) > third) continue;
-          Mapping m;
-          m.kind = MappingKind::kMatMulKSplit;
-          m.tile_rows = rows;
-          m.tile_cols = cols;
-          m.k_step = k_step;
-          m.slices = slices;
-          out.push_back(m);
-          break;  // the largest step that fits: smaller ones only add commands
+    const std::uint64_t t_bytes = budgets_of(config, slices).tile_bytes;
+    for (const auto& [out_budget, step_budget] :
+         {std::pair{t_bytes / 3, t_bytes / 3}, std::pair{t_bytes, 3 * t_bytes / 2}}) {
+      for (const std::uint64_t rows : size_options(mm.rows_total, config.slices.rows)) {
+        for (const std::uint64_t cols : size_options(mm.n, config.slices.cols)) {
+          if (rows * cols * mm.out_elem_bytes > out_budget) continue;
+          for (const std::uint64_t k_step : size_options(mm.k, config.slices.rows)) {
+            if (mm.step_bytes(rows, cols, k_step) > step_budget) continue;
+            Mapping m;
+            m.kind = MappingKind::kMatMulKSplit;
+            m.tile_rows = rows;
+            m.tile_cols = cols;
+            m.k_step = k_step;
+            m.slices = slices;
+            // The larger budgets repeat what the smaller gave when nothing larger fits.
+            if (seen.insert({rows, cols, k_step, slices}).second) out.push_back(m);
+            break;  // the largest step that fits: smaller ones only add commands
+          }
         }
       }
     }
@@ -109,6 +118,7 @@ std::vector<Mapping> ksplit_candidates(const MatMulLayer& mm, const HwConfig& co
 GroupWork ksplit_work(const MatMulLayer& mm, const Mapping& m, std::uint32_t slices) {
   GroupWork w;
   w.slices = slices;
+  w.whole_memory = true;
   const OpId gemm = find_op("Gemm");
   for (const auto& [nr, rows] : tile_cuts(mm.rows_total, m.tile_rows)) {
     for (const auto& [nc, cols] : tile_cuts(mm.n, m.tile_cols)) {
