@@ -897,6 +897,39 @@ TEST(CompilerParts, AChunkAfterKSplitTilesThatTookTheWholeMemoryWaitsForThemToFi
   EXPECT_FALSE(stats.lram.overflow.has_value());
 }
 
+TEST(CompilerParts, AChunkTooLargeForATileMayFitInParts) {
+  // ResNet-50's layer4 3x3 conv in fp32 (512 -> 512 channels at 7 x 7, pad 1) on `server`:
+  // T = 25165824 / (4 x 8) = 786432 bytes. A chunk of 128 output channels (the array's columns)
+  // holds 128 x 512 x 9 x 4 = 2359296 bytes of weights, more than a tile may; split over 8
+  // slices, a part holds 294912 of them. Such parts were never candidates (the unsplit tile had
+  // to fit first): the search took K-split steps in time at 27706 cycles instead of 25259.
+  const HwConfig config = load_hw_config("server");
+  std::vector<std::string> explain;
+  const Schedule s = compile_schedule(fp32_conv3x3(512, 7), config, &explain);
+  ASSERT_FALSE(explain.empty());
+  EXPECT_THAT(explain.front(), ::testing::HasSubstr("units 128 input-outer slices 8 k_parts 8"));
+  std::map<std::uint64_t, std::uint64_t> loads;  // bytes -> count
+  std::uint64_t in = 0, out = 0, convs = 0, sums = 0;
+  for (const Command& c : s.commands) {
+    if (c.engine == EngineKind::kDmaIn) {
+      ++loads[c.bytes];
+      in += c.bytes;
+    }
+    if (c.engine == EngineKind::kDmaOut) out += c.bytes;
+    if (on_slice(c.engine) && c.op == find_op("Conv")) ++convs;
+    if (on_slice(c.engine) && c.op == find_op("PartialSum")) ++sums;
+  }
+  // 4 chunks x 8 parts, each part's weights loaded once: 32 loads of 294912 bytes; the input,
+  // 7 x 7 x 512 x 4 = 100352 bytes, once (as one block for every chunk).
+  EXPECT_EQ(loads[294912], 32u);
+  EXPECT_EQ(in, 9437184u + 100352u);
+  EXPECT_EQ(out, 100352u);
+  // A Conv per part; each chunk's 7 output rows reduced in 7 pieces of one row.
+  EXPECT_EQ(convs, 32u);
+  EXPECT_EQ(sums, 4u * 7u);
+  EXPECT_EQ(schedule_macs(s), 115605504u);  // 7 x 7 x 512 x (512 x 3 x 3)
+}
+
 TEST(CompilerParts, AnFp32DeepConvKeepsWideChunksBySplittingAlongK) {
   // ResNet-50's layer4 3x3 conv in fp32: 512 -> 512 channels at 7 x 7, pad 1, on `default`
   // (512 KiB, 16 x 16 arrays). One output channel's weights are 3 x 3 x 512 x 4 = 18432 bytes,

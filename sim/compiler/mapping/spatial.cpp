@@ -291,23 +291,25 @@ std::vector<Mapping> spatial_candidates(const SpatialLayer& s, const HwConfig& c
         };
         std::uint64_t cols = s.ow;
         while (!fits(cols) && cols > 1 && rows == 1) cols = ceil_div(cols, 2);
-        if (!fits(cols)) continue;
         Mapping m = r.mapping(MappingKind::kSpatial);
         m.tile_rows = rows;
         m.tile_cols = cols;
         m.tile_channel_units = cu;
-        out.push_back(m);
-        // The same tiles reusing the halo, after (a tie keeps the plain one: fewer transfers).
-        m.reuse_halo = weights_outer;
-        if (s.reuses_halo(m)) out.push_back(m);
-        m.reuse_halo = false;
-        // The same block with each tile's reduction split over 2, 4, ... slices.
-        if (weights_outer || !s.k_split_allowed()) continue;
+        if (fits(cols)) {
+          out.push_back(m);
+          // The same tiles reusing the halo, after (a tie keeps the plain one: fewer transfers).
+          m.reuse_halo = weights_outer;
+          if (s.reuses_halo(m)) out.push_back(m);
+          m.reuse_halo = false;
+        }
+        // The same block with each tile's reduction split over 2, 4, ... slices: a part holds
+        // its share of the chunk's weights, so a chunk too large for one tile may fit in parts.
+        if (weights_outer || !s.k_split_allowed() ||
+            s.input_bytes(rows, cols, s.c) > b.weight_chunk_bytes) {
+          continue;
+        }
         for (std::uint32_t parts = 2; parts <= r.slices && parts <= s.c; parts *= 2) {
-          if (s.input_bytes(rows, cols, s.c) > b.weight_chunk_bytes ||
-              s.part_tile_bytes(rows, cols, cu, parts) > b.tile_bytes) {
-            break;
-          }
+          if (s.part_tile_bytes(rows, cols, cu, parts) > b.tile_bytes) continue;
           m.k_parts = parts;
           out.push_back(m);
         }
