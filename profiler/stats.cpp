@@ -10,6 +10,25 @@ __extension__ using U128 = unsigned __int128;
 
 U128 ceil_div(U128 num, U128 den) { return (num + den - 1) / den; }
 
+// The fewest cycles in which `channels` DMA channels move `bytes` with at most
+// max_outstanding bursts in flight each (docs/cost-model.md, "DMA transfers and DRAM"): a burst of
+// b bytes is in flight for at least its DRAM service, b x clock_khz x dram channels /
+// (mbps x 1000) cycles, plus the latency, and there are at least ceil(bytes / burst_bytes) of
+// them, so the in-flight time summed over all bursts, shared by channels x max_outstanding
+// slots, is at least bytes x clock_khz x dram channels / (mbps x 1000) + bursts x latency.
+// 0 when the config does not say (ideal memory).
+Cycles in_flight_cycles(U128 bytes, std::uint32_t channels, const DeviceInfo& d) {
+  if (bytes == 0 || d.dma_burst_bytes == 0 || d.dma_max_outstanding == 0 ||
+      d.dram_channels == 0 || d.dram_bandwidth_mbps == 0) {
+    return 0;
+  }
+  const U128 tick_den = U128{d.dram_bandwidth_mbps} * 1000u;  // ticks per cycle, for exactness
+  const U128 in_flight_ticks = bytes * d.clock_khz * d.dram_channels +
+                               ceil_div(bytes, d.dma_burst_bytes) * d.dram_latency_cycles * tick_den;
+  const U128 cycles = ceil_div(in_flight_ticks, tick_den * channels * d.dma_max_outstanding);
+  return static_cast<Cycles>(std::min<U128>(cycles, ~Cycles{0}));
+}
+
 // Length of the union of [start, end) intervals.
 // (Any order by start gives the same length; an engine's commands mostly come in order already.)
 Cycles union_length(std::vector<CommandTiming>& intervals) {
@@ -298,16 +317,19 @@ Bounds compute_bounds(const Workload& workload) {
       b.mac_peak_cycles =
           std::max(b.mac_peak_cycles, saturate(ceil_div(macs[v], peak_macs_per_cycle)));
     }
-    // Each DMA channel pushes at most bytes_per_cycle through its port every cycle.
+    // Each DMA channel pushes at most bytes_per_cycle through its port every cycle, and keeps at
+    // most max_outstanding bursts in flight (in_flight_cycles).
     if (d.dma_bytes_per_cycle > 0 && d.dma_in_channels > 0) {
       b.dma_in_port_cycles = std::max(
-          b.dma_in_port_cycles,
-          saturate(ceil_div(read_bytes[v], U128{d.dma_in_channels} * d.dma_bytes_per_cycle)));
+          {b.dma_in_port_cycles,
+           saturate(ceil_div(read_bytes[v], U128{d.dma_in_channels} * d.dma_bytes_per_cycle)),
+           in_flight_cycles(read_bytes[v], d.dma_in_channels, d)});
     }
     if (d.dma_bytes_per_cycle > 0 && d.dma_out_channels > 0) {
       b.dma_out_port_cycles = std::max(
-          b.dma_out_port_cycles,
-          saturate(ceil_div(write_bytes[v], U128{d.dma_out_channels} * d.dma_bytes_per_cycle)));
+          {b.dma_out_port_cycles,
+           saturate(ceil_div(write_bytes[v], U128{d.dma_out_channels} * d.dma_bytes_per_cycle)),
+           in_flight_cycles(write_bytes[v], d.dma_out_channels, d)});
     }
     // DRAM moves mbps * 10^6 bytes/s and the clock ticks khz * 10^3 times/s, so one cycle moves
     // mbps * 1000 / khz bytes: cycles = ceil(bytes * khz / (mbps * 1000)).

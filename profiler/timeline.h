@@ -78,6 +78,13 @@ struct DeviceInfo {
   std::uint32_t dma_in_channels = 0;
   std::uint32_t dma_out_channels = 0;
   std::uint32_t dma_bytes_per_cycle = 0;  // per channel, through its port
+  // What bounds a channel's rate besides its port (0: unknown, or ideal memory): at most
+  // `dma_max_outstanding` bursts of at most `dma_burst_bytes` in flight, each for at least its
+  // DRAM service on one of `dram_channels` channels plus `dram_latency_cycles`.
+  std::uint64_t dma_burst_bytes = 0;
+  std::uint32_t dma_max_outstanding = 0;
+  std::uint32_t dram_channels = 0;
+  std::uint64_t dram_latency_cycles = 0;
   // Static power, drawn for the whole run (energy.slice_static_mw, energy.dram_static_mw).
   std::uint64_t slice_static_uw = 0;  // per slice
   std::uint64_t dram_static_uw = 0;

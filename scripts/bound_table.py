@@ -5,7 +5,10 @@ Achievable bound = the larger of
   - compute: each layer's untiled single-array closed-form cycles (SCALE-Sim's, stats.json
     layers[].ideal_array_cycles), summed, over the slices;
   - memory: the compulsory traffic (weights once, model inputs and outputs once) over the memory
-    roof: reads over the DMA_IN port, writes over the DMA_OUT port, both over DRAM.
+    roof: reads over the DMA_IN channels, writes over the DMA_OUT channels, both over DRAM. A
+    channel moves at most its port's bytes per cycle, and at most dma.max_outstanding bursts per
+    round trip (a burst's DRAM service on one DRAM channel plus dram.latency_ns), as stats.json's
+    dma_*_port bounds count (docs/outputs.md, "Lower bounds").
 Usage: bound_table.py NPUSIM OUT_JSON MODEL... -- CONFIG...
 """
 import json
@@ -21,6 +24,21 @@ DTYPE_BYTES = {"int8": 1, "uint8": 1, "bool": 1, "int16": 2, "float16": 2, "bflo
 
 def tensor_bytes(t):
     return math.ceil(math.prod(t["shape"]) * DTYPE_BYTES.get(t["dtype"], 1))
+
+
+def channel_bytes_per_cycle(config, dev):
+    """The most one DMA channel moves per cycle: its port's bytes, or, if fewer, max_outstanding
+    bursts per burst round trip (DRAM service of a full burst on one DRAM channel + latency)."""
+    port = dev["dma_bytes_per_cycle"]
+    c = json.load(open(config))
+    dma, dram = c.get("dma", {}), c.get("dram", {})
+    if c.get("ideal_memory") or not all(k in dma for k in ("burst_bytes", "max_outstanding")) \
+            or not all(k in dram for k in ("latency_ns", "channels")):
+        return port
+    dram_per_channel = dev["dram_bandwidth_gbps"] * 1e3 / dev["clock_mhz"] / dram["channels"]
+    latency = math.ceil(dram["latency_ns"] * dev["clock_mhz"] / 1000)
+    burst = dma["burst_bytes"]
+    return min(port, dma["max_outstanding"] * burst / (burst / dram_per_channel + latency))
 
 
 def row(npusim, model, config, tmp):
@@ -46,8 +64,9 @@ def row(npusim, model, config, tmp):
     writes = sum(tensor_bytes(t) for t in m["outputs"])
     clock_hz = dev["clock_mhz"] * 1e6
     per_cycle = lambda gbps: gbps * 1e9 / clock_hz
-    memory = max(reads / per_cycle(dev["dma_in_port_gbps"]),
-                 writes / per_cycle(dev["dma_out_port_gbps"]),
+    channel = channel_bytes_per_cycle(config, dev)
+    memory = max(reads / (dev["dma_in_channels"] * channel),
+                 writes / (dev["dma_out_channels"] * channel),
                  (reads + writes) / per_cycle(dev["dram_bandwidth_gbps"]))
     bound = max(compute, memory, 1)
     cycles = rt["total_cycles"]

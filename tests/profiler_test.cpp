@@ -226,6 +226,33 @@ TEST(Bounds, DmaPortsMoveChannelsTimesBytesPerCycle) {
   EXPECT_EQ(b.dma_out_port_cycles, 125u);  // 500 B / (1 x 4 B/cycle)
 }
 
+TEST(Bounds, DmaChannelsKeepAtMostMaxOutstandingBurstsInFlight) {
+  // `server`'s DMA: bursts of 1024 B, 16 in flight per channel; DRAM 512 GB/s on 8 channels at
+  // 1 GHz, so 64 B/cycle each, and 120 cycles of latency. A burst is in flight for at least
+  // 1024 / 64 = 16 cycles of service plus 120: a channel moves at most 16 x 1024 B per 136 cycles
+  // (120.5 B/cycle), less than its 128-byte port.
+  Workload w = bounds_workload();
+  w.device.clock_khz = 1000000;
+  w.device.dram_bandwidth_mbps = 512000;
+  w.device.dma_bytes_per_cycle = 128;
+  w.device.dma_burst_bytes = 1024;
+  w.device.dma_max_outstanding = 16;
+  w.device.dram_channels = 8;
+  w.device.dram_latency_cycles = 120;
+  w.commands[0].dram_read_bytes = 1 << 20;  // DI0: 1 MiB
+  w.commands[1].dram_read_bytes = 0;
+  w.commands[2].dram_write_bytes = 1000;  // DO0: 1000 B, one burst
+  const Bounds b = compute_bounds(w);
+  // 1024 bursts x 136 cycles in flight over 2 channels x 16 slots: 4352 cycles (the ports: 4096).
+  EXPECT_EQ(b.dma_in_port_cycles, 4352u);
+  // One burst of 1000 B: 15.625 cycles of service + 120, over 1 x 16 slots: 8.48, rounded up to 9
+  // (the port: 1000 / 128 = 7.8, rounded up to 8).
+  EXPECT_EQ(b.dma_out_port_cycles, 9u);
+  // Without the burst parameters (ideal memory), the ports alone.
+  w.device.dma_max_outstanding = 0;
+  EXPECT_EQ(compute_bounds(w).dma_in_port_cycles, 4096u);
+}
+
 TEST(Bounds, DramIsAllTrafficAtTheBandwidth) {
   // (1999 + 500) B / 16 B per cycle = 156.1875, rounded up.
   EXPECT_EQ(compute_bounds(bounds_workload()).dram_cycles, 157u);

@@ -121,6 +121,12 @@ profiler::Workload make_workload(const Schedule& schedule, const HwConfig& confi
   w.device.dma_in_channels = config.dma.in_channels;
   w.device.dma_out_channels = config.dma.out_channels;
   w.device.dma_bytes_per_cycle = config.dma.bytes_per_cycle;
+  if (!config.ideal_memory) {
+    w.device.dma_burst_bytes = config.dma.burst_bytes;
+    w.device.dma_max_outstanding = config.dma.max_outstanding;
+    w.device.dram_channels = config.dram.channels;
+    w.device.dram_latency_cycles = config.dram_latency_cycles();
+  }
   w.device.slice_static_uw = config.energy.slice_static_uw;
   w.device.dram_static_uw = config.energy.dram_static_uw;
   // With ideal memory links take no cycles: rates of 0 give link bounds of 0.
