@@ -149,18 +149,21 @@ void Emitter::emit_matmul_ksplit(const LayerGroup& group, const Mapping& mapping
     for (std::uint64_t r0 = 0; r0 < mm.rows_total; r0 += rows) {
       for (std::uint64_t c0 = 0; c0 < mm.n; c0 += cols) origins.push_back({r0, c0});
     }
-    for (std::size_t first = 0; first < origins.size(); first += group_slices_) {
+    for (std::size_t first = 0, next = 0; first < origins.size(); first = next) {
       std::vector<OutTile> batch;
       std::uint64_t batch_bytes = 0;  // the batch's earlier tiles, not on the ring yet
-      for (std::size_t t = first; t < origins.size() && t < first + group_slices_; ++t) {
+      for (next = first; next < origins.size() && next < first + group_slices_; ++next) {
         OutTile o;
-        o.r0 = origins[t].first;
+        o.r0 = origins[next].first;
         o.r1 = std::min(mm.rows_total, o.r0 + rows);
-        o.c0 = origins[t].second;
+        o.c0 = origins[next].second;
         o.nc = std::min(mm.n, o.c0 + cols) - o.c0;
+        // The slice holds the output, two steps' inputs and its share of a bias.
+        o.bytes = (o.r1 - o.r0) * o.nc * ey + 2 * ((o.r1 - o.r0) * kc * ea + o.nc * mm.b_bytes(kc)) +
+                  ceil_div(mm.bias_bytes * o.nc, mm.n);
+        // A batch holds what the ring may: with less room (resident tensors), fewer tiles.
+        if (!batch.empty() && batch_bytes + o.bytes > ring_budget()) break;
         o.slice = next_slice();
-        // The slice holds the output and two steps' inputs.
-        o.bytes = (o.r1 - o.r0) * o.nc * ey + 2 * ((o.r1 - o.r0) * kc * ea + o.nc * mm.b_bytes(kc));
         batch_bytes += o.bytes;
         o.ring_wait = ring_wait(batch_bytes);
         o.out_buffer = buffer_name();

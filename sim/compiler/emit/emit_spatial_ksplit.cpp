@@ -46,18 +46,20 @@ void Emitter::emit_spatial_ksplit(const LayerGroup& group, const SpatialLayer& s
   begin_whole_memory(group_slices_ * (s.accumulator_bytes(rows, cols, cu_max) +
                                       2 * s.step_bytes(rows, cols, cu_max, step_c)),
                      fence);
-  for (std::uint64_t first = 0; first < total; first += group_slices_) {
+  for (std::uint64_t first = 0, next = 0; first < total; first = next) {
     std::vector<OutTile> batch;
     std::uint64_t batch_bytes = 0;  // the batch's earlier tiles, not on the ring yet
-    for (std::uint64_t j = first; j < total && j < first + group_slices_; ++j) {
-      const std::uint64_t u0 = j / per_chunk * chunk_units, i = j % per_chunk;
+    for (next = first; next < total && next < first + group_slices_; ++next) {
+      const std::uint64_t u0 = next / per_chunk * chunk_units, i = next % per_chunk;
       OutTile o;
       o.cu = std::min(s.units, u0 + chunk_units) - u0;
       o.img = i / tiles_per_image;
       o.v = s.window(i % tiles_per_image, rows, cols);
-      o.slice = next_slice();
       const std::uint64_t tr = o.v.r1 - o.v.r0, tc = o.v.c1 - o.v.c0;
       o.bytes = s.accumulator_bytes(tr, tc, o.cu) + 2 * s.step_bytes(tr, tc, o.cu, step_c);
+      // A batch holds what the ring may: with less room (resident tensors), fewer tiles.
+      if (!batch.empty() && batch_bytes + o.bytes > ring_budget()) break;
+      o.slice = next_slice();
       batch_bytes += o.bytes;
       o.ring_wait = ring_wait(batch_bytes);
       o.out_buffer = buffer_name();

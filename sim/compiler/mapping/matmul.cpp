@@ -12,6 +12,14 @@ namespace npusim {
 namespace {
 
 std::vector<Mapping> ksplit_candidates(const MatMulLayer& mm, const HwConfig& config);
+
+// What a K-split output tile of rows x cols holds on its slice: its output, two steps' inputs,
+// and its share of a bias (loaded with the first step).
+std::uint64_t ksplit_tile_bytes(const MatMulLayer& mm, std::uint64_t rows, std::uint64_t cols,
+                                std::uint64_t k_step) {
+  return rows * cols * mm.out_elem_bytes + 2 * mm.step_bytes(rows, cols, k_step) +
+         ceil_div(mm.bias_bytes * cols, mm.n);
+}
 GroupWork ksplit_work(const MatMulLayer& mm, const Mapping& m, std::uint32_t slices);
 
 // A MatMul whose reduction dimension is too long for one row or column to fit: each output
@@ -91,6 +99,7 @@ std::vector<Mapping> ksplit_candidates(const MatMulLayer& mm, const HwConfig& co
   std::set<std::array<std::uint64_t, 4>> seen;  // rows, cols, k_step, slices
   for (const std::uint32_t slices : slice_options(config.slices.count)) {
     const std::uint64_t t_bytes = budgets_of(config, slices).tile_bytes;
+    const std::uint64_t slice_share = config.lram_bytes / slices;
     for (const auto& [out_budget, step_budget] :
          {std::pair{t_bytes / 3, t_bytes / 3}, std::pair{t_bytes, 3 * t_bytes / 2}}) {
       for (const std::uint64_t rows : size_options(mm.rows_total, config.slices.rows)) {
@@ -98,6 +107,8 @@ std::vector<Mapping> ksplit_candidates(const MatMulLayer& mm, const HwConfig& co
           if (rows * cols * mm.out_elem_bytes > out_budget) continue;
           for (const std::uint64_t k_step : size_options(mm.k, config.slices.rows)) {
             if (mm.step_bytes(rows, cols, k_step) > step_budget) continue;
+            // The whole tile, with its share of a bias, within the slice's share of the memory.
+            if (ksplit_tile_bytes(mm, rows, cols, k_step) > slice_share) continue;
             Mapping m;
             m.kind = MappingKind::kMatMulKSplit;
             m.tile_rows = rows;
@@ -132,6 +143,9 @@ GroupWork ksplit_work(const MatMulLayer& mm, const Mapping& m, std::uint32_t sli
         w.tiles.push_back(t);
       }
       w.stores.push_back({mm.passes * nr * nc, rows * cols * mm.out_elem_bytes});
+      // Besides a step's loads, a tile holds its output and the next step's.
+      w.hold_bytes = std::max(w.hold_bytes, ksplit_tile_bytes(mm, rows, cols, m.k_step) -
+                                                mm.step_bytes(rows, cols, m.k_step));
     }
   }
   return w;
