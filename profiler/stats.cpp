@@ -18,13 +18,14 @@ U128 ceil_div(U128 num, U128 den) { return (num + den - 1) / den; }
 // slots, is at least bytes x clock_khz x dram channels / (mbps x 1000) + bursts x latency.
 // 0 when the config does not say (ideal memory).
 Cycles in_flight_cycles(U128 bytes, std::uint32_t channels, const DeviceInfo& d) {
-  if (bytes == 0 || d.dma_burst_bytes == 0 || d.dma_max_outstanding == 0 ||
-      d.dram_channels == 0 || d.dram_bandwidth_mbps == 0) {
+  if (bytes == 0 || d.dma_burst_bytes == 0 || d.dma_max_outstanding == 0 || d.dram_channels == 0 ||
+      d.dram_bandwidth_mbps == 0) {
     return 0;
   }
   const U128 tick_den = U128{d.dram_bandwidth_mbps} * 1000u;  // ticks per cycle, for exactness
-  const U128 in_flight_ticks = bytes * d.clock_khz * d.dram_channels +
-                               ceil_div(bytes, d.dma_burst_bytes) * d.dram_latency_cycles * tick_den;
+  const U128 in_flight_ticks =
+      bytes * d.clock_khz * d.dram_channels +
+      ceil_div(bytes, d.dma_burst_bytes) * d.dram_latency_cycles * tick_den;
   const U128 cycles = ceil_div(in_flight_ticks, tick_den * channels * d.dma_max_outstanding);
   return static_cast<Cycles>(std::min<U128>(cycles, ~Cycles{0}));
 }

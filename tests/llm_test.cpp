@@ -89,8 +89,8 @@ TEST(Llm, Llama7bLayerFitsLocalMemoryOnServer) {
   const api::LlmPhasePlan plan = api::compile_llm_phase(s, prefill_phase(s), config);
   ASSERT_FALSE(plan.parts.empty());
   for (const auto& part : plan.parts) {
-    const profiler::RunStats stats =
-        profiler::compute_stats(make_workload(part.schedule, config), estimate(part.schedule, config));
+    const profiler::RunStats stats = profiler::compute_stats(make_workload(part.schedule, config),
+                                                             estimate(part.schedule, config));
     EXPECT_LE(stats.lram.peak_bytes, config.lram_bytes);
     EXPECT_FALSE(stats.lram.overflow.has_value());
   }

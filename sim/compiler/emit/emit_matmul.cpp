@@ -159,7 +159,8 @@ void Emitter::emit_matmul_ksplit(const LayerGroup& group, const Mapping& mapping
         o.c0 = origins[next].second;
         o.nc = std::min(mm.n, o.c0 + cols) - o.c0;
         // The slice holds the output, two steps' inputs and its share of a bias.
-        o.bytes = (o.r1 - o.r0) * o.nc * ey + 2 * ((o.r1 - o.r0) * kc * ea + o.nc * mm.b_bytes(kc)) +
+        o.bytes = (o.r1 - o.r0) * o.nc * ey +
+                  2 * ((o.r1 - o.r0) * kc * ea + o.nc * mm.b_bytes(kc)) +
                   ceil_div(mm.bias_bytes * o.nc, mm.n);
         // A batch holds what the ring may: with less room (resident tensors), fewer tiles.
         if (!batch.empty() && batch_bytes + o.bytes > ring_budget()) break;
@@ -217,7 +218,8 @@ void Emitter::emit_matmul_ksplit(const LayerGroup& group, const Mapping& mapping
           }
           if (!o.steps.empty()) deps.push_back(o.steps.back());  // accumulates onto the last step
           if (o.steps.empty() && o.ring_wait != kNone) deps.push_back(o.ring_wait);
-          if (o.steps.empty()) deps.insert(deps.end(), fence.begin(), fence.end());  // operands on chip
+          // Operands on chip load nothing: the first step waits for the fence itself.
+          if (o.steps.empty()) deps.insert(deps.end(), fence.begin(), fence.end());
           Command gemm = compute("Gemm", o.slice, GemmShape{1, o.r1 - o.r0, o.nc, kn});
           if (o.steps.empty()) gemm.alloc.push_back({o.out_buffer, (o.r1 - o.r0) * o.nc * ey});
           gemm.free = std::move(frees);
