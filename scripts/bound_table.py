@@ -30,6 +30,10 @@ def channel_bytes_per_cycle(config, dev):
     """The most one DMA channel moves per cycle: its port's bytes, or, if fewer, max_outstanding
     bursts per burst round trip (DRAM service of a full burst on one DRAM channel + latency)."""
     port = dev["dma_bytes_per_cycle"]
+    # A built-in config's name (as bench.sh passes) is its file under configs/.
+    if not os.path.isfile(config):
+        config = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs",
+                              config + ".json")
     c = json.load(open(config))
     dma, dram = c.get("dma", {}), c.get("dram", {})
     if c.get("ideal_memory") or not all(k in dma for k in ("burst_bytes", "max_outstanding")) \
