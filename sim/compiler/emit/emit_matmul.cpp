@@ -133,15 +133,15 @@ void Emitter::emit_matmul_ksplit(const LayerGroup& group, const Mapping& mapping
     std::string out_buffer;
     std::vector<CommandIndex> steps;
   };
-  // A batch that passes the tiles' half takes the whole memory: the first batch's first two
-  // steps wait for the frees of the chunks still live (later steps wait for those).
-  std::vector<CommandIndex> fence;
-  const std::vector<CommandIndex> none;
-  {
-    const std::uint64_t r = std::min(mm.rows_total, rows), c = std::min(mm.n, cols);
-    begin_whole_memory(group_slices_ * (r * c * ey + 2 * (r * kc * ea + c * mm.b_bytes(kc))),
-                       fence);
-  }
+  // What a tile of r rows and nc columns holds on its slice: its output, two steps' inputs and
+  // its share of a bias.
+  auto tile_bytes = [&](std::uint64_t r, std::uint64_t nc) {
+    return r * nc * ey + 2 * (r * kc * ea + nc * mm.b_bytes(kc)) +
+           ceil_div(mm.bias_bytes * nc, mm.n);
+  };
+  // A batch that passes the tiles' half takes the whole memory (begin_whole_memory).
+  begin_whole_memory(group_slices_ *
+                     tile_bytes(std::min(mm.rows_total, rows), std::min(mm.n, cols)));
   for (std::uint64_t p = 0; p < mm.passes; ++p) {
     const std::uint64_t a_base = ranges.a_base(mm, p), b_base = ranges.b_base(mm, p);
     const std::uint64_t y_base = PassRanges::y_base(mm, p);
@@ -158,10 +158,7 @@ void Emitter::emit_matmul_ksplit(const LayerGroup& group, const Mapping& mapping
         o.r1 = std::min(mm.rows_total, o.r0 + rows);
         o.c0 = origins[next].second;
         o.nc = std::min(mm.n, o.c0 + cols) - o.c0;
-        // The slice holds the output, two steps' inputs and its share of a bias.
-        o.bytes = (o.r1 - o.r0) * o.nc * ey +
-                  2 * ((o.r1 - o.r0) * kc * ea + o.nc * mm.b_bytes(kc)) +
-                  ceil_div(mm.bias_bytes * o.nc, mm.n);
+        o.bytes = tile_bytes(o.r1 - o.r0, o.nc);
         // A batch holds what the ring may: with less room (resident tensors), fewer tiles.
         if (!batch.empty() && batch_bytes + o.bytes > ring_budget()) break;
         o.slice = next_slice();
@@ -172,10 +169,6 @@ void Emitter::emit_matmul_ksplit(const LayerGroup& group, const Mapping& mapping
       }
       for (std::uint64_t k0 = 0; k0 < mm.k; k0 += kc) {
         const std::uint64_t kn = std::min(mm.k, k0 + kc) - k0;
-        // The first two steps wait for what the ring rule gave the tile instead.
-        auto wait_of = [](const OutTile& o) {
-          return o.steps.size() >= 2 ? o.steps[o.steps.size() - 2] : o.ring_wait;
-        };
         // B's parts of the batch first: weights wait for no activation, so the in-order DMA_IN
         // queue brings them in while A's writers still run.
         // A resident B (docs/compiler.md, "Tensors resident on chip") is not loaded: its step
@@ -190,9 +183,8 @@ void Emitter::emit_matmul_ksplit(const LayerGroup& group, const Mapping& mapping
           const std::uint64_t bias = k0 == 0 ? ceil_div(mm.bias_bytes * o.nc, mm.n) : 0;
           if (b_on_chip) on_chip_writers(mm.b, b_lo, b_hi, b_deps_of[t]);
           if (b_on_chip && bias == 0) continue;
-          std::vector<CommandIndex> b_deps = o.steps.size() < 2 ? fence : none;
+          std::vector<CommandIndex> b_deps = ksplit_step_waits(o.steps, o.ring_wait);
           if (!b.constant && !b_on_chip) reader_deps(mm.b, b_lo, b_hi, b_deps);
-          if (wait_of(o) != kNone) b_deps.push_back(wait_of(o));
           Command load_b = dma(EngineKind::kDmaIn, (b_on_chip ? 0 : o.nc * mm.b_bytes(kn)) + bias);
           b_bufs[t] = buffer_name();
           load_b.alloc.push_back({b_bufs[t], load_b.bytes});
@@ -208,9 +200,8 @@ void Emitter::emit_matmul_ksplit(const LayerGroup& group, const Mapping& mapping
           if (on_chip(mm.a)) {
             on_chip_writers(mm.a, a_lo, a_hi, deps);
           } else {
-            std::vector<CommandIndex> a_deps = o.steps.size() < 2 ? fence : none;
+            std::vector<CommandIndex> a_deps = ksplit_step_waits(o.steps, o.ring_wait);
             reader_deps(mm.a, a_lo, a_hi, a_deps);
-            if (wait_of(o) != kNone) a_deps.push_back(wait_of(o));
             Command load_a = dma(EngineKind::kDmaIn, (o.r1 - o.r0) * kn * ea);
             frees.push_back(buffer_name());
             load_a.alloc.push_back({frees.back(), load_a.bytes});
@@ -219,7 +210,7 @@ void Emitter::emit_matmul_ksplit(const LayerGroup& group, const Mapping& mapping
           if (!o.steps.empty()) deps.push_back(o.steps.back());  // accumulates onto the last step
           if (o.steps.empty() && o.ring_wait != kNone) deps.push_back(o.ring_wait);
           // Operands on chip load nothing: the first step waits for the fence itself.
-          if (o.steps.empty()) deps.insert(deps.end(), fence.begin(), fence.end());
+          if (o.steps.empty()) deps.insert(deps.end(), whole_fence_.begin(), whole_fence_.end());
           Command gemm = compute("Gemm", o.slice, GemmShape{1, o.r1 - o.r0, o.nc, kn});
           if (o.steps.empty()) gemm.alloc.push_back({o.out_buffer, (o.r1 - o.r0) * o.nc * ey});
           gemm.free = std::move(frees);
@@ -232,7 +223,6 @@ void Emitter::emit_matmul_ksplit(const LayerGroup& group, const Mapping& mapping
                        (y_base + o.r0) * y_row_bytes, (y_base + o.r1) * y_row_bytes, nullptr);
         push_ring(st, o.bytes);
       }
-      fence.clear();
     }
   }
   end_whole_memory();

@@ -38,14 +38,10 @@ void Emitter::emit_spatial_ksplit(const LayerGroup& group, const SpatialLayer& s
   };
   const std::uint64_t per_chunk = s.n * tiles_per_image;
   const std::uint64_t total = chunks * per_chunk;
-  // A batch that passes the tiles' half takes the whole memory: the first batch's first two
-  // steps wait for the frees of the chunks still live (later steps wait for those).
-  std::vector<CommandIndex> fence;
-  const std::vector<CommandIndex> none;
+  // A batch that passes the tiles' half takes the whole memory (begin_whole_memory).
   const std::uint64_t cu_max = std::min(s.units, chunk_units);
   begin_whole_memory(group_slices_ * (s.accumulator_bytes(rows, cols, cu_max) +
-                                      2 * s.step_bytes(rows, cols, cu_max, step_c)),
-                     fence);
+                                      2 * s.step_bytes(rows, cols, cu_max, step_c)));
   for (std::uint64_t first = 0, next = 0; first < total; first = next) {
     std::vector<OutTile> batch;
     std::uint64_t batch_bytes = 0;  // the batch's earlier tiles, not on the ring yet
@@ -68,16 +64,11 @@ void Emitter::emit_spatial_ksplit(const LayerGroup& group, const SpatialLayer& s
     for (std::uint64_t c0 = 0; c0 < s.c; c0 += step_c) {
       const std::uint64_t kn = std::min(s.c, c0 + step_c) - c0;
       const bool last_step = c0 + kn == s.c;
-      // The first two steps wait for what the ring rule gave the tile; later ones for the
-      // step two back, whose Conv freed its operands.
-      auto wait_of = [](const OutTile& o) {
-        return o.steps.size() >= 2 ? o.steps[o.steps.size() - 2] : o.ring_wait;
-      };
       std::vector<std::vector<CommandIndex>> deps_of(batch.size());
       std::vector<std::vector<std::string>> frees_of(batch.size());
       for (std::size_t t = 0; t < batch.size(); ++t) {
-        std::vector<CommandIndex> waits = batch[t].steps.size() < 2 ? fence : none;
-        if (wait_of(batch[t]) != kNone) waits.push_back(wait_of(batch[t]));
+        const std::vector<CommandIndex> waits =
+            ksplit_step_waits(batch[t].steps, batch[t].ring_wait);
         Command load = dma(EngineKind::kDmaIn, s.part_weight_bytes(batch[t].cu, kn));
         frees_of[t].push_back(buffer_name());
         load.alloc.push_back({frees_of[t].back(), load.bytes});
@@ -85,8 +76,7 @@ void Emitter::emit_spatial_ksplit(const LayerGroup& group, const SpatialLayer& s
       }
       for (std::size_t t = 0; t < batch.size(); ++t) {
         const OutTile& o = batch[t];
-        std::vector<CommandIndex> waits = o.steps.size() < 2 ? fence : none;
-        if (wait_of(o) != kNone) waits.push_back(wait_of(o));
+        const std::vector<CommandIndex> waits = ksplit_step_waits(o.steps, o.ring_wait);
         std::vector<Piece> pieces = {spatial_input(s, o.img, o.v, kn)};
         if (last_step) {
           pieces = with_residual(g_, group, layouts_, s, pieces, o.img, o.v.r0, o.v.r1, o.v.c0,
@@ -117,7 +107,6 @@ void Emitter::emit_spatial_ksplit(const LayerGroup& group, const SpatialLayer& s
           (o.img * s.oh + o.v.r0) * y_row_bytes, (o.img * s.oh + o.v.r1) * y_row_bytes, nullptr);
       push_ring(store, o.bytes);
     }
-    fence.clear();
   }
   end_whole_memory();
 }

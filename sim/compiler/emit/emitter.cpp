@@ -310,14 +310,12 @@ Emitter::CommandIndex Emitter::load_weights(std::uint64_t bytes, const LayerGrou
     --shared_fence_left_;
     after.insert(after.end(), shared_fence_.begin(), shared_fence_.end());
   }
-  // After tiles that took the whole memory, a chunk waits until they fit the tiles' half again.
+  // After tiles that took the whole memory, a chunk waits until the live tiles fit the tiles'
+  // half again. (Every later chunk does: a chunk waits for the free of the one two back, which
+  // need not come after this wait, so nothing but its own wait orders it after theirs.)
   if (chunks_wait_for_ring_) {
     const CommandIndex wait = ring_within_budget();
-    if (wait == kNone) {
-      chunks_wait_for_ring_ = false;
-    } else {
-      after.push_back(wait);
-    }
+    if (wait != kNone) after.push_back(wait);
   }
   // One piece per DMA_IN channel at most, so that all channels bring the chunk in at once.
   const std::uint64_t piece_bytes = shared_pieces(bytes, cfg_).piece_bytes;
@@ -442,19 +440,31 @@ Emitter::CommandIndex Emitter::ring_within_budget() const {
   return kNone;
 }
 
-bool Emitter::begin_whole_memory(std::uint64_t batch_bytes, std::vector<CommandIndex>& fence) {
-  fence.clear();
-  if (batch_bytes <= ring_budget()) return false;
+void Emitter::begin_whole_memory(std::uint64_t batch_bytes) {
+  whole_fence_.clear();
+  if (batch_bytes <= ring_budget()) return;
   const std::size_t keep = std::min<std::size_t>(weight_frees_.size(), live_shared_live_);
-  fence.assign(weight_frees_.end() - static_cast<std::ptrdiff_t>(keep), weight_frees_.end());
+  whole_fence_.assign(weight_frees_.end() - static_cast<std::ptrdiff_t>(keep), weight_frees_.end());
   ring_whole_memory_ = true;
-  return true;
 }
 
 void Emitter::end_whole_memory() {
+  whole_fence_.clear();
   if (!ring_whole_memory_) return;
   ring_whole_memory_ = false;
   chunks_wait_for_ring_ = true;
+}
+
+std::vector<Emitter::CommandIndex> Emitter::ksplit_step_waits(
+    const std::vector<CommandIndex>& steps, CommandIndex ring_wait) const {
+  std::vector<CommandIndex> waits;
+  if (steps.size() >= 2) {
+    waits.push_back(steps[steps.size() - 2]);
+    return waits;
+  }
+  waits = whole_fence_;
+  if (ring_wait != kNone) waits.push_back(ring_wait);
+  return waits;
 }
 
 // What a new tile of `bytes` must wait for: the store of the newest tile that must be gone so

@@ -286,14 +286,21 @@ class Emitter {
   std::uint64_t ring_budget() const;
   CommandIndex ring_within_budget() const;
   // A group whose tiles may take the whole memory (GroupWork::whole_memory: it loads no shared
-  // chunk, as K-split convs and MatMuls) and whose batch of `batch_bytes` (one tile per slice)
-  // passes the tiles' half does: this sets `fence` to the frees of the chunks still live, which
-  // its first tiles wait for, and returns true. After it (end_whole_memory), each new chunk
-  // waits for the store after which the live tiles fit the tiles' half again, until they do.
-  bool begin_whole_memory(std::uint64_t batch_bytes, std::vector<CommandIndex>& fence);
+  // chunk, as K-split convs and MatMuls) and whose full batch of `batch_bytes` (one tile per
+  // slice) passes the tiles' half does: the frees of the chunks still live become its fence,
+  // which the first two steps of every one of its tiles wait for (ksplit_step_waits; the DMA
+  // queue order may let a later tile's loads pass an earlier one's). After it
+  // (end_whole_memory), each new chunk waits for the store after which the live tiles fit the
+  // tiles' half.
+  void begin_whole_memory(std::uint64_t batch_bytes);
   void end_whole_memory();
+  // What a K-split tile's next step loads wait for: the step two back, whose compute freed its
+  // operands; for its first two steps, the ring's wait for the tile and the fence.
+  std::vector<CommandIndex> ksplit_step_waits(const std::vector<CommandIndex>& steps,
+                                              CommandIndex ring_wait) const;
   bool ring_whole_memory_ = false;
   bool chunks_wait_for_ring_ = false;
+  std::vector<CommandIndex> whole_fence_;
   // The store frees `buffer`, a tile's output, unless the output stays on chip.
   void release_output(CommandIndex store, const LayerGroup& group, const std::string& buffer,
                       const std::vector<CommandIndex>& writers);

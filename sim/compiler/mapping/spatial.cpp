@@ -309,7 +309,17 @@ std::vector<Mapping> spatial_candidates(const SpatialLayer& s, const HwConfig& c
           continue;
         }
         for (std::uint32_t parts = 2; parts <= r.slices && parts <= s.c; parts *= 2) {
-          if (s.part_tile_bytes(rows, cols, cu, parts) > b.tile_bytes) continue;
+          // Where the unsplit tile did not fit, its columns were cut for it; a part holds less.
+          std::uint64_t part_cols = fits(cols) ? cols : s.ow;
+          while (s.part_tile_bytes(rows, part_cols, cu, parts) > b.tile_bytes && part_cols > 1 &&
+                 rows == 1) {
+            part_cols = ceil_div(part_cols, 2);
+          }
+          if (s.part_tile_bytes(rows, part_cols, cu, parts) > b.tile_bytes ||
+              s.input_bytes(rows, part_cols, s.c) > b.weight_chunk_bytes) {
+            continue;
+          }
+          m.tile_cols = part_cols;
           m.k_parts = parts;
           out.push_back(m);
         }
