@@ -318,6 +318,8 @@ Bounds compute_bounds(const Workload& workload) {
       b.mac_peak_cycles =
           std::max(b.mac_peak_cycles, saturate(ceil_div(macs[v], peak_macs_per_cycle)));
     }
+    // With ideal memory DMA and DRAM take no cycles: no memory bound.
+    if (d.ideal_memory) continue;
     // Each DMA channel pushes at most bytes_per_cycle through its port every cycle, and keeps at
     // most max_outstanding bursts in flight (in_flight_cycles).
     if (d.dma_bytes_per_cycle > 0 && d.dma_in_channels > 0) {

@@ -78,6 +78,8 @@ struct DeviceInfo {
   std::uint32_t dma_in_channels = 0;
   std::uint32_t dma_out_channels = 0;
   std::uint32_t dma_bytes_per_cycle = 0;  // per channel, through its port
+  // With ideal memory DMA and DRAM take no cycles: they bound nothing.
+  bool ideal_memory = false;
   // What bounds a channel's rate besides its port (0: unknown, or ideal memory): at most
   // `dma_max_outstanding` bursts of at most `dma_burst_bytes` in flight, each for at least its
   // DRAM service on one of `dram_channels` channels plus `dram_latency_cycles`.

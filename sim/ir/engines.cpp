@@ -121,6 +121,7 @@ profiler::Workload make_workload(const Schedule& schedule, const HwConfig& confi
   w.device.dma_in_channels = config.dma.in_channels;
   w.device.dma_out_channels = config.dma.out_channels;
   w.device.dma_bytes_per_cycle = config.dma.bytes_per_cycle;
+  w.device.ideal_memory = config.ideal_memory;
   if (!config.ideal_memory) {
     w.device.dma_burst_bytes = config.dma.burst_bytes;
     w.device.dma_max_outstanding = config.dma.max_outstanding;
