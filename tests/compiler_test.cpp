@@ -933,21 +933,35 @@ TEST(CompilerParts, EveryKSplitTileThatTakesTheWholeMemoryWaitsForTheChunksLiveB
   }
   ASSERT_FALSE(weight_frees.empty());
   const std::size_t last_free = *weight_frees.rbegin();
-  // Every K-split tile's first-step Conv (it allocates the tile's accumulator): its loads wait for
-  // that free.
-  std::size_t first_steps = 0;
-  for (const Command& c : s.commands) {
-    if (c.program != 1 || !on_slice(c.engine) || c.alloc.empty()) continue;
-    ++first_steps;
-    for (const auto dep : c.deps) {
+  // Every K-split tile's first-step Conv (it allocates the tile's accumulator) and second-step
+  // Conv (the one that accumulates onto it): their loads wait for that free.
+  auto loads_wait = [&](std::size_t conv) {
+    for (const auto dep : s.commands[conv].deps) {
       const Command& load = s.commands[dep];
       if (load.engine != EngineKind::kDmaIn) continue;
       EXPECT_TRUE(std::find(load.deps.begin(), load.deps.end(), last_free) != load.deps.end())
-          << load.id << " of " << c.id;
+          << load.id << " of " << s.commands[conv].id;
+    }
+  };
+  std::size_t first_steps = 0, second_steps = 0;
+  for (std::size_t i = 0; i < s.commands.size(); ++i) {
+    const Command& c = s.commands[i];
+    if (c.program != 1 || !on_slice(c.engine) || c.alloc.empty()) continue;
+    ++first_steps;
+    loads_wait(i);
+    for (std::size_t j = i + 1; j < s.commands.size(); ++j) {
+      const Command& next = s.commands[j];
+      if (on_slice(next.engine) &&
+          std::find(next.deps.begin(), next.deps.end(), i) != next.deps.end()) {
+        ++second_steps;
+        loads_wait(j);
+        break;
+      }
     }
   }
   // 8 row tiles x 4 chunks of 64 channels: more than one batch of 2 slices.
   EXPECT_GT(first_steps, 2u);
+  EXPECT_EQ(second_steps, first_steps);
 }
 
 TEST(CompilerParts, AChunkAfterKSplitTilesThatTookTheWholeMemoryWaitsForThemToFitTheirHalf) {

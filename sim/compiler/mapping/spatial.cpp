@@ -309,10 +309,12 @@ std::vector<Mapping> spatial_candidates(const SpatialLayer& s, const HwConfig& c
           continue;
         }
         for (std::uint32_t parts = 2; parts <= r.slices && parts <= s.c; parts *= 2) {
-          // Where the unsplit tile did not fit, its columns were cut for it; a part holds less.
+          // Where the unsplit tile did not fit, it was cut to one column at worst; a part holds
+          // less, so its columns are cut for the part's own limits.
           std::uint64_t part_cols = fits(cols) ? cols : s.ow;
-          while (s.part_tile_bytes(rows, part_cols, cu, parts) > b.tile_bytes && part_cols > 1 &&
-                 rows == 1) {
+          while ((s.part_tile_bytes(rows, part_cols, cu, parts) > b.tile_bytes ||
+                  s.input_bytes(rows, part_cols, s.c) > b.weight_chunk_bytes) &&
+                 part_cols > 1 && rows == 1) {
             part_cols = ceil_div(part_cols, 2);
           }
           if (s.part_tile_bytes(rows, part_cols, cu, parts) > b.tile_bytes ||
