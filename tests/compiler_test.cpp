@@ -964,6 +964,65 @@ TEST(CompilerParts, EveryKSplitTileThatTakesTheWholeMemoryWaitsForTheChunksLiveB
   EXPECT_EQ(second_steps, first_steps);
 }
 
+TEST(CompilerParts, AKSplitMatMulThatTakesTheWholeMemoryWaitsForTheChunksLiveBeforeIt) {
+  // [16, 64] x [64, 40960] fp32, input outer (its input block, 16 x 64 x 4 = 4096 bytes, loads as
+  // the shared chunk), then [16, 40960] x [40960, 64] fp32: one column of its B takes
+  // 40960 x 4 = 163840 bytes, more than W = 131072, so it is K-split; on one slice a tile of
+  // 16 x 64 x 4 = 4096 bytes of output and two steps of 512 (16 x 512 x 4 + 512 x 64 x 4 = 163840
+  // each) takes 331776 bytes, past the tiles' half (262144) of `default`. Its first two steps'
+  // loads wait for the free of that block.
+  const Graph g = parse_graph_json(Json::parse(R"({"format": "npusim-graph", "version": 1,
+    "name": "chunked_then_ksplit_matmul",
+    "tensors": [{"name": "x", "shape": [1, 16, 64], "dtype": "float32"},
+                {"name": "w0", "shape": [64, 40960], "dtype": "float32", "constant": true},
+                {"name": "a", "shape": [1, 16, 40960], "dtype": "float32"},
+                {"name": "w1", "shape": [40960, 64], "dtype": "float32", "constant": true},
+                {"name": "y", "shape": [1, 16, 64], "dtype": "float32"}],
+    "inputs": ["x"], "outputs": ["y"],
+    "layers": [{"name": "up", "op": "MatMul", "inputs": ["x", "w0"], "outputs": ["a"]},
+               {"name": "down", "op": "MatMul", "inputs": ["a", "w1"], "outputs": ["y"]}]})"),
+                                   "chunked_then_ksplit_matmul.json");
+  const HwConfig config = load_hw_config("default");
+  std::vector<std::string> explain;
+  const Schedule s = compile_schedule(g, config, &explain);
+  ASSERT_THAT(test::explain_line(explain, "down\t"),
+              ::testing::HasSubstr("rows 16 cols 64 k_step 512 slices 1"));
+  // The block: program 0's load of 4096 bytes; its free: the command of program 0 freeing it.
+  std::string block;
+  for (const Command& c : s.commands) {
+    if (c.program == 0 && c.engine == EngineKind::kDmaIn && c.bytes == 4096) {
+      block = c.alloc[0].buffer;
+      break;
+    }
+  }
+  ASSERT_FALSE(block.empty());
+  std::optional<std::size_t> block_free;
+  for (std::size_t i = 0; i < s.commands.size(); ++i) {
+    const Command& c = s.commands[i];
+    if (c.program == 0 && std::find(c.free.begin(), c.free.end(), block) != c.free.end()) {
+      block_free = i;
+    }
+  }
+  ASSERT_TRUE(block_free.has_value());
+  // The first two Gemms of `down` (one tile): every load they read waits for that free.
+  std::size_t gemms = 0;
+  for (const Command& c : s.commands) {
+    if (c.program != 1 || !on_slice(c.engine) || gemms == 2) continue;
+    ++gemms;
+    for (const auto dep : c.deps) {
+      const Command& load = s.commands[dep];
+      if (load.engine != EngineKind::kDmaIn) continue;
+      EXPECT_TRUE(std::find(load.deps.begin(), load.deps.end(), *block_free) != load.deps.end())
+          << load.id << " of " << c.id;
+    }
+  }
+  EXPECT_EQ(gemms, 2u);
+  const profiler::RunStats stats =
+      profiler::compute_stats(make_workload(s, config), estimate(s, config));
+  EXPECT_LE(stats.lram.peak_bytes, config.lram_bytes);
+  EXPECT_GT(stats.lram.peak_bytes, config.lram_bytes / 2);
+}
+
 TEST(CompilerParts, AChunkAfterKSplitTilesThatTookTheWholeMemoryWaitsForThemToFitTheirHalf) {
   // VGG-19's conv3 in fp32 (as above), whose K-split tiles take past the tiles' half of the
   // memory, then a depthwise 3 x 3 conv, whose weights (256 x 9 x 4 = 9216 bytes) load as
