@@ -125,13 +125,8 @@ void Emitter::emit_matmul_ksplit(const LayerGroup& group, const Mapping& mapping
   // The output tiles of a pass go round-robin over the slices in batches of one per slice, and a
   // batch is emitted step-major (step 0 of each tile, then step 1, ...): the in-order DMA_IN
   // queue then feeds every slice of the batch at once instead of one tile's steps after another.
-  struct OutTile {
-    std::uint64_t r0, r1, c0, nc;
-    std::uint32_t slice;
-    std::uint64_t bytes;
-    CommandIndex ring_wait;
-    std::string out_buffer;
-    std::vector<CommandIndex> steps;
+  struct OutTile : KSplitTile {
+    std::uint64_t r0 = 0, r1 = 0, c0 = 0, nc = 0;
   };
   // What a tile of r rows and nc columns holds on its slice: its output, two steps' inputs and
   // its share of a bias.
@@ -159,12 +154,7 @@ void Emitter::emit_matmul_ksplit(const LayerGroup& group, const Mapping& mapping
         o.c0 = origins[next].second;
         o.nc = std::min(mm.n, o.c0 + cols) - o.c0;
         o.bytes = tile_bytes(o.r1 - o.r0, o.nc);
-        // A batch holds what the ring may: with less room (resident tensors), fewer tiles.
-        if (!batch.empty() && batch_bytes + o.bytes > ring_budget()) break;
-        o.slice = next_slice();
-        batch_bytes += o.bytes;
-        o.ring_wait = ring_wait(batch_bytes);
-        o.out_buffer = buffer_name();
+        if (!join_ksplit_batch(o, batch_bytes, batch.empty())) break;
         batch.push_back(std::move(o));
       }
       for (std::uint64_t k0 = 0; k0 < mm.k; k0 += kc) {
@@ -183,7 +173,7 @@ void Emitter::emit_matmul_ksplit(const LayerGroup& group, const Mapping& mapping
           const std::uint64_t bias = k0 == 0 ? ceil_div(mm.bias_bytes * o.nc, mm.n) : 0;
           if (b_on_chip) on_chip_writers(mm.b, b_lo, b_hi, b_deps_of[t]);
           if (b_on_chip && bias == 0) continue;
-          std::vector<CommandIndex> b_deps = ksplit_step_waits(o.steps, o.ring_wait);
+          std::vector<CommandIndex> b_deps = ksplit_step_waits(o);
           if (!b.constant && !b_on_chip) reader_deps(mm.b, b_lo, b_hi, b_deps);
           Command load_b = dma(EngineKind::kDmaIn, (b_on_chip ? 0 : o.nc * mm.b_bytes(kn)) + bias);
           b_bufs[t] = buffer_name();
@@ -200,7 +190,7 @@ void Emitter::emit_matmul_ksplit(const LayerGroup& group, const Mapping& mapping
           if (on_chip(mm.a)) {
             on_chip_writers(mm.a, a_lo, a_hi, deps);
           } else {
-            std::vector<CommandIndex> a_deps = ksplit_step_waits(o.steps, o.ring_wait);
+            std::vector<CommandIndex> a_deps = ksplit_step_waits(o);
             reader_deps(mm.a, a_lo, a_hi, a_deps);
             Command load_a = dma(EngineKind::kDmaIn, (o.r1 - o.r0) * kn * ea);
             frees.push_back(buffer_name());

@@ -26,15 +26,10 @@ void Emitter::emit_spatial_ksplit(const LayerGroup& group, const SpatialLayer& s
   const std::uint64_t chunks = ceil_div(s.units, chunk_units);
   const std::uint64_t y_row_bytes = s.ow * s.k * s.out_elem_bytes;
   const std::uint64_t tiles_per_image = ceil_div(s.oh, rows) * ceil_div(s.ow, cols);
-  struct OutTile {
+  struct OutTile : KSplitTile {
     std::uint64_t cu = 0;  // its chunk's channel units
     std::uint64_t img = 0;
     TileWindow v;
-    std::uint32_t slice = 0;
-    std::uint64_t bytes = 0;  // what it holds on its slice until its store
-    CommandIndex ring_wait = kNone;
-    std::string out_buffer;
-    std::vector<CommandIndex> steps;
   };
   const std::uint64_t per_chunk = s.n * tiles_per_image;
   const std::uint64_t total = chunks * per_chunk;
@@ -53,12 +48,7 @@ void Emitter::emit_spatial_ksplit(const LayerGroup& group, const SpatialLayer& s
       o.v = s.window(i % tiles_per_image, rows, cols);
       const std::uint64_t tr = o.v.r1 - o.v.r0, tc = o.v.c1 - o.v.c0;
       o.bytes = s.accumulator_bytes(tr, tc, o.cu) + 2 * s.step_bytes(tr, tc, o.cu, step_c);
-      // A batch holds what the ring may: with less room (resident tensors), fewer tiles.
-      if (!batch.empty() && batch_bytes + o.bytes > ring_budget()) break;
-      o.slice = next_slice();
-      batch_bytes += o.bytes;
-      o.ring_wait = ring_wait(batch_bytes);
-      o.out_buffer = buffer_name();
+      if (!join_ksplit_batch(o, batch_bytes, batch.empty())) break;
       batch.push_back(std::move(o));
     }
     for (std::uint64_t c0 = 0; c0 < s.c; c0 += step_c) {
@@ -67,8 +57,7 @@ void Emitter::emit_spatial_ksplit(const LayerGroup& group, const SpatialLayer& s
       std::vector<std::vector<CommandIndex>> deps_of(batch.size());
       std::vector<std::vector<std::string>> frees_of(batch.size());
       for (std::size_t t = 0; t < batch.size(); ++t) {
-        const std::vector<CommandIndex> waits =
-            ksplit_step_waits(batch[t].steps, batch[t].ring_wait);
+        const std::vector<CommandIndex> waits = ksplit_step_waits(batch[t]);
         Command load = dma(EngineKind::kDmaIn, s.part_weight_bytes(batch[t].cu, kn));
         frees_of[t].push_back(buffer_name());
         load.alloc.push_back({frees_of[t].back(), load.bytes});
@@ -76,7 +65,7 @@ void Emitter::emit_spatial_ksplit(const LayerGroup& group, const SpatialLayer& s
       }
       for (std::size_t t = 0; t < batch.size(); ++t) {
         const OutTile& o = batch[t];
-        const std::vector<CommandIndex> waits = ksplit_step_waits(o.steps, o.ring_wait);
+        const std::vector<CommandIndex> waits = ksplit_step_waits(o);
         std::vector<Piece> pieces = {spatial_input(s, o.img, o.v, kn)};
         if (last_step) {
           pieces = with_residual(g_, group, layouts_, s, pieces, o.img, o.v.r0, o.v.r1, o.v.c0,

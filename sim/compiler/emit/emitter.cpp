@@ -455,15 +455,21 @@ void Emitter::end_whole_memory() {
   chunks_wait_for_ring_ = true;
 }
 
-std::vector<Emitter::CommandIndex> Emitter::ksplit_step_waits(
-    const std::vector<CommandIndex>& steps, CommandIndex ring_wait) const {
-  std::vector<CommandIndex> waits;
-  if (steps.size() >= 2) {
-    waits.push_back(steps[steps.size() - 2]);
-    return waits;
-  }
-  waits = whole_fence_;
-  if (ring_wait != kNone) waits.push_back(ring_wait);
+bool Emitter::join_ksplit_batch(KSplitTile& tile, std::uint64_t& batch_bytes, bool first) {
+  // A batch holds what the ring may: with less room (resident tensors), fewer tiles.
+  if (!first && batch_bytes + tile.bytes > ring_budget()) return false;
+  tile.slice = next_slice();
+  batch_bytes += tile.bytes;
+  tile.ring_wait = ring_wait(batch_bytes);
+  tile.out_buffer = buffer_name();
+  return true;
+}
+
+std::vector<Emitter::CommandIndex> Emitter::ksplit_step_waits(const KSplitTile& tile) const {
+  const std::vector<CommandIndex>& steps = tile.steps;
+  if (steps.size() >= 2) return {steps[steps.size() - 2]};
+  std::vector<CommandIndex> waits = whole_fence_;
+  if (tile.ring_wait != kNone) waits.push_back(tile.ring_wait);
   return waits;
 }
 

@@ -294,10 +294,21 @@ class Emitter {
   // tiles' half.
   void begin_whole_memory(std::uint64_t batch_bytes);
   void end_whole_memory();
+  // What an output tile of a K-split conv or MatMul keeps while its steps are emitted.
+  struct KSplitTile {
+    std::uint32_t slice = 0;
+    std::uint64_t bytes = 0;  // what it holds on its slice until its store
+    CommandIndex ring_wait = kNone;
+    std::string out_buffer;
+    std::vector<CommandIndex> steps;  // its computes so far
+  };
+  // Adds `tile` (its bytes set) to a batch already holding `batch_bytes`, when the ring has room
+  // for the batch with it (a batch's first tile always joins): gives it its slice, its ring wait
+  // (the batch's tiles claim the ring together) and its output buffer. False when full.
+  bool join_ksplit_batch(KSplitTile& tile, std::uint64_t& batch_bytes, bool first);
   // What a K-split tile's next step loads wait for: the step two back, whose compute freed its
   // operands; for its first two steps, the ring's wait for the tile and the fence.
-  std::vector<CommandIndex> ksplit_step_waits(const std::vector<CommandIndex>& steps,
-                                              CommandIndex ring_wait) const;
+  std::vector<CommandIndex> ksplit_step_waits(const KSplitTile& tile) const;
   bool ring_whole_memory_ = false;
   bool chunks_wait_for_ring_ = false;
   std::vector<CommandIndex> whole_fence_;
