@@ -39,6 +39,7 @@
 #include "sim/compiler/passes/layer_views.h"
 #include "sim/compiler/passes/order_dma_queues.h"
 #include "sim/compiler/passes/plan_chains.h"
+#include "sim/compiler/passes/plan_prefetch.h"
 #include "sim/compiler/passes/plan_residency.h"
 #include "sim/compiler/search/cost_search.h"
 #include "sim/compiler/search/search.h"
@@ -62,6 +63,8 @@ constexpr std::uint64_t kRemapGainPct = 2;
 // kept, while each is faster: on the zoo and shared ONNX models a second round won 7 times of 46,
 // a third never.
 constexpr int kQueueOrderRounds = 2;
+// Weight prefetch plans tried: each that does not fit is planned again without its group.
+constexpr int kPrefetchAttempts = 4;
 
 bool within_limits(const GroupSize& size) {
   return size.commands <= kMaxCommands && size.bytes <= kMaxScheduleBytes;
@@ -651,6 +654,151 @@ class DeviceCompiler {
     return line;
   }
 
+  // What plan_prefetch needs of each group of `f`, from `t`, its schedule's estimate.
+  std::vector<PrefetchSlot> prefetch_slots(const Final& f, const profiler::Timeline& t) const {
+    using profiler::Cycles;
+    const Schedule& sched = f.e.schedule;
+    std::vector<PrefetchSlot> slots(groups_.size());
+    for (const Chain& c : f.chains) {
+      for (std::size_t j = 0; j < c.mappings.size(); ++j) slots[c.first + j].in_chain = true;
+    }
+    for (std::size_t i = 0; i < f.m.mappings.size(); ++i) {
+      const Mapping& m = f.m.mappings[i];
+      // Tiles that may take the whole memory take the chunks' half too: nothing is held across.
+      if (m.k_step > 0 || m.kind == MappingKind::kMatMulKSplit) slots[i].in_chain = true;
+      const GroupKind kind = group_kind(graph_, groups_[i]);
+      if (slots[i].in_chain || kind == GroupKind::kView || kind == GroupKind::kHost) continue;
+      slots[i].position = m.kind != MappingKind::kNone;
+      if (m.kind == MappingKind::kSpatial) {
+        slots[i].load_bytes =
+            first_block_weight_loads(describe_spatial(graph_, groups_[i], budgets_), m);
+      }
+    }
+    // Each group's program (groups that emit nothing have none), and its DMA_IN window: from its
+    // first DMA_IN's start to the next program's (the queue runs in emission order).
+    std::vector<std::optional<std::size_t>> program_of(groups_.size());
+    for (std::size_t g = 0, p = 0; g < groups_.size() && p < sched.programs.size(); ++g) {
+      if (sched.programs[p].name == groups_[g].name) program_of[g] = p++;
+    }
+    const std::size_t programs = sched.programs.size();
+    std::vector<Cycles> first_in(programs, ~Cycles{0});
+    std::vector<Cycles> busy(programs, 0);
+    std::uint64_t in_bytes = 0;
+    Cycles in_cycles = 0;
+    for (std::size_t c = 0; c < sched.commands.size(); ++c) {
+      const Command& cmd = sched.commands[c];
+      if (cmd.engine != EngineKind::kDmaIn) continue;
+      const Cycles d = t.commands[c].end - t.commands[c].start;
+      first_in[cmd.program] = std::min(first_in[cmd.program], t.commands[c].start);
+      busy[cmd.program] += d;
+      in_bytes += cmd.bytes;
+      in_cycles += d;
+    }
+    if (in_cycles == 0) return slots;
+    // Local memory in use while each program's commands allocate and free, as estimated: what a
+    // load held across it would be added to.
+    std::vector<std::uint64_t> peak(programs, 0);
+    std::uint64_t in_use = 0;
+    for (const profiler::LramChange& c : profiler::lram_changes(make_workload(sched, config_), t)) {
+      const Command& cmd = sched.commands[c.command];
+      if (c.is_alloc) {
+        in_use += cmd.lram_alloc_bytes;
+      } else {
+        in_use -= std::min(in_use, cmd.lram_free_bytes);
+      }
+      peak[cmd.program] = std::max(peak[cmd.program], in_use);
+    }
+    const std::uint64_t channels = std::max<std::uint64_t>(config_.dma.in_channels, 1);
+    for (std::size_t g = 0; g < groups_.size(); ++g) {
+      if (!program_of[g] || first_in[*program_of[g]] == ~Cycles{0}) continue;
+      const std::size_t p = *program_of[g];
+      slots[g].need_bytes = peak[p];
+      Cycles next = t.total_cycles();
+      for (std::size_t q = p + 1; q < programs; ++q) {
+        if (first_in[q] != ~Cycles{0}) {
+          next = std::max(first_in[q], first_in[p]);
+          break;
+        }
+      }
+      const Cycles capacity = (next - first_in[p]) * channels;
+      const Cycles idle = capacity > busy[p] ? capacity - busy[p] : 0;
+      // Nine tenths busy: what it loads sets its pace.
+      slots[g].dma_bound = busy[p] * 10 >= capacity * 9;
+      slots[g].idle_bytes = static_cast<std::uint64_t>(static_cast<long double>(idle) *
+                                                       static_cast<long double>(in_bytes) /
+                                                       static_cast<long double>(in_cycles));
+    }
+    return slots;
+  }
+
+  // The chosen schedule with the weight loads of its DMA-bound groups prefetched into earlier
+  // idle DMA_IN time (passes/plan_prefetch.h), kept when it estimates faster and its local
+  // memory stays within the config's. Returns the explain line.
+  std::string prefetch_weights(Final& f) const {
+    if (!options_.prefetch || !f.e.cycles || config_.ideal_memory) return "";
+    std::optional<profiler::Timeline> base;
+    try {
+      base = estimate(f.e.schedule, config_);
+    } catch (const std::exception&) {
+      return "";
+    }
+    std::vector<PrefetchSlot> slots = prefetch_slots(f, *base);
+    const std::vector<Residency> residency =
+        f.e.residency.empty() ? std::vector<Residency>(f.m.mappings.size()) : f.e.residency;
+    // The slots' needs are the estimate's, not the emitter's plan: a group that cannot hold
+    // what the plan asks is planned again with nothing held across it.
+    std::vector<Prefetch> plan;
+    std::string line;
+    std::optional<Schedule> with;
+    std::size_t unfit = 0;
+    for (int attempt = 0; attempt < kPrefetchAttempts && !with; ++attempt) {
+      plan = plan_prefetch(slots, config_.lram_bytes, config_.lram_bytes / 2);
+      if (plan.empty()) break;
+      std::uint64_t bytes = 0;
+      for (const Prefetch& p : plan) bytes += p.bytes;
+      line = "prefetch\t" + std::to_string(plan.size()) + " weight load(s), " +
+             std::to_string(bytes) + " bytes";
+      try {
+        with = emit_all(f.m, residency, f.chains.empty() ? nullptr : &f.chains,
+                        f.e.plan.stores_carry_frees, nullptr, &plan);
+      } catch (const Emitter::PrefetchDoesNotFit& e) {
+        const auto g = std::find_if(groups_.begin(), groups_.end(),
+                                    [&](const LayerGroup& x) { return x.name == e.group; });
+        if (g == groups_.end()) throw std::logic_error(std::string("prefetch: ") + e.what());
+        slots[static_cast<std::size_t>(g - groups_.begin())].need_bytes = config_.lram_bytes;
+        ++unfit;
+      } catch (const InputError&) {  // past the command limit: keep `f`
+        return "";
+      }
+    }
+    if (!with) {
+      return unfit == 0 ? "" : "prefetch\tnone fits (" + std::to_string(unfit) + " plan(s) tried)";
+    }
+    if (unfit > 0) line += " (after " + std::to_string(unfit) + " plan(s) that did not fit)";
+    line += ": ";
+    Diagnostics diag(with->file);
+    finalize_schedule(*with, config_, diag);
+    std::optional<profiler::Timeline> t;
+    if (diag.empty()) {
+      try {
+        t = estimate(*with, config_);
+      } catch (const std::exception&) {
+      }
+    }
+    if (!t) return line + "does not check; kept: none";
+    const bool overflow =
+        profiler::lram_occupancy(make_workload(*with, config_), *t).overflow.has_value();
+    const bool keep = !overflow && t->total_cycles() < *f.e.cycles;
+    line += std::to_string(t->total_cycles()) +
+            " cycles estimated (without: " + std::to_string(*f.e.cycles) + ")" +
+            (overflow ? ", over the local memory" : "") + "; kept: " + (keep ? "prefetch" : "none");
+    if (keep) {
+      f.e.schedule = std::move(*with);
+      f.e.cycles = t->total_cycles();
+    }
+    return line;
+  }
+
   // The chosen schedule with its DMA queues in the order their transfers become ready
   // (passes/order_dma_queues), again from each new estimate while that is faster; kept when it
   // estimates faster and its local memory stays within the config's, as the emitter's was.
@@ -1055,12 +1203,17 @@ class DeviceCompiler {
   // Every group emitted as `m` maps it, its outputs resident as `residency` says, and the groups
   // of `chains` (if given) depth first.
   // `would_carry`, when given, receives Emitter::frees_stores_would_carry.
+  // `prefetch`, when given, is a weight prefetch plan (passes/plan_prefetch.h).
   Schedule emit_all(Mapped& m, const std::vector<Residency>& residency,
                     const std::vector<Chain>* chains = nullptr, bool stores_carry_frees = false,
-                    std::size_t* would_carry = nullptr) const {
+                    std::size_t* would_carry = nullptr,
+                    const std::vector<Prefetch>* prefetch = nullptr) const {
     Emitter emitter(graph_, config_, layouts_);
     emitter.drop_unread_stores(true);
     emitter.stores_carry_frees(stores_carry_frees);
+    for (const Prefetch& p : prefetch != nullptr ? *prefetch : std::vector<Prefetch>{}) {
+      emitter.prefetch(groups_[p.at], groups_[p.target], p.load, p.bytes);
+    }
     emitter.reserve(m.total.commands);  // an upper bound: residency only drops loads and stores
     std::size_t next_chain = 0;
     for (std::size_t i = 0; i < groups_.size(); ++i) {
@@ -1166,10 +1319,11 @@ Schedule compile_one_device(const Graph& graph, const HwConfig& config,
     Final& f = finals[kept];
     remap_line = remap_lines[kept];
     std::string carriers_line = compiler.carry_frees_on_stores(f);
+    std::string prefetch_line = compiler.prefetch_weights(f);
     std::string queues_line = compiler.order_queues(f);
     compiler.give_reasons(f.m, residency_line);
     for (const std::string* line :
-         {&ksplit_line, &chains_line, &remap_line, &carriers_line, &queues_line}) {
+         {&ksplit_line, &chains_line, &remap_line, &carriers_line, &prefetch_line, &queues_line}) {
       if (options.explain != nullptr && !line->empty()) options.explain->push_back(*line);
     }
     return std::move(f.e.schedule);

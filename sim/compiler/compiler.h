@@ -48,6 +48,9 @@ struct CompileOptions {
   // Chains of convolutions may be computed depth first (docs/compiler.md, "Chains of
   // convolutions") when the estimate says it pays; false: every group runs whole, in turn.
   bool chains = true;
+  // Weight loads of DMA-bound groups may be brought in early, while the DMA_IN channels idle
+  // (docs/compiler.md, "Weight prefetch"), when the estimate says it pays; false: never.
+  bool prefetch = true;
 };
 Schedule compile_schedule(const Graph& graph, const HwConfig& config,
                           const CompileOptions& options);

@@ -67,6 +67,10 @@ class StepClock {
 // leave it in local memory, as emit_group's do); returns whether it is.
 bool Emitter::begin_chain_output(const std::vector<const LayerGroup*>& members,
                                  const std::vector<Residency>& residency) {
+  // A chain's steps reserve their room apart from the ring: nothing prefetched may be held.
+  if (prefetched_bytes_ > 0 || prefetch_at_.count(members.front()) > 0) {
+    throw PrefetchDoesNotFit(members.front()->name, "a chain with prefetched bytes held");
+  }
   if (kept_ || keeping_) {
     throw std::logic_error("emit_chain: '" + members.front()->name +
                            "' cannot read or keep an output kept on chip");

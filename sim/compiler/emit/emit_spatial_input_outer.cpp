@@ -72,13 +72,25 @@ void Emitter::emit_spatial_input_outer(const LayerGroup& group, const SpatialLay
             // its residual share, and, split, its partial sums.
             p.bytes = s.part_weight_bytes(cu, p.in_c) + s.output_bytes(tr, tc, cu) +
                       s.residual_bytes(tr, tc, cu) + (split ? s.partial_bytes(tr, tc, cu) : 0);
+            // Prefetched weights are on chip already, in the chunks' half until this part's
+            // ring entry frees them (settle_prefetch): not in its ring bytes.
+            std::optional<Prefetched> pre = take_prefetched(group, s.part_weight_bytes(cu, p.in_c));
+            if (pre) {
+              p.prefetched = pre->bytes;
+              p.bytes -= pre->bytes;
+            }
             wave_bytes += p.bytes;
             const CommandIndex wait = ring_wait(wave_bytes);
             if (wait != kNone) p.waits.push_back(wait);
-            Command load = dma(EngineKind::kDmaIn, s.part_weight_bytes(cu, p.in_c));
-            p.weights_buffer = buffer_name();
-            load.alloc.push_back({p.weights_buffer, load.bytes});
-            p.load = emit(std::move(load), "DI", di_, group, p.waits);
+            if (pre) {
+              p.weights_buffer = std::move(pre->buffer);
+              p.load = pre->load;
+            } else {
+              Command load = dma(EngineKind::kDmaIn, s.part_weight_bytes(cu, p.in_c));
+              p.weights_buffer = buffer_name();
+              load.alloc.push_back({p.weights_buffer, load.bytes});
+              p.load = emit(std::move(load), "DI", di_, group, p.waits);
+            }
             parts.push_back(std::move(p));
           }
         }
@@ -122,6 +134,7 @@ void Emitter::emit_spatial_input_outer(const LayerGroup& group, const SpatialLay
               group, {computes.back()}, out_buffer, out_bytes, (img * s.oh + v.r0) * y_row_bytes,
               (img * s.oh + v.r1) * y_row_bytes, frees_block ? &computes : nullptr);
           push_ring(store, p.bytes);
+          if (p.prefetched > 0) settle_prefetch(store, p.prefetched);
         }
       }
       // The kept output is freed with the block, by its last store.
@@ -197,7 +210,9 @@ void Emitter::emit_split_tile(const LayerGroup& group, const SpatialLayer& s,
     for (std::uint64_t i = i0; i < i1; ++i) store_of_piece[i] = store;
   }
   for (std::size_t j = 0; j < parts.size(); ++j) {
-    push_ring(j < pieces ? store_of_piece[j] : store_of_piece.back(), parts[j]->bytes);
+    const CommandIndex entry = j < pieces ? store_of_piece[j] : store_of_piece.back();
+    push_ring(entry, parts[j]->bytes);
+    if (parts[j]->prefetched > 0) settle_prefetch(entry, parts[j]->prefetched);
   }
 }
 

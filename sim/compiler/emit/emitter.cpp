@@ -76,6 +76,8 @@ void Emitter::emit_group(const LayerGroup& group, const Mapping& mapping, bool k
   program_ = static_cast<std::uint32_t>(sched_.programs.size() - 1);
   const std::size_t first_command = sched_.commands.size();
   group_first_ = first_command;
+  group_loads_ = 0;
+  emit_prefetches(group);
   begin_slices(mapping);
   if (keep_output || residency.output) {
     keeping_ = OnChip{group.output,
@@ -137,6 +139,10 @@ TensorInfo describe_tensor(const Tensor& tensor) {
 }
 
 Schedule Emitter::finish() {
+  if (!prefetched_.empty()) {
+    throw std::logic_error("prefetch: load " + std::to_string(prefetched_.begin()->first.second) +
+                           " of '" + prefetched_.begin()->first.first->name + "' never read");
+  }
   sched_.file = g_.source_file;
   sched_.model.name = g_.name;
   sched_.model.batch = g_.batch;
@@ -317,6 +323,9 @@ Emitter::CommandIndex Emitter::load_weights(std::uint64_t bytes, const LayerGrou
     const CommandIndex wait = ring_within_budget();
     if (wait != kNone) after.push_back(wait);
   }
+  // Prefetched weights share the chunks' half: counted in bytes, a chunk may wait for more.
+  for (const CommandIndex w : half_waits(bytes, group.name)) after.push_back(w);
+  weights_bytes_ = bytes;
   // One piece per DMA_IN channel at most, so that all channels bring the chunk in at once.
   const std::uint64_t piece_bytes = shared_pieces(bytes, cfg_).piece_bytes;
   weights_buffers_.clear();
@@ -387,6 +396,64 @@ std::vector<Emitter::CommandIndex> Emitter::last_per_queue_between(std::size_t f
   return last_per_queue(computes);
 }
 
+void Emitter::emit_prefetches(const LayerGroup& at) {
+  const auto it = prefetch_at_.find(&at);
+  if (it == prefetch_at_.end()) return;
+  for (const PrefetchOrder& o : it->second) {
+    // Its room is in the chunks' half, after what is live there.
+    std::vector<CommandIndex> deps = half_waits(o.bytes, at.name);
+    prefetched_bytes_ += o.bytes;
+    Command load = dma(EngineKind::kDmaIn, o.bytes);
+    Prefetched p;
+    p.buffer = buffer_name();
+    p.bytes = o.bytes;
+    load.alloc.push_back({p.buffer, load.bytes});
+    // Named after the layer whose weights it loads, in the program that issues it.
+    p.load = emit(std::move(load), "DI", di_, *o.target, std::move(deps));
+    if (!prefetched_.emplace(std::make_pair(o.target, o.load), std::move(p)).second) {
+      throw std::logic_error("prefetch: load " + std::to_string(o.load) + " of '" + o.target->name +
+                             "' prefetched twice");
+    }
+  }
+}
+
+std::optional<Emitter::Prefetched> Emitter::take_prefetched(const LayerGroup& group,
+                                                            std::uint64_t bytes) {
+  const std::size_t load = group_loads_++;
+  const auto it = prefetched_.find({&group, load});
+  if (it == prefetched_.end()) return std::nullopt;
+  if (it->second.bytes != bytes) {
+    throw std::logic_error("prefetch: load " + std::to_string(load) + " of '" + group.name +
+                           "' takes " + std::to_string(bytes) + " bytes, " +
+                           std::to_string(it->second.bytes) + " were prefetched");
+  }
+  Prefetched p = std::move(it->second);
+  prefetched_.erase(it);
+  return p;
+}
+
+std::vector<Emitter::CommandIndex> Emitter::half_waits(std::uint64_t bytes,
+                                                       const std::string& group) const {
+  if (!prefetching()) return {};
+  const std::uint64_t half = cfg_.lram_bytes / 2;
+  std::uint64_t live = bytes + prefetched_bytes_;
+  if (live > half) {
+    throw PrefetchDoesNotFit(group, "a load of " + std::to_string(bytes) + " bytes with " +
+                                        std::to_string(prefetched_bytes_) +
+                                        " prefetched bytes held");
+  }
+  for (std::size_t i = half_.size(); i > 0; --i) {
+    live += half_[i - 1].bytes;
+    if (live > half) return {half_[i - 1].free};
+  }
+  return {};
+}
+
+void Emitter::settle_prefetch(CommandIndex entry, std::uint64_t bytes) {
+  prefetched_bytes_ -= bytes;
+  half_.push_back({entry, bytes});
+}
+
 // The carrier waits for every writer (a free must depend on its allocator) and for the last
 // command of each slice unit since the tensor was written, which every reader precedes on its
 // in-order queue; from the carrier on the ring counts the bytes as its.
@@ -443,8 +510,14 @@ Emitter::CommandIndex Emitter::ring_within_budget() const {
 void Emitter::begin_whole_memory(std::uint64_t batch_bytes) {
   whole_fence_.clear();
   if (batch_bytes <= ring_budget()) return;
+  if (prefetched_bytes_ > 0) {
+    throw PrefetchDoesNotFit(sched_.programs[program_].name,
+                             "tiles that take the whole memory with prefetched bytes held");
+  }
   const std::size_t keep = std::min<std::size_t>(weight_frees_.size(), live_shared_live_);
   whole_fence_.assign(weight_frees_.end() - static_cast<std::ptrdiff_t>(keep), weight_frees_.end());
+  // The newest entry of the chunks' half: the prefetched loads read before it are freed too.
+  if (!half_.empty()) whole_fence_.push_back(half_.back().free);
   ring_whole_memory_ = true;
 }
 
@@ -565,6 +638,7 @@ Emitter::CommandIndex Emitter::store_tile(const LayerGroup& group, std::vector<C
       std::vector<std::string>& free = sched_.commands[last].free;
       free.insert(free.end(), weights_buffers_.begin(), weights_buffers_.end());
       weight_frees_.push_back(last);
+      if (prefetching() && !weights_buffers_.empty()) half_.push_back({last, weights_bytes_});
     }
     if (other_readers != nullptr || stores_carry_frees_) {
       left_out_store_ = LeftOutStore{last, out_bytes};
@@ -584,7 +658,10 @@ Emitter::CommandIndex Emitter::store_tile(const LayerGroup& group, std::vector<C
   }
   const CommandIndex store = emit(std::move(o), "DO", do_, group, std::move(store_deps));
   release_output(store, group, out_buffer, writers);
-  if (other_readers != nullptr) weight_frees_.push_back(store);
+  if (other_readers != nullptr) {
+    weight_frees_.push_back(store);
+    if (prefetching() && !weights_buffers_.empty()) half_.push_back({store, weights_bytes_});
+  }
   writers_.add(group.output, out_lo, out_hi, store);
   return store;
 }

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -91,6 +92,24 @@ class Emitter {
   // Off: the frees the stores would have carried on, that the computes carry instead. None, and
   // the model emitted with stores_carry_frees on would be the same schedule.
   std::size_t frees_stores_would_carry() const { return frees_stores_would_carry_; }
+
+  // Weight prefetch (docs/compiler.md, "Weight prefetch"; passes/plan_prefetch.h): at the start
+  // of group `at`, load `bytes` for load number `load` of group `target` (an input-outer conv's
+  // weight loads, in its order), held in the chunks' half of local memory until that load's tile
+  // frees it. Register before emitting `at`; `target` must load exactly `bytes` there. With any
+  // prefetch registered, the chunks' half is counted in bytes too (half_waits).
+  void prefetch(const LayerGroup& at, const LayerGroup& target, std::size_t load,
+                std::uint64_t bytes) {
+    prefetch_at_[&at].push_back({&target, load, bytes});
+  }
+  // Thrown while emitting when a load can never fit the chunks' half beside the prefetched bytes
+  // held, or a chain or a K-split group that takes the whole memory meets them (the plan
+  // misjudged): the driver plans again without holding across that group.
+  struct PrefetchDoesNotFit : std::runtime_error {
+    PrefetchDoesNotFit(std::string group_name, const std::string& what)
+        : std::runtime_error("'" + group_name + "': " + what), group(std::move(group_name)) {}
+    std::string group;  // the group that did not fit
+  };
 
   // The schedule emitted so far, with its model and target filled in. Call once.
   Schedule finish();
@@ -225,6 +244,7 @@ class Emitter {
     std::vector<CommandIndex> waits;  // the store that makes room for it, if any
     CommandIndex load = 0;            // its weights' DMA_IN
     std::string weights_buffer;
+    std::uint64_t prefetched = 0;  // its weights' bytes when prefetched (not in `bytes`)
   };
   // emit_spatial_input_outer.cpp
   void emit_spatial_input_outer(const LayerGroup& group, const SpatialLayer& s,
@@ -360,6 +380,42 @@ class Emitter {
   std::uint32_t shared_live_ = 2, live_shared_live_ = 2;
   std::vector<CommandIndex> shared_fence_;
   std::uint32_t shared_fence_left_ = 0;
+  // Weight prefetch: what to load at a group's start, and what is loaded for a later group's
+  // load number, held in resident_bytes_ (prefetched_bytes_ of it) until that load is reached.
+  struct PrefetchOrder {
+    const LayerGroup* target = nullptr;
+    std::size_t load = 0;
+    std::uint64_t bytes = 0;
+  };
+  struct Prefetched {
+    CommandIndex load = 0;
+    std::string buffer;
+    std::uint64_t bytes = 0;
+  };
+  std::map<const LayerGroup*, std::vector<PrefetchOrder>> prefetch_at_;
+  std::map<std::pair<const LayerGroup*, std::size_t>, Prefetched> prefetched_;
+  std::uint64_t prefetched_bytes_ = 0;  // loaded and not yet read (settle_prefetch)
+  std::size_t group_loads_ = 0;         // the current group's prefetchable loads so far
+  bool prefetching() const { return !prefetch_at_.empty(); }
+  // Loads group `at`'s registered prefetches (emit_group, at its start).
+  void emit_prefetches(const LayerGroup& at);
+  // The current group's next prefetchable load, of `bytes`: the prefetch made for it, if any.
+  // It stays in prefetched_bytes_ until the reading tile's ring entry is known (settle_prefetch).
+  std::optional<Prefetched> take_prefetched(const LayerGroup& group, std::uint64_t bytes);
+  // The chunks' half in bytes while prefetching: every chunk, and every prefetched load once
+  // read, with the command whose end frees it, in order of those commands (which end in order,
+  // as the ring's stores do).
+  struct HalfEntry {
+    CommandIndex free = 0;
+    std::uint64_t bytes = 0;
+  };
+  std::vector<HalfEntry> half_;
+  std::uint64_t weights_bytes_ = 0;  // the chunk most recently loaded (load_weights)
+  // What a load of `bytes` into the chunks' half waits for, so that it fits there with the
+  // entries after it and the prefetched bytes not yet read; none when not prefetching.
+  std::vector<CommandIndex> half_waits(std::uint64_t bytes, const std::string& group) const;
+  // A prefetched load of `bytes` read by a tile whose ring entry is `entry`, which frees it.
+  void settle_prefetch(CommandIndex entry, std::uint64_t bytes);
 };
 
 }  // namespace npusim

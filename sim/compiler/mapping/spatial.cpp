@@ -560,4 +560,20 @@ GroupWork spatial_work(const SpatialLayer& s, const Mapping& m, std::uint32_t sl
   return w;
 }
 
+std::vector<std::uint64_t> first_block_weight_loads(const SpatialLayer& s, const Mapping& m) {
+  std::vector<std::uint64_t> loads;
+  if (m.kind != MappingKind::kSpatial || m.order != LoopOrder::kInputOuter || m.k_step > 0 ||
+      s.weight_bytes_per_unit == 0 || m.tile_channel_units == 0) {
+    return loads;
+  }
+  const std::uint64_t part_c = m.k_parts > 1 ? s.part_channels(m.k_parts) : s.c;
+  for (std::uint64_t u0 = 0; u0 < s.units; u0 += m.tile_channel_units) {
+    const std::uint64_t cu = std::min(s.units, u0 + m.tile_channel_units) - u0;
+    for (std::uint64_t c0 = 0; c0 < s.c; c0 += part_c) {
+      loads.push_back(s.part_weight_bytes(cu, std::min(s.c, c0 + part_c) - c0));
+    }
+  }
+  return loads;
+}
+
 }  // namespace npusim

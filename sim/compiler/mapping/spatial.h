@@ -144,6 +144,12 @@ struct SpatialLayer {
 // channel.
 SpatialLayer describe_spatial(const Graph& graph, const LayerGroup& group, const Budgets& budgets);
 
+// The weight loads of an input-outer mapping's first input block, in the order
+// emit_spatial_input_outer issues them: per chunk of output channels, one load, or one per part
+// of its input channels when the reduction is split over slices (Mapping::k_parts). Empty for
+// other mappings and for layers without weights. (Weight prefetch plans on them.)
+std::vector<std::uint64_t> first_block_weight_loads(const SpatialLayer& s, const Mapping& m);
+
 // Dims: output rows, output columns, channel units per chunk (shrunk in that order: a smaller row
 // tile only re-reads the halo rows, a channel chunk the whole input).
 MapSpace spatial_map_space(const GroupContext& ctx);

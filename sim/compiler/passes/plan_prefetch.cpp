@@ -1,0 +1,50 @@
+#include "sim/compiler/passes/plan_prefetch.h"
+
+#include <algorithm>
+#include <tuple>
+
+namespace npusim {
+
+std::vector<Prefetch> plan_prefetch(const std::vector<PrefetchSlot>& slots,
+                                    std::uint64_t lram_bytes, std::uint64_t held_cap_bytes) {
+  // Room for one more load held at group g.
+  auto fits = [&](std::size_t g, const std::vector<std::uint64_t>& held, std::uint64_t bytes) {
+    return slots[g].need_bytes + held[g] + bytes <= lram_bytes && held[g] + bytes <= held_cap_bytes;
+  };
+  std::vector<Prefetch> plan;
+  std::vector<std::uint64_t> idle(slots.size()), held(slots.size(), 0);
+  for (std::size_t i = 0; i < slots.size(); ++i) idle[i] = slots[i].idle_bytes;
+  for (std::size_t b = 0; b < slots.size(); ++b) {
+    const PrefetchSlot& target = slots[b];
+    if (!target.dma_bound || target.in_chain) continue;
+    for (std::size_t k = 0; k < target.load_bytes.size(); ++k) {
+      const std::uint64_t bytes = target.load_bytes[k];
+      // Walk back from the target while every group passed still fits with the load held.
+      std::size_t at = b;
+      bool placed = false;
+      std::uint64_t fits_through = b;  // groups [fits_through, b] fit with it
+      if (!fits(b, held, bytes)) break;
+      while (at > 0) {
+        const std::size_t a = at - 1;
+        if (slots[a].in_chain) break;
+        if (!fits(a, held, bytes)) break;
+        fits_through = a;
+        at = a;
+        if (slots[a].position && !slots[a].dma_bound && idle[a] >= bytes) {
+          placed = true;
+          break;
+        }
+      }
+      if (!placed) break;  // its later loads are not prefetched either: a group's are a prefix
+      idle[at] -= bytes;
+      for (std::size_t g = fits_through; g <= b; ++g) held[g] += bytes;
+      plan.push_back({at, b, k, bytes});
+    }
+  }
+  std::sort(plan.begin(), plan.end(), [](const Prefetch& x, const Prefetch& y) {
+    return std::tie(x.at, x.target, x.load) < std::tie(y.at, y.target, y.load);
+  });
+  return plan;
+}
+
+}  // namespace npusim
