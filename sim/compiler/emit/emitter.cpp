@@ -77,7 +77,7 @@ void Emitter::emit_group(const LayerGroup& group, const Mapping& mapping, bool k
   const std::size_t first_command = sched_.commands.size();
   group_first_ = first_command;
   group_loads_ = 0;
-  emit_prefetches(group);
+  if (!prefetch_after_group_) emit_prefetches(group);
   begin_slices(mapping);
   if (keep_output || residency.output) {
     keeping_ = OnChip{group.output,
@@ -120,6 +120,7 @@ void Emitter::emit_group(const LayerGroup& group, const Mapping& mapping, bool k
       throw std::logic_error("emit_group: '" + group.name + "' read no resident tensor");
     release_resident(t, static_cast<CommandIndex>(sched_.commands.size() - 1));
   }
+  if (prefetch_after_group_) emit_prefetches(group);
   if (sched_.commands.size() == first_command) sched_.programs.pop_back();
   track_other_outputs(group);
 }

@@ -93,15 +93,18 @@ class Emitter {
   // the model emitted with stores_carry_frees on would be the same schedule.
   std::size_t frees_stores_would_carry() const { return frees_stores_would_carry_; }
 
-  // Weight prefetch (docs/compiler.md, "Weight prefetch"; passes/plan_prefetch.h): at the start
-  // of group `at`, load `bytes` for load number `load` of group `target` (an input-outer conv's
-  // weight loads, in its order), held in the chunks' half of local memory until that load's tile
-  // frees it. Register before emitting `at`; `target` must load exactly `bytes` there. With any
+  // Weight prefetch (docs/compiler.md, "Weight prefetch"; passes/plan_prefetch.h): with group
+  // `at`, load `bytes` for load number `load` of group `target` (an input-outer conv's weight
+  // loads, in its order), held in the chunks' half of local memory until that load's tile frees
+  // it. Register before emitting `at`; `target` must load exactly `bytes` there. With any
   // prefetch registered, the chunks' half is counted in bytes too (half_waits).
   void prefetch(const LayerGroup& at, const LayerGroup& target, std::size_t load,
                 std::uint64_t bytes) {
     prefetch_at_[&at].push_back({&target, load, bytes});
   }
+  // Where in `at` the prefetches go: first (false, the default), or after its own commands, so
+  // that they do not hold its loads on the in-order DMA_IN queue. Neither wins everywhere.
+  void prefetch_after_group(bool on) { prefetch_after_group_ = on; }
   // Thrown while emitting when a load can never fit the chunks' half beside the prefetched bytes
   // held, or a chain or a K-split group that takes the whole memory meets them (the plan
   // misjudged): the driver plans again without holding across that group.
@@ -380,8 +383,8 @@ class Emitter {
   std::uint32_t shared_live_ = 2, live_shared_live_ = 2;
   std::vector<CommandIndex> shared_fence_;
   std::uint32_t shared_fence_left_ = 0;
-  // Weight prefetch: what to load at a group's start, and what is loaded for a later group's
-  // load number, held in resident_bytes_ (prefetched_bytes_ of it) until that load is reached.
+  // Weight prefetch: what to load with a group, and what is loaded for a later group's load
+  // number, until that load is reached.
   struct PrefetchOrder {
     const LayerGroup* target = nullptr;
     std::size_t load = 0;
@@ -396,8 +399,9 @@ class Emitter {
   std::map<std::pair<const LayerGroup*, std::size_t>, Prefetched> prefetched_;
   std::uint64_t prefetched_bytes_ = 0;  // loaded and not yet read (settle_prefetch)
   std::size_t group_loads_ = 0;         // the current group's prefetchable loads so far
+  bool prefetch_after_group_ = false;
   bool prefetching() const { return !prefetch_at_.empty(); }
-  // Loads group `at`'s registered prefetches (emit_group, at its start).
+  // Loads group `at`'s registered prefetches (emit_group, at its start or end).
   void emit_prefetches(const LayerGroup& at);
   // The current group's next prefetchable load, of `bytes`: the prefetch made for it, if any.
   // It stays in prefetched_bytes_ until the reading tile's ring entry is known (settle_prefetch).
