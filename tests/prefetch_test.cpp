@@ -1,7 +1,6 @@
 // Weight prefetch (docs/compiler.md, "Weight prefetch"): the planner's greedy choice on slots
-// given by hand, the emitter's loads, dependencies and chunks'-half waits on a small graph with
-// the bytes derived in the comments, and the properties on a zoo model (bytes moved, MACs and
-// local memory as without prefetch).
+// given by hand, and the emitter's loads, dependencies and chunks'-half waits on a small graph
+// with the bytes derived in the comments. On real models: tests/prefetch_model_test.cpp.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -244,33 +243,6 @@ TEST(Prefetch, AnEighthLoadCannotBeHeldWithConv2sChunk) {
   } catch (const Emitter::PrefetchDoesNotFit& e) {
     EXPECT_EQ(e.group, "conv2");
   }
-}
-
-TEST(Prefetch, OnAZooModelItMovesNoMoreBytesAndKeepsTheWorkAndTheMemory) {
-  // ResNet-50 on `default`: the estimate keeps a prefetch plan (the explain line says so).
-  const Graph g = load_graph_json(std::string(NPUSIM_SOURCE_DIR) + "/models/zoo/resnet50.json");
-  const HwConfig config = load_hw_config("default");
-  std::vector<std::string> explain;
-  CompileOptions with;
-  with.explain = &explain;
-  CompileOptions without;
-  without.prefetch = false;
-  Schedule s = compile_schedule(g, config, with);
-  Schedule plain = compile_schedule(g, config, without);
-  const auto line = std::find_if(explain.begin(), explain.end(), [](const std::string& l) {
-    return l.rfind("prefetch\t", 0) == 0;
-  });
-  ASSERT_NE(line, explain.end());
-  EXPECT_EQ(line->find("kept: none"), std::string::npos) << *line;
-  // A prefetch moves a load; it never adds or drops bytes.
-  EXPECT_EQ(dma_in_bytes(s), dma_in_bytes(plain));
-  std::uint64_t macs = 0, plain_macs = 0;
-  for (const Command& c : s.commands) macs += c.macs + c.vector_macs;
-  for (const Command& c : plain.commands) plain_macs += c.macs + c.vector_macs;
-  EXPECT_EQ(macs, plain_macs);
-  const profiler::Timeline t = estimate(s, config);
-  EXPECT_LT(t.total_cycles(), estimate(plain, config).total_cycles());
-  EXPECT_FALSE(profiler::lram_occupancy(make_workload(s, config), t).overflow);
 }
 
 }  // namespace npusim

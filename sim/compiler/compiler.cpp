@@ -65,6 +65,8 @@ constexpr std::uint64_t kRemapGainPct = 2;
 constexpr int kQueueOrderRounds = 2;
 // Weight prefetch plans tried: each that does not fit is planned again without its group.
 constexpr int kPrefetchAttempts = 4;
+// A prefetch plan is tried only if moving all its bytes could save 1/200 of the model's cycles.
+constexpr long double kPrefetchMinGain = 200;
 
 bool within_limits(const GroupSize& size) {
   return size.commands <= kMaxCommands && size.bytes <= kMaxScheduleBytes;
@@ -655,7 +657,9 @@ class DeviceCompiler {
   }
 
   // What plan_prefetch needs of each group of `f`, from `t`, its schedule's estimate.
-  std::vector<PrefetchSlot> prefetch_slots(const Final& f, const profiler::Timeline& t) const {
+  // `in_rate` gets the DMA_IN channels' average bytes per busy cycle, each (0: no DMA_IN).
+  std::vector<PrefetchSlot> prefetch_slots(const Final& f, const profiler::Timeline& t,
+                                           long double& in_rate) const {
     using profiler::Cycles;
     const Schedule& sched = f.e.schedule;
     std::vector<PrefetchSlot> slots(groups_.size());
@@ -694,6 +698,9 @@ class DeviceCompiler {
       in_bytes += cmd.bytes;
       in_cycles += d;
     }
+    in_rate = in_cycles == 0
+                  ? 0.0L
+                  : static_cast<long double>(in_bytes) / static_cast<long double>(in_cycles);
     if (in_cycles == 0) return slots;
     // Local memory in use while each program's commands allocate and free, as estimated: what a
     // load held across it would be added to.
@@ -724,9 +731,7 @@ class DeviceCompiler {
       const Cycles idle = capacity > busy[p] ? capacity - busy[p] : 0;
       // Nine tenths busy: what it loads sets its pace.
       slots[g].dma_bound = busy[p] * 10 >= capacity * 9;
-      slots[g].idle_bytes = static_cast<std::uint64_t>(static_cast<long double>(idle) *
-                                                       static_cast<long double>(in_bytes) /
-                                                       static_cast<long double>(in_cycles));
+      slots[g].idle_bytes = static_cast<std::uint64_t>(static_cast<long double>(idle) * in_rate);
     }
     return slots;
   }
@@ -801,8 +806,23 @@ class DeviceCompiler {
     } catch (const std::exception&) {
       return "";
     }
-    const std::vector<PrefetchSlot> slots = prefetch_slots(f, *base);
-    if (plan_prefetch(slots, config_.lram_bytes, config_.lram_bytes / 2).empty()) return "";
+    long double in_rate = 0.0L;
+    const std::vector<PrefetchSlot> slots = prefetch_slots(f, *base, in_rate);
+    const std::vector<Prefetch> plan =
+        plan_prefetch(slots, config_.lram_bytes, config_.lram_bytes / 2);
+    if (plan.empty()) return "";
+    // Not tried when it could not pay for its two emissions: even if every byte it moves left the
+    // DMA-bound groups' time, it would save less than 1/kPrefetchMinGain of the model's cycles.
+    std::uint64_t bytes = 0;
+    for (const Prefetch& p : plan) bytes += p.bytes;
+    const long double channels = std::max<std::uint32_t>(config_.dma.in_channels, 1);
+    const long double most_saved = static_cast<long double>(bytes) / (in_rate * channels);
+    if (most_saved * kPrefetchMinGain < static_cast<long double>(*f.e.cycles)) {
+      return "prefetch\t" + std::to_string(plan.size()) + " weight load(s), " +
+             std::to_string(bytes) + " bytes: would save at most " +
+             std::to_string(static_cast<std::uint64_t>(most_saved)) + " of " +
+             std::to_string(*f.e.cycles) + " cycles estimated; not tried";
+    }
     std::vector<PrefetchTry> tries = parallel_map(
         2, [&](std::size_t i) { return try_prefetch(f, slots, /*after_group=*/i == 1); });
     std::optional<std::size_t> best;
