@@ -121,14 +121,15 @@ Mapping spatial(std::uint64_t rows, std::uint64_t units, LoopOrder order) {
 // / (4 x 2) = 512 at lram_kib=4 on 2 slices); conv3 input outer, one row per block and chunks of
 // 16 output channels (8 chunks of 256 bytes of w3 per block), each part 256 + 1 x 8 x 16 = 384
 // bytes on the ring.
-Schedule emit_three(const Graph& g, const HwConfig& config, std::size_t prefetched_loads) {
+Schedule emit_three(const Graph& g, const HwConfig& config, std::size_t prefetched_loads,
+                    std::uint64_t conv3_rows = 1) {
   const std::vector<LayerGroup> groups = fuse_layer_groups(g);
   const TensorLayouts layouts = assign_layouts(g, groups);
   Emitter emitter(g, config, layouts);
   for (std::size_t k = 0; k < prefetched_loads; ++k) emitter.prefetch(groups[1], groups[2], k, 256);
   emitter.emit_group(groups[0], spatial(2, 16, LoopOrder::kWeightsOuter));
   emitter.emit_group(groups[1], spatial(2, 16, LoopOrder::kWeightsOuter));
-  emitter.emit_group(groups[2], spatial(1, 16, LoopOrder::kInputOuter));
+  emitter.emit_group(groups[2], spatial(conv3_rows, 16, LoopOrder::kInputOuter));
   return emitter.finish();
 }
 
@@ -242,6 +243,23 @@ TEST(Prefetch, AnEighthLoadCannotBeHeldWithConv2sChunk) {
     FAIL() << "expected PrefetchDoesNotFit";
   } catch (const Emitter::PrefetchDoesNotFit& e) {
     EXPECT_EQ(e.group, "conv2");
+  }
+}
+
+TEST(Prefetch, TilesThatPassTheTilesHalfStopAPlan) {
+  // conv3 in blocks of all 8 rows: a part holds 256 bytes of weights and 8 x 8 x 16 = 1024 of
+  // output, and a wave of two (one per slice) claims 2 x 1280 = 2560 bytes of the 2048-byte
+  // tiles' half (1024 + 1280 = 2304 with its first load prefetched). Without prefetch the claim
+  // spills into the chunks' half, which holds little; prefetched weights may fill it, so the
+  // emitter stops the plan there.
+  const Graph g = three_convs();
+  const HwConfig config = parse_hw_config(R"({"lram_kib": 4})", "small.json");
+  EXPECT_NO_THROW(emit_three(g, config, 0, 8));
+  try {
+    emit_three(g, config, 1, 8);
+    FAIL() << "expected PrefetchDoesNotFit";
+  } catch (const Emitter::PrefetchDoesNotFit& e) {
+    EXPECT_EQ(e.group, "conv3");
   }
 }
 

@@ -552,6 +552,13 @@ std::vector<Emitter::CommandIndex> Emitter::ksplit_step_waits(const KSplitTile& 
 // (docs/compiler.md, "Memory budgets"); kNone if none must. At most 8 tiles per slice are live.
 Emitter::CommandIndex Emitter::ring_wait(std::uint64_t bytes) const {
   const std::uint64_t budget = ring_budget();
+  // A claim past the tiles' half spills into the chunks' half, which prefetched weights may fill:
+  // with prefetch the driver plans again instead (split input-outer waves can pass ring_need).
+  if (prefetching() && bytes > budget) {
+    throw PrefetchDoesNotFit(sched_.programs[program_].name,
+                             "tiles of " + std::to_string(bytes) + " bytes pass the " +
+                                 std::to_string(budget) + " left of the tiles' half");
+  }
   const std::size_t depth = 8 * std::size_t{slices_};
   std::uint64_t live = bytes;
   for (std::size_t i = ring_.size(), seen = 1; i > 0; --i, ++seen) {
