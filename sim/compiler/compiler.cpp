@@ -760,11 +760,16 @@ class DeviceCompiler {
         r.schedule = emit_all(f.m, residency, f.chains.empty() ? nullptr : &f.chains,
                               f.e.plan.stores_carry_frees, nullptr, &plan, after_group);
       } catch (const Emitter::PrefetchDoesNotFit& e) {
-        const auto g = std::find_if(groups_.begin(), groups_.end(),
-                                    [&](const LayerGroup& x) { return x.name == e.group; });
-        if (g == groups_.end()) throw std::logic_error(std::string("prefetch: ") + e.what());
-        slots[static_cast<std::size_t>(g - groups_.begin())].need_bytes = config_.lram_bytes;
+        const auto g = static_cast<std::size_t>(e.group - groups_.data());
+        if (e.group < groups_.data() || g >= groups_.size()) {
+          throw std::logic_error(std::string("prefetch: ") + e.what());
+        }
         ++unfit;
+        if (!e.held) {  // its tiles pass the tiles' half whatever is held: no plan fits
+          r.line = "none fits (" + std::string(e.what()) + ")";
+          return r;
+        }
+        slots[g].need_bytes = config_.lram_bytes;
       } catch (const InputError&) {  // past the command limit
         return {};
       }

@@ -69,7 +69,7 @@ bool Emitter::begin_chain_output(const std::vector<const LayerGroup*>& members,
                                  const std::vector<Residency>& residency) {
   // A chain's steps reserve their room apart from the ring: nothing prefetched may be held.
   if (prefetched_bytes_ > 0 || prefetch_at_.count(members.front()) > 0) {
-    throw PrefetchDoesNotFit(members.front()->name, "a chain with prefetched bytes held");
+    throw PrefetchDoesNotFit(*members.front(), true, "a chain with prefetched bytes held");
   }
   if (kept_ || keeping_) {
     throw std::logic_error("emit_chain: '" + members.front()->name +
@@ -181,6 +181,7 @@ std::vector<Emitter::CommandIndex> Emitter::load_chain_weights(
 void Emitter::emit_chain(const std::vector<const LayerGroup*>& members, const Chain& chain,
                          const std::vector<Residency>& residency) {
   const std::size_t k = members.size();
+  group_ = members.front();
   const bool output_resident = begin_chain_output(members, residency);
   std::vector<SpatialLayer> s;
   std::vector<std::uint32_t> programs;

@@ -76,6 +76,7 @@ void Emitter::emit_group(const LayerGroup& group, const Mapping& mapping, bool k
   program_ = static_cast<std::uint32_t>(sched_.programs.size() - 1);
   const std::size_t first_command = sched_.commands.size();
   group_first_ = first_command;
+  group_ = &group;
   group_loads_ = 0;
   if (!prefetch_after_group_) emit_prefetches(group);
   begin_slices(mapping);
@@ -325,7 +326,7 @@ Emitter::CommandIndex Emitter::load_weights(std::uint64_t bytes, const LayerGrou
     if (wait != kNone) after.push_back(wait);
   }
   // Prefetched weights share the chunks' half: counted in bytes, a chunk may wait for more.
-  for (const CommandIndex w : half_waits(bytes, group.name)) after.push_back(w);
+  for (const CommandIndex w : half_waits(bytes, group)) after.push_back(w);
   weights_bytes_ = bytes;
   // One piece per DMA_IN channel at most, so that all channels bring the chunk in at once.
   const std::uint64_t piece_bytes = shared_pieces(bytes, cfg_).piece_bytes;
@@ -401,8 +402,12 @@ void Emitter::emit_prefetches(const LayerGroup& at) {
   const auto it = prefetch_at_.find(&at);
   if (it == prefetch_at_.end()) return;
   for (const PrefetchOrder& o : it->second) {
-    // Its room is in the chunks' half, after what is live there.
-    std::vector<CommandIndex> deps = half_waits(o.bytes, at.name);
+    // Its room is in the chunks' half, after what is live there; after tiles that took the
+    // whole memory, once they fit the tiles' half again, as a chunk's (load_weights).
+    std::vector<CommandIndex> deps = half_waits(o.bytes, at);
+    if (chunks_wait_for_ring_) {
+      if (const CommandIndex wait = ring_within_budget(); wait != kNone) deps.push_back(wait);
+    }
     prefetched_bytes_ += o.bytes;
     Command load = dma(EngineKind::kDmaIn, o.bytes);
     Prefetched p;
@@ -434,25 +439,37 @@ std::optional<Emitter::Prefetched> Emitter::take_prefetched(const LayerGroup& gr
 }
 
 std::vector<Emitter::CommandIndex> Emitter::half_waits(std::uint64_t bytes,
-                                                       const std::string& group) const {
+                                                       const LayerGroup& group) const {
   if (!prefetching()) return {};
   const std::uint64_t half = cfg_.lram_bytes / 2;
   std::uint64_t live = bytes + prefetched_bytes_;
   if (live > half) {
-    throw PrefetchDoesNotFit(group, "a load of " + std::to_string(bytes) + " bytes with " +
-                                        std::to_string(prefetched_bytes_) +
-                                        " prefetched bytes held");
+    throw PrefetchDoesNotFit(group, true,
+                             "a load of " + std::to_string(bytes) + " bytes with " +
+                                 std::to_string(prefetched_bytes_) + " prefetched bytes held");
   }
   for (std::size_t i = half_.size(); i > 0; --i) {
     live += half_[i - 1].bytes;
-    if (live > half) return {half_[i - 1].free};
+    if (live > half) return half_frees_through(i - 1);
   }
   return {};
 }
 
+std::vector<Emitter::CommandIndex> Emitter::half_frees_through(std::size_t i) const {
+  constexpr std::size_t kOutOfOrder = 8;
+  std::vector<CommandIndex> frees;
+  for (std::size_t j = i + 1; j > 0 && i + 1 - j < kOutOfOrder; --j)
+    frees.push_back(half_[j - 1].free);
+  return frees;
+}
+
 void Emitter::settle_prefetch(CommandIndex entry, std::uint64_t bytes) {
   prefetched_bytes_ -= bytes;
-  half_.push_back({entry, bytes});
+  // In the order of the commands that free them: a split tile's parts are settled after its
+  // block's entry, which its last store frees.
+  const auto at = std::upper_bound(half_.begin(), half_.end(), entry,
+                                   [](CommandIndex e, const HalfEntry& h) { return e < h.free; });
+  half_.insert(at, {entry, bytes});
 }
 
 // The carrier waits for every writer (a free must depend on its allocator) and for the last
@@ -512,13 +529,15 @@ void Emitter::begin_whole_memory(std::uint64_t batch_bytes) {
   whole_fence_.clear();
   if (batch_bytes <= ring_budget()) return;
   if (prefetched_bytes_ > 0) {
-    throw PrefetchDoesNotFit(sched_.programs[program_].name,
+    throw PrefetchDoesNotFit(*group_, true,
                              "tiles that take the whole memory with prefetched bytes held");
   }
   const std::size_t keep = std::min<std::size_t>(weight_frees_.size(), live_shared_live_);
   whole_fence_.assign(weight_frees_.end() - static_cast<std::ptrdiff_t>(keep), weight_frees_.end());
-  // The newest entry of the chunks' half: the prefetched loads read before it are freed too.
-  if (!half_.empty()) whole_fence_.push_back(half_.back().free);
+  // The newest entries of the chunks' half: the prefetched loads read before them are freed too.
+  if (!half_.empty()) {
+    for (const CommandIndex f : half_frees_through(half_.size() - 1)) whole_fence_.push_back(f);
+  }
   ring_whole_memory_ = true;
 }
 
@@ -555,7 +574,7 @@ Emitter::CommandIndex Emitter::ring_wait(std::uint64_t bytes) const {
   // A claim past the tiles' half spills into the chunks' half, which prefetched weights may fill:
   // with prefetch the driver plans again instead (split input-outer waves can pass ring_need).
   if (prefetching() && bytes > budget) {
-    throw PrefetchDoesNotFit(sched_.programs[program_].name,
+    throw PrefetchDoesNotFit(*group_, prefetched_bytes_ > 0,
                              "tiles of " + std::to_string(bytes) + " bytes pass the " +
                                  std::to_string(budget) + " left of the tiles' half");
   }

@@ -109,9 +109,12 @@ class Emitter {
   // held, or a chain or a K-split group that takes the whole memory meets them (the plan
   // misjudged): the driver plans again without holding across that group.
   struct PrefetchDoesNotFit : std::runtime_error {
-    PrefetchDoesNotFit(std::string group_name, const std::string& what)
-        : std::runtime_error("'" + group_name + "': " + what), group(std::move(group_name)) {}
-    std::string group;  // the group that did not fit
+    PrefetchDoesNotFit(const LayerGroup& g, bool held_bytes, const std::string& what)
+        : std::runtime_error("'" + g.name + "': " + what), group(&g), held(held_bytes) {}
+    const LayerGroup* group;  // the group that did not fit
+    // Prefetched bytes were held there: a plan that holds none across it may fit. Else no plan
+    // can (its tiles pass the tiles' half whatever is held).
+    bool held;
   };
 
   // The schedule emitted so far, with its model and target filled in. Call once.
@@ -417,7 +420,11 @@ class Emitter {
   std::uint64_t weights_bytes_ = 0;  // the chunk most recently loaded (load_weights)
   // What a load of `bytes` into the chunks' half waits for, so that it fits there with the
   // entries after it and the prefetched bytes not yet read; none when not prefetching.
-  std::vector<CommandIndex> half_waits(std::uint64_t bytes, const std::string& group) const;
+  std::vector<CommandIndex> half_waits(std::uint64_t bytes, const LayerGroup& group) const;
+  // The frees of half_[i] and of the few entries before it: frees on several DMA_OUT channels
+  // or slices need not end in the order they were emitted in.
+  std::vector<CommandIndex> half_frees_through(std::size_t i) const;
+  const LayerGroup* group_ = nullptr;  // the group (or chain's first member) being emitted
   // A prefetched load of `bytes` read by a tile whose ring entry is `entry`, which frees it.
   void settle_prefetch(CommandIndex entry, std::uint64_t bytes);
 };
