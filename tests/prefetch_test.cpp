@@ -17,6 +17,7 @@
 #include "sim/compiler/passes/assign_layouts.h"
 #include "sim/compiler/passes/fuse_layer_groups.h"
 #include "sim/compiler/passes/plan_prefetch.h"
+#include "sim/compiler/passes/plan_residency.h"
 #include "sim/estimator/estimator.h"
 #include "sim/frontend/graph_json.h"
 #include "sim/ir/engines.h"
@@ -352,6 +353,23 @@ TEST(Prefetch, LoadsAfterTilesThatTookTheWholeMemoryFitUnderAnyTiming) {
     overflows += profiler::lram_occupancy(make_workload(s, config), t).overflow.has_value();
   }
   EXPECT_EQ(overflows, 0);
+}
+
+TEST(RingNeed, ASplitWaveNeedsWhatItsPartsClaim) {
+  // conv3 input outer, one row by 8 columns, chunks of 16 channels, its 16 input channels split
+  // in 2 parts of 8. A part holds its weights, 16 x 8 = 128 bytes, and, as the emitter counts it
+  // (emit_spatial_input_outer), the tile's output 1 x 8 x 16 = 128 bytes and its partial sums
+  // 1 x 8 x 16 x 4 = 512: 768. Its wave is one part per slice, 2 x 768 = 1536, which the
+  // residency plan must leave room for. (Counting the parts' weights only gave 2 x 128 = 256,
+  // and such waves spilled past the tiles' half.)
+  const Graph g = three_convs();
+  const HwConfig config = parse_hw_config(R"({"lram_kib": 4})", "small.json");
+  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
+  const SpatialLayer s = describe_spatial(g, groups[2], budgets_of(config));
+  Mapping split = spatial(1, 16, LoopOrder::kInputOuter);
+  split.k_parts = 2;
+  EXPECT_EQ(ring_need(spatial_work(s, split, 2, config.dma.out_channels, false), config.lram_bytes),
+            1536u);
 }
 
 TEST(Prefetch, TilesThatPassTheTilesHalfStopAPlan) {

@@ -456,6 +456,8 @@ void add_part_tiles(GroupWork& w, const SpatialLayer& s, std::uint32_t parts, st
     shape.in_c = part_c;
     t.shape = shape;
     t.load_bytes = s.part_weight_bytes(units, part_c);
+    t.ring_extra_bytes = s.output_bytes(rows, cols, units) + s.residual_bytes(rows, cols, units) +
+                         s.partial_bytes(rows, cols, units);
     w.tiles.push_back(t);
   }
   const std::uint64_t piece_rows = s.reduce_piece_rows(rows, parts);

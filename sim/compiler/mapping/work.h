@@ -21,6 +21,9 @@ struct TileClass {
   std::uint32_t loads = 1;
   std::uint64_t load_bytes = 0;
   std::uint64_t store_bytes = 0;
+  // What it holds on the ring besides its loads and stores, as the emitter claims it (a part of
+  // a tile split over slices: the tile's output, residual share and partial sums).
+  std::uint64_t ring_extra_bytes = 0;
 };
 
 // `count` loads of `bytes` shared by the slices: weight chunks, or input blocks.

@@ -162,7 +162,7 @@ class Planner {
 std::uint64_t ring_need(const GroupWork& work, std::uint64_t lram_bytes) {
   std::uint64_t tile = 0, tiles = 0;
   for (const TileClass& c : work.tiles) {
-    tile = std::max(tile, c.load_bytes + c.store_bytes + work.hold_bytes);
+    tile = std::max(tile, c.load_bytes + c.store_bytes + c.ring_extra_bytes + work.hold_bytes);
     tiles += c.count;
   }
   const std::uint64_t need = std::min<std::uint64_t>(work.slices, tiles) * tile;
