@@ -92,23 +92,34 @@ TEST(PlanPrefetch, NothingIsHeldAcrossAChainOrPastTheMemoryOrTheCap) {
 
 namespace {
 
-// x [1,16,8,8] -> conv1 (1x1, 16 -> 16) -> a -> conv2 (1x1, 16 -> 16) -> b -> conv3 (1x1,
-// 16 -> 128) -> y, all int8: w1 and w2 are 256 bytes, w3 2048.
-Graph three_convs() {
-  const Json doc = Json::parse(R"({"format": "npusim-graph", "version": 1, "name": "three",
-    "tensors": [{"name": "x", "shape": [1, 16, 8, 8]},
-      {"name": "w1", "shape": [16, 16, 1, 1], "constant": true},
-      {"name": "w2", "shape": [16, 16, 1, 1], "constant": true},
-      {"name": "w3", "shape": [128, 16, 1, 1], "constant": true},
-      {"name": "a", "shape": [1, 16, 8, 8]}, {"name": "b", "shape": [1, 16, 8, 8]},
-      {"name": "y", "shape": [1, 128, 8, 8]}],
-    "inputs": ["x"], "outputs": ["y"],
-    "layers": [
-      {"name": "conv1", "op": "Conv", "inputs": ["x", "w1"], "outputs": ["a"], "attrs": {"kernel_shape": [1, 1]}},
-      {"name": "conv2", "op": "Conv", "inputs": ["a", "w2"], "outputs": ["b"], "attrs": {"kernel_shape": [1, 1]}},
-      {"name": "conv3", "op": "Conv", "inputs": ["b", "w3"], "outputs": ["y"], "attrs": {"kernel_shape": [1, 1]}}]})");
-  return parse_graph_json(doc, "three.json");
+// x [1,16,8,8] -> conv1 -> t1 -> conv2 -> ... -> convN -> y, all 1x1 and int8, conv i with
+// outs[i - 1] output channels (the last writes y).
+Graph conv_chain(const std::vector<std::uint64_t>& outs) {
+  std::string tensors = R"({"name": "x", "shape": [1, 16, 8, 8]})";
+  std::string layers;
+  std::string in = "x";
+  std::uint64_t in_c = 16;
+  for (std::size_t i = 1; i <= outs.size(); ++i) {
+    const std::string n = std::to_string(i);
+    const std::string c = std::to_string(outs[i - 1]);
+    const std::string out = i == outs.size() ? "y" : "t" + n;
+    tensors += R"(, {"name": "w)" + n + R"(", "shape": [)" + c + ", " + std::to_string(in_c) +
+               R"(, 1, 1], "constant": true}, {"name": ")" + out + R"(", "shape": [1, )" + c +
+               ", 8, 8]}";
+    layers += std::string(i > 1 ? ", " : "") + R"({"name": "conv)" + n +
+              R"(", "op": "Conv", "inputs": [")" + in + R"(", "w)" + n + R"("], "outputs": [")" +
+              out + R"("], "attrs": {"kernel_shape": [1, 1]}})";
+    in = out;
+    in_c = outs[i - 1];
+  }
+  const Json doc = Json::parse(R"({"format": "npusim-graph", "version": 1, "name": "chain",
+    "tensors": [)" + tensors + R"(], "inputs": ["x"], "outputs": ["y"], "layers": [)" +
+                               layers + "]}");
+  return parse_graph_json(doc, "chain.json");
 }
+
+// conv1 (16 -> 16), conv2 (16 -> 16), conv3 (16 -> 128): w1 and w2 are 256 bytes, w3 2048.
+Graph three_convs() { return conv_chain({16, 16, 128}); }
 
 Mapping spatial(std::uint64_t rows, std::uint64_t units, LoopOrder order) {
   Mapping m;
@@ -124,16 +135,30 @@ Mapping spatial(std::uint64_t rows, std::uint64_t units, LoopOrder order) {
 // / (4 x 2) = 512 at lram_kib=4 on 2 slices); conv3 input outer, one row per block and chunks of
 // 16 output channels (8 chunks of 256 bytes of w3 per block), each part 256 + 1 x 8 x 16 = 384
 // bytes on the ring.
-Schedule emit_three(const Graph& g, const HwConfig& config, std::size_t prefetched_loads,
-                    std::uint64_t conv3_rows = 1) {
+// `g`'s groups emitted as `mappings` say, with the first `prefetched` loads (256 bytes each) of
+// the last group issued by the one before it, first in it or, with `after`, after its commands.
+Schedule emit_prefetching(const Graph& g, const HwConfig& config,
+                          const std::vector<Mapping>& mappings, std::size_t prefetched,
+                          bool after = false) {
   const std::vector<LayerGroup> groups = fuse_layer_groups(g);
   const TensorLayouts layouts = assign_layouts(g, groups);
   Emitter emitter(g, config, layouts);
-  for (std::size_t k = 0; k < prefetched_loads; ++k) emitter.prefetch(groups[1], groups[2], k, 256);
-  emitter.emit_group(groups[0], spatial(2, 16, LoopOrder::kWeightsOuter));
-  emitter.emit_group(groups[1], spatial(2, 16, LoopOrder::kWeightsOuter));
-  emitter.emit_group(groups[2], spatial(conv3_rows, 16, LoopOrder::kInputOuter));
+  emitter.prefetch_after_group(after);
+  const std::size_t last = mappings.size() - 1;
+  for (std::size_t k = 0; k < prefetched; ++k) {
+    emitter.prefetch(groups[last - 1], groups[last], k, 256);
+  }
+  for (std::size_t i = 0; i < mappings.size(); ++i) emitter.emit_group(groups[i], mappings[i]);
   return emitter.finish();
+}
+
+Schedule emit_three(const Graph& g, const HwConfig& config, std::size_t prefetched_loads,
+                    std::uint64_t conv3_rows = 1, bool after = false) {
+  return emit_prefetching(
+      g, config,
+      {spatial(2, 16, LoopOrder::kWeightsOuter), spatial(2, 16, LoopOrder::kWeightsOuter),
+       spatial(conv3_rows, 16, LoopOrder::kInputOuter)},
+      prefetched_loads, after);
 }
 
 std::uint64_t dma_in_bytes(const Schedule& s) {
@@ -253,17 +278,8 @@ TEST(Prefetch, AnEighthLoadCannotBeHeldWithConv2sChunk) {
 TEST(Prefetch, AfterTheGroupTheLoadsFollowItsOwnCommands) {
   // The same plan placed after conv2's commands: the seven loads come last in its program, and
   // conv2's chunk no longer waits for room (nothing is held yet when it loads).
-  const Graph g = three_convs();
-  const HwConfig config = parse_hw_config(R"({"lram_kib": 4})", "small.json");
-  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
-  const TensorLayouts layouts = assign_layouts(g, groups);
-  Emitter emitter(g, config, layouts);
-  emitter.prefetch_after_group(true);
-  for (std::size_t k = 0; k < 7; ++k) emitter.prefetch(groups[1], groups[2], k, 256);
-  emitter.emit_group(groups[0], spatial(2, 16, LoopOrder::kWeightsOuter));
-  emitter.emit_group(groups[1], spatial(2, 16, LoopOrder::kWeightsOuter));
-  emitter.emit_group(groups[2], spatial(1, 16, LoopOrder::kInputOuter));
-  const Schedule s = emitter.finish();
+  const Schedule s =
+      emit_three(three_convs(), parse_hw_config(R"({"lram_kib": 4})", "small.json"), 7, 1, true);
   std::vector<std::string> program1;
   for (const Command& c : s.commands) {
     if (c.program == 1) program1.push_back(c.layer);
@@ -283,25 +299,9 @@ TEST(Prefetch, AfterTheGroupTheLoadsFollowItsOwnCommands) {
 
 namespace {
 
-// x -> conv1 -> a -> conv2 (accumulating in steps of 8 input channels) -> b -> conv3 -> c ->
-// conv4 (1x1, 16 -> 128) -> y, all int8.
-Graph four_convs() {
-  const Json doc = Json::parse(R"({"format": "npusim-graph", "version": 1, "name": "four",
-    "tensors": [{"name": "x", "shape": [1, 16, 8, 8]},
-      {"name": "w1", "shape": [16, 16, 1, 1], "constant": true},
-      {"name": "w2", "shape": [16, 16, 1, 1], "constant": true},
-      {"name": "w3", "shape": [16, 16, 1, 1], "constant": true},
-      {"name": "w4", "shape": [128, 16, 1, 1], "constant": true},
-      {"name": "a", "shape": [1, 16, 8, 8]}, {"name": "b", "shape": [1, 16, 8, 8]},
-      {"name": "c", "shape": [1, 16, 8, 8]}, {"name": "y", "shape": [1, 128, 8, 8]}],
-    "inputs": ["x"], "outputs": ["y"],
-    "layers": [
-      {"name": "conv1", "op": "Conv", "inputs": ["x", "w1"], "outputs": ["a"], "attrs": {"kernel_shape": [1, 1]}},
-      {"name": "conv2", "op": "Conv", "inputs": ["a", "w2"], "outputs": ["b"], "attrs": {"kernel_shape": [1, 1]}},
-      {"name": "conv3", "op": "Conv", "inputs": ["b", "w3"], "outputs": ["c"], "attrs": {"kernel_shape": [1, 1]}},
-      {"name": "conv4", "op": "Conv", "inputs": ["c", "w4"], "outputs": ["y"], "attrs": {"kernel_shape": [1, 1]}}]})");
-  return parse_graph_json(doc, "four.json");
-}
+// conv1, conv2 (accumulating in steps of 8 input channels in the test), conv3, all 16 -> 16,
+// then conv4 (16 -> 128).
+Graph four_convs() { return conv_chain({16, 16, 16, 128}); }
 
 }  // namespace
 
@@ -311,19 +311,14 @@ TEST(Prefetch, LoadsAfterTilesThatTookTheWholeMemoryFitUnderAnyTiming) {
   // half again; without that wait (found by review) some timings overfilled local memory. The
   // schedule is run under 300 random timings (each command's cycles scaled by e^u, u uniform in
   // [-2, 2], per engine and per command, fixed seed): local memory never passes 4096 bytes.
-  const Graph g = four_convs();
   const HwConfig config = parse_hw_config(R"({"lram_kib": 4})", "small.json");
-  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
-  const TensorLayouts layouts = assign_layouts(g, groups);
-  Emitter emitter(g, config, layouts);
-  for (std::size_t k = 0; k < 7; ++k) emitter.prefetch(groups[2], groups[3], k, 256);
   Mapping ksplit = spatial(4, 16, LoopOrder::kWeightsOuter);
   ksplit.k_step = 8;
-  emitter.emit_group(groups[0], spatial(2, 16, LoopOrder::kWeightsOuter));
-  emitter.emit_group(groups[1], ksplit);
-  emitter.emit_group(groups[2], spatial(2, 16, LoopOrder::kWeightsOuter));
-  emitter.emit_group(groups[3], spatial(1, 16, LoopOrder::kInputOuter));
-  Schedule s = emitter.finish();
+  Schedule s = emit_prefetching(
+      four_convs(), config,
+      {spatial(2, 16, LoopOrder::kWeightsOuter), ksplit, spatial(2, 16, LoopOrder::kWeightsOuter),
+       spatial(1, 16, LoopOrder::kInputOuter)},
+      7);
   Diagnostics diag("four.json");
   finalize_schedule(s, config, diag);
   ASSERT_TRUE(diag.empty());
