@@ -95,26 +95,27 @@ namespace {
 // x [1,16,8,8] -> conv1 -> t1 -> conv2 -> ... -> convN -> y, all 1x1 and int8, conv i with
 // outs[i - 1] output channels (the last writes y).
 Graph conv_chain(const std::vector<std::uint64_t>& outs) {
-  std::string tensors = R"({"name": "x", "shape": [1, 16, 8, 8]})";
-  std::string layers;
+  Json tensors = Json::array({{{"name", "x"}, {"shape", {1, 16, 8, 8}}}});
+  Json layers = Json::array();
   std::string in = "x";
   std::uint64_t in_c = 16;
   for (std::size_t i = 1; i <= outs.size(); ++i) {
     const std::string n = std::to_string(i);
-    const std::string c = std::to_string(outs[i - 1]);
-    const std::string out = i == outs.size() ? "y" : "t" + n;
-    tensors += R"(, {"name": "w)" + n + R"(", "shape": [)" + c + ", " + std::to_string(in_c) +
-               R"(, 1, 1], "constant": true}, {"name": ")" + out + R"(", "shape": [1, )" + c +
-               ", 8, 8]}";
-    layers += std::string(i > 1 ? ", " : "") + R"({"name": "conv)" + n +
-              R"(", "op": "Conv", "inputs": [")" + in + R"(", "w)" + n + R"("], "outputs": [")" +
-              out + R"("], "attrs": {"kernel_shape": [1, 1]}})";
+    const std::string out = i == outs.size() ? std::string("y") : "t" + n;
+    tensors.push_back(
+        {{"name", "w" + n}, {"shape", {outs[i - 1], in_c, 1, 1}}, {"constant", true}});
+    tensors.push_back({{"name", out}, {"shape", {1, outs[i - 1], 8, 8}}});
+    layers.push_back({{"name", "conv" + n},
+                      {"op", "Conv"},
+                      {"inputs", {in, "w" + n}},
+                      {"outputs", {out}},
+                      {"attrs", {{"kernel_shape", {1, 1}}}}});
     in = out;
     in_c = outs[i - 1];
   }
-  const Json doc = Json::parse(R"({"format": "npusim-graph", "version": 1, "name": "chain",
-    "tensors": [)" + tensors + R"(], "inputs": ["x"], "outputs": ["y"], "layers": [)" +
-                               layers + "]}");
+  const Json doc = {{"format", "npusim-graph"}, {"version", 1},    {"name", "chain"},
+                    {"tensors", tensors},       {"inputs", {"x"}}, {"outputs", {"y"}},
+                    {"layers", layers}};
   return parse_graph_json(doc, "chain.json");
 }
 
