@@ -333,7 +333,10 @@ TEST(Prefetch, LoadsAfterTilesThatTookTheWholeMemoryFitUnderAnyTiming) {
   std::vector<std::uint64_t> cycles;
   for (const Command& c : s.commands) cycles.push_back(c.isolated_cycles);
   std::mt19937_64 rng(1);
-  std::uniform_real_distribution<double> u(-2.0, 2.0);
+  // u from the generator's bits (std::uniform_real_distribution differs between libraries).
+  const auto u = [](std::mt19937_64& r) {
+    return static_cast<double>(r() >> 11) * 0x1.0p-53 * 4.0 - 2.0;
+  };
   int overflows = 0;
   for (int trial = 0; trial < 300; ++trial) {
     std::vector<double> per_engine(16);

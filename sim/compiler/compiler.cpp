@@ -20,6 +20,7 @@
 #include "sim/compiler/compiler.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -760,10 +761,12 @@ class DeviceCompiler {
         r.schedule = emit_all(f.m, residency, f.chains.empty() ? nullptr : &f.chains,
                               f.e.plan.stores_carry_frees, nullptr, &plan, after_group);
       } catch (const Emitter::PrefetchDoesNotFit& e) {
-        const auto g = static_cast<std::size_t>(e.group - groups_.data());
-        if (e.group < groups_.data() || g >= groups_.size()) {
+        // (Compared before subtracting: a pointer outside groups_ must not be subtracted.)
+        const std::less<const LayerGroup*> before;
+        if (before(e.group, groups_.data()) || !before(e.group, groups_.data() + groups_.size())) {
           throw std::logic_error(std::string("prefetch: ") + e.what());
         }
+        const auto g = static_cast<std::size_t>(e.group - groups_.data());
         ++unfit;
         if (!e.held) {  // its tiles pass the tiles' half whatever is held: no plan fits
           r.line = "none fits (" + std::string(e.what()) + ")";
