@@ -271,7 +271,7 @@ TEST(Prefetch, AnEighthLoadCannotBeHeldWithConv2sChunk) {
     emit_three(g, config, 8);
     FAIL() << "expected PrefetchDoesNotFit";
   } catch (const Emitter::PrefetchDoesNotFit& e) {
-    EXPECT_EQ(e.group->name, "conv2");
+    EXPECT_EQ(e.group_name, "conv2");
     EXPECT_TRUE(e.held);
   }
 }
@@ -384,7 +384,7 @@ TEST(Prefetch, TilesThatPassTheTilesHalfStopAPlan) {
     emit_three(g, config, 1, 8);
     FAIL() << "expected PrefetchDoesNotFit";
   } catch (const Emitter::PrefetchDoesNotFit& e) {
-    EXPECT_EQ(e.group->name, "conv3");
+    EXPECT_EQ(e.group_name, "conv3");
   }
 }
 

@@ -110,8 +110,12 @@ class Emitter {
   // misjudged): the driver plans again without holding across that group.
   struct PrefetchDoesNotFit : std::runtime_error {
     PrefetchDoesNotFit(const LayerGroup& g, bool held_bytes, const std::string& what)
-        : std::runtime_error("'" + g.name + "': " + what), group(&g), held(held_bytes) {}
-    const LayerGroup* group;  // the group that did not fit
+        : std::runtime_error("'" + g.name + "': " + what),
+          group(&g),
+          group_name(g.name),
+          held(held_bytes) {}
+    const LayerGroup* group;  // the group that did not fit (valid while the groups are)
+    std::string group_name;
     // Prefetched bytes were held there: a plan that holds none across it may fit. Else no plan
     // can (its tiles pass the tiles' half whatever is held).
     bool held;
