@@ -737,6 +737,12 @@ class DeviceCompiler {
     return slots;
   }
 
+  // The prefetch plan on `slots`: held beside the estimate's peak within the local memory, and at
+  // most the chunks' half.
+  std::vector<Prefetch> plan_on(const std::vector<PrefetchSlot>& slots) const {
+    return plan_prefetch(slots, config_.lram_bytes, config_.lram_bytes / 2);
+  }
+
   // One placement of a weight prefetch plan for `f` (Emitter::prefetch_after_group): planned on
   // `slots`, and again with nothing held across a group that does not fit; emitted and
   // estimated. `cycles` only when the schedule checks and its local memory fits.
@@ -751,12 +757,9 @@ class DeviceCompiler {
         f.e.residency.empty() ? std::vector<Residency>(f.m.mappings.size()) : f.e.residency;
     std::size_t unfit = 0;
     for (int attempt = 0; attempt < kPrefetchAttempts && !r.schedule; ++attempt) {
-      const std::vector<Prefetch> plan =
-          plan_prefetch(slots, config_.lram_bytes, config_.lram_bytes / 2);
+      const std::vector<Prefetch> plan = plan_on(slots);
       if (plan.empty()) break;
-      std::uint64_t bytes = 0;
-      for (const Prefetch& p : plan) bytes += p.bytes;
-      r.line = std::to_string(plan.size()) + " weight load(s), " + std::to_string(bytes) + " bytes";
+      r.line = describe_plan(plan);
       try {
         r.schedule = emit_all(f.m, residency, f.chains.empty() ? nullptr : &f.chains,
                               f.e.plan.stores_carry_frees, nullptr, &plan, after_group);
@@ -816,18 +819,15 @@ class DeviceCompiler {
     }
     long double in_rate = 0.0L;
     const std::vector<PrefetchSlot> slots = prefetch_slots(f, *base, in_rate);
-    const std::vector<Prefetch> plan =
-        plan_prefetch(slots, config_.lram_bytes, config_.lram_bytes / 2);
+    const std::vector<Prefetch> plan = plan_on(slots);
     if (plan.empty()) return "";
     // Not tried when it could not pay for its two emissions: even if every byte it moves left the
     // DMA-bound groups' time, it would save less than 1/kPrefetchMinGain of the model's cycles.
-    std::uint64_t bytes = 0;
-    for (const Prefetch& p : plan) bytes += p.bytes;
     const long double channels = std::max<std::uint32_t>(config_.dma.in_channels, 1);
-    const long double most_saved = static_cast<long double>(bytes) / (in_rate * channels);
+    const long double most_saved =
+        static_cast<long double>(prefetched_bytes(plan)) / (in_rate * channels);
     if (most_saved * kPrefetchMinGain < static_cast<long double>(*f.e.cycles)) {
-      return "prefetch\t" + std::to_string(plan.size()) + " weight load(s), " +
-             std::to_string(bytes) + " bytes: would save at most " +
+      return "prefetch\t" + describe_plan(plan) + ": would save at most " +
              std::to_string(static_cast<std::uint64_t>(most_saved)) + " of " +
              std::to_string(*f.e.cycles) + " cycles estimated; not tried";
     }

@@ -47,4 +47,15 @@ std::vector<Prefetch> plan_prefetch(const std::vector<PrefetchSlot>& slots,
   return plan;
 }
 
+std::uint64_t prefetched_bytes(const std::vector<Prefetch>& plan) {
+  std::uint64_t bytes = 0;
+  for (const Prefetch& p : plan) bytes += p.bytes;
+  return bytes;
+}
+
+std::string describe_plan(const std::vector<Prefetch>& plan) {
+  return std::to_string(plan.size()) + " weight load(s), " +
+         std::to_string(prefetched_bytes(plan)) + " bytes";
+}
+
 }  // namespace npusim

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace npusim {
@@ -46,5 +47,9 @@ struct Prefetch {
 // target, then load.
 std::vector<Prefetch> plan_prefetch(const std::vector<PrefetchSlot>& slots,
                                     std::uint64_t lram_bytes, std::uint64_t held_cap_bytes);
+
+// The bytes `plan` loads early, and "N weight load(s), B bytes" for --explain.
+std::uint64_t prefetched_bytes(const std::vector<Prefetch>& plan);
+std::string describe_plan(const std::vector<Prefetch>& plan);
 
 }  // namespace npusim
