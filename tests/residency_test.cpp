@@ -107,6 +107,7 @@ CompileOptions greedy(bool residency) {
   CompileOptions o;
   o.search = "greedy";  // weights outer, one chunk per conv: each weight loaded once
   o.residency = residency;
+  o.fewer_slices = false;  // the bytes below are derived for tiles on both of default's slices
   return o;
 }
 

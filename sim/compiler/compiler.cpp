@@ -43,6 +43,7 @@
 #include "sim/compiler/passes/plan_prefetch.h"
 #include "sim/compiler/passes/plan_residency.h"
 #include "sim/compiler/search/cost_search.h"
+#include "sim/compiler/search/fewer_slices.h"
 #include "sim/compiler/search/search.h"
 #include "sim/estimator/estimator.h"
 #include "sim/ir/engines.h"
@@ -1316,9 +1317,20 @@ class DeviceCompiler {
   mutable std::map<std::string, std::optional<std::uint64_t>> run_costs_;
 };
 
-// One device's schedule, not yet finalized.
-Schedule compile_one_device(const Graph& graph, const HwConfig& config,
-                            const CompileOptions& options) {
+// An estimate's figure in the explain lines.
+std::string figure_of(const std::optional<std::uint64_t>& cycles) {
+  return cycles ? std::to_string(*cycles) + " cycles estimated" : std::string("does not check");
+}
+
+// A schedule, not yet finalized, and its estimated cycles (nullopt: it does not estimate).
+struct Compiled {
+  Schedule schedule;
+  std::optional<std::uint64_t> cycles;
+};
+
+// One device's schedule on all of `config`'s slices.
+Compiled compile_on_all_slices(const Graph& graph, const HwConfig& config,
+                               const CompileOptions& options) {
   check_graph(graph);
   const DeviceCompiler compiler(graph, config, options);
   // Each group's cheapest mapping is costed alone, and a conv accumulating in steps gives up what
@@ -1381,7 +1393,7 @@ Schedule compile_one_device(const Graph& graph, const HwConfig& config,
          {&ksplit_line, &chains_line, &remap_line, &carriers_line, &prefetch_line, &queues_line}) {
       if (options.explain != nullptr && !line->empty()) options.explain->push_back(*line);
     }
-    return std::move(f.e.schedule);
+    return Compiled{std::move(f.e.schedule), f.e.cycles};
   };
   std::optional<Mapped> ksplit_mapped;
   try {
@@ -1410,13 +1422,66 @@ Schedule compile_one_device(const Graph& graph, const HwConfig& config,
   if (!best.cycles) best.cycles = estimated_cycles(best.schedule, config);
   if (!without.cycles) without.cycles = estimated_cycles(without.schedule, config);
   const bool keep_ksplit = best.cycles && (!without.cycles || *best.cycles < *without.cycles);
-  auto figure = [](const std::optional<std::uint64_t>& c) {
-    return c ? std::to_string(*c) + " cycles estimated" : std::string("does not check");
-  };
-  ksplit_line = "k-split convs\twith: " + figure(best.cycles) +
-                "; without: " + figure(without.cycles) +
+  ksplit_line = "k-split convs\twith: " + figure_of(best.cycles) +
+                "; without: " + figure_of(without.cycles) +
                 "; kept: " + (keep_ksplit ? "with" : "without");
   return keep_ksplit ? finish(with_ksplit, best) : finish(plain, without);
+}
+
+// One device's schedule, not yet finalized: on all of `config`'s slices, or on fewer when that
+// estimates faster (search/fewer_slices.h). Each count below is compiled unless its array bound
+// shows it cannot beat the schedule on all of them.
+Schedule compile_one_device(const Graph& graph, const HwConfig& config,
+                            const CompileOptions& options) {
+  const std::uint32_t slices = config.slices.count;
+  // Each compile's explain lines are its own; the kept one's are the model's.
+  std::vector<std::vector<std::string>> explains(1 + kFewerSliceCounts);
+  auto options_with = [&](std::size_t i) {
+    CompileOptions o = options;
+    if (options.explain != nullptr) o.explain = &explains[i];
+    return o;
+  };
+  Compiled all = compile_on_all_slices(graph, config, options_with(0));
+  const std::vector<std::uint32_t> counts =
+      options.fewer_slices ? fewer_slice_counts(slices) : std::vector<std::uint32_t>{};
+  std::string line = "slices\t" + std::to_string(slices) + ": " + figure_of(all.cycles);
+  std::vector<std::size_t> tried;  // indices into counts
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    const std::uint64_t bound = array_bound_cycles(all.schedule, config, counts[i]);
+    if (all.cycles && bound >= *all.cycles) {
+      line += "; " + std::to_string(counts[i]) + ": not tried, its array bound is " +
+              std::to_string(bound) + " cycles";
+    } else {
+      tried.push_back(i);
+    }
+  }
+  // The counts tried are compiled at once, on the machine's cores (each compile's own jobs then
+  // find no free thread and run in turn).
+  std::vector<Compiled> fewer = parallel_map(tried.size(), [&](std::size_t j) {
+    HwConfig on_fewer = config;
+    on_fewer.slices.count = counts[tried[j]];
+    Compiled c = compile_on_all_slices(graph, on_fewer, options_with(1 + tried[j]));
+    // Costed on the config's slices, as the schedule will run.
+    c.schedule.target_slices = slices;
+    if (c.cycles) c.cycles = estimated_cycles(c.schedule, config);
+    return c;
+  });
+  std::size_t kept = 0;  // 0: all slices, else 1 + an index into `fewer`
+  for (std::size_t j = 0; j < fewer.size(); ++j) {
+    const std::optional<std::uint64_t>& best = kept == 0 ? all.cycles : fewer[kept - 1].cycles;
+    if (fewer[j].cycles && (!best || *fewer[j].cycles < *best)) kept = 1 + j;
+  }
+  for (std::size_t j = 0; j < fewer.size(); ++j) {
+    line += "; " + std::to_string(counts[tried[j]]) + ": " + figure_of(fewer[j].cycles);
+  }
+  const std::uint32_t kept_slices = kept == 0 ? slices : counts[tried[kept - 1]];
+  line += "; kept: " + std::to_string(kept_slices);
+  if (options.explain != nullptr) {
+    const std::vector<std::string>& lines = explains[kept == 0 ? 0 : 1 + tried[kept - 1]];
+    options.explain->insert(options.explain->end(), lines.begin(), lines.end());
+    if (!counts.empty()) options.explain->push_back(line);
+  }
+  return kept == 0 ? std::move(all.schedule) : std::move(fewer[kept - 1].schedule);
 }
 
 }  // namespace

@@ -51,6 +51,9 @@ struct CompileOptions {
   // Weight loads of DMA-bound groups may be brought in early, while the DMA_IN channels idle
   // (docs/compiler.md, "Weight prefetch"), when the estimate says it pays; false: never.
   bool prefetch = true;
+  // The whole model may be compiled for S - 1 and S - 2 of the config's S slices too, and run on
+  // those when that estimates faster (docs/compiler.md, "Fewer slices"); false: on all S.
+  bool fewer_slices = true;
 };
 Schedule compile_schedule(const Graph& graph, const HwConfig& config,
                           const CompileOptions& options);

@@ -1,0 +1,28 @@
+// Whole-model schedules on fewer slices than the config has (docs/compiler.md, "The cost
+// search", "Fewer slices"). A schedule for k slices runs unchanged on more, so the compiler for S
+// slices also compiles for a few counts below S and keeps the fastest: a slice sweep then never
+// gets slower where the counts tried are the ones that win.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "sim/config/hw_config.h"
+#include "sim/ir/schedule.h"
+
+namespace npusim {
+
+// How many counts below a config's slices the compiler tries: S - 1 and S - 2.
+constexpr std::uint32_t kFewerSliceCounts = 2;
+
+// The counts below `slices` tried, largest first: S - 1, S - 2 (those of at least 1).
+std::vector<std::uint32_t> fewer_slice_counts(std::uint32_t slices);
+
+// A lower bound on any schedule of `schedule`'s layers on `slices` slices of `config`'s array:
+// each layer's untiled single-array cycles (SCALE-Sim's closed form, layer_info's ideal_cycles),
+// summed, over the slices, rounded up. Tiling only adds folds and fills, so no schedule of the
+// same layers on as many slices takes fewer array cycles.
+std::uint64_t array_bound_cycles(const Schedule& schedule, const HwConfig& config,
+                                 std::uint32_t slices);
+
+}  // namespace npusim
