@@ -1460,7 +1460,12 @@ Schedule compile_one_device(const Graph& graph, const HwConfig& config,
   std::vector<Compiled> fewer = parallel_map(tried.size(), [&](std::size_t j) {
     HwConfig on_fewer = config;
     on_fewer.slices.count = counts[tried[j]];
-    Compiled c = compile_on_all_slices(graph, on_fewer, options_with(1 + tried[j]));
+    Compiled c;
+    try {
+      c = compile_on_all_slices(graph, on_fewer, options_with(1 + tried[j]));
+    } catch (const InputError&) {  // past a limit on fewer slices (larger tiles): not a choice
+      return Compiled{};
+    }
     // Costed on the config's slices, as the schedule will run.
     c.schedule.target_slices = slices;
     if (c.cycles) c.cycles = estimated_cycles(c.schedule, config);
