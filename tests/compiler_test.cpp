@@ -1613,6 +1613,51 @@ TEST(CompilerParts, AConvSplitOverSlicesAddsItsPartialSums) {
   EXPECT_EQ(schedule_macs(s), 294912u);
 }
 
+// The same split tile, its output kept on chip for conv2 alone (input outer, one block of all
+// pixels), stores nothing nobody reads: the block's other readers are the parts' Convs, which
+// its last PartialSum waits for, so that PartialSum frees the block (docs/compiler.md, "Stores
+// nobody reads"). Until 2026-11-25 the tile stored its 2048 output bytes only to free it.
+TEST(CompilerParts, ATileSplitOverSlicesKeepingItsOutputOnChipStoresNothing) {
+  const HwConfig config = parse_hw_config("{}", "default.json");
+  const Graph g = two_convs();
+  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
+  const TensorLayouts layouts = assign_layouts(g, groups);
+  Emitter emitter(g, config, layouts);
+  emitter.drop_unread_stores(true);
+  Mapping m0;
+  m0.kind = MappingKind::kSpatial;
+  m0.tile_rows = 8;
+  m0.tile_cols = 8;
+  m0.tile_channel_units = 32;
+  m0.order = LoopOrder::kInputOuter;
+  m0.slices = 2;
+  m0.k_parts = 2;
+  Mapping m1 = m0;
+  m1.tile_channel_units = 8;
+  m1.k_parts = 1;
+  emitter.emit_group(groups[0], m0, /*keep_output=*/true, /*on_chip_only=*/true);
+  emitter.emit_group(groups[1], m1);
+  Schedule s = emitter.finish();
+  // conv1 as before without its store; conv2: its weights, 8 x 32 = 256 bytes, no load of its
+  // input, its Conv, and its store of 8 x 8 x 8 = 512 bytes.
+  ASSERT_EQ(command_order(s),
+            (std::vector<std::string>{"DI2304", "DI2304", "DI1024", "Conv@0", "Conv@1",
+                                      "PartialSum@0", "PartialSum@1", "DI256", "Conv@0", "DO512"}));
+  // The last PartialSum waits for both Convs (every reader of the block) and frees the block
+  // with its two partial buffers; conv1's output pieces stay.
+  EXPECT_EQ(s.commands[6].deps, (std::vector<std::uint32_t>{3, 4}));
+  const std::string block = s.commands[2].alloc.at(0).buffer;
+  EXPECT_EQ(s.commands[6].free.size(), 3u);
+  EXPECT_NE(std::find(s.commands[6].free.begin(), s.commands[6].free.end(), block),
+            s.commands[6].free.end());
+  // conv2's Conv reads the pieces where both PartialSums wrote them; its store frees them.
+  EXPECT_EQ(s.commands[8].deps, (std::vector<std::uint32_t>{5, 6, 7}));
+  EXPECT_EQ(s.commands[9].free.size(), 3u);  // the two pieces and conv2's output
+  Diagnostics diag("two.json");
+  finalize_schedule(s, config, diag);
+  ASSERT_TRUE(diag.empty());
+}
+
 // two_convs with conv1 in two tiles of 4 rows (weights outer) keeping its output on chip, and
 // conv2 reading it from there: by default input outer as one block of all 8 x 8 pixels, else
 // with `conv2_units` output channels a chunk, weights outer, each chunk one tile of all pixels.

@@ -307,9 +307,10 @@ TEST(Residency, ATileThatAloneReadItsWeightsDoesNotStoreAResidentOutput) {
   m.tile_rows = 8;  // one tile: the chunk's only reader
   m.tile_cols = 8;
   m.slices = 1;
-  auto emitted = [&](bool drop, bool release) {
+  auto emitted = [&](bool drop, bool release, bool stores_carry = false) {
     Emitter e(g, d.config, d.layouts);
     e.drop_unread_stores(drop);
+    e.stores_carry_frees(stores_carry);
     e.assume_resident(tensor_id(g, "a"));
     Residency r;
     r.output = true;
@@ -330,9 +331,17 @@ TEST(Residency, ATileThatAloneReadItsWeightsDoesNotStoreAResidentOutput) {
   ASSERT_EQ(load.engine, EngineKind::kDmaIn);
   ASSERT_EQ(load.alloc.size(), 1u);
   EXPECT_EQ(conv.free, std::vector<std::string>{load.alloc[0].buffer});
-  // When the group must also release a resident input, the store comes back, after the conv,
-  // to carry the release on the DMA_OUT queue rather than hold the conv's slice.
-  const Schedule carried = emitted(true, true);
+  // When the group must also release a resident input, the conv carries the release (a,
+  // assumed resident, has no buffer of its own here: the conv frees the weights alone) and
+  // nothing is stored...
+  const Schedule on_conv = emitted(true, true);
+  EXPECT_EQ(bytes_of(on_conv, EngineKind::kDmaOut, "conv2"), 0u);
+  ASSERT_EQ(on_conv.commands.size(), 2u);
+  EXPECT_EQ(on_conv.commands[1].free,
+            std::vector<std::string>{on_conv.commands[0].alloc[0].buffer});
+  // ...unless stores carry the frees (the driver estimates both): then the store comes back,
+  // after the conv, to carry the release on the DMA_OUT queue rather than hold the conv's slice.
+  const Schedule carried = emitted(true, true, true);
   EXPECT_EQ(bytes_of(carried, EngineKind::kDmaOut, "conv2"), 1024u);
   ASSERT_EQ(carried.commands.size(), 3u);
   EXPECT_EQ(carried.commands.back().engine, EngineKind::kDmaOut);

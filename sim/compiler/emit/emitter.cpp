@@ -650,11 +650,18 @@ Emitter::CommandIndex Emitter::store_tile(const LayerGroup& group, std::vector<C
     keeping_->ranges.push_back({out_lo, out_hi, after});
   }
   // When the tile's own computes are the chunk's only readers (an input block or weight chunk of
-  // one tile), there is nothing else to wait for: its last compute frees the chunk instead.
+  // one tile), there is nothing else to wait for: its last compute frees the chunk instead. So
+  // when the readers are what that compute waits for: the parts of a tile split over slices,
+  // whose every PartialSum waits for every part (emit_split_tile).
+  const CommandIndex last_after =
+      after.empty() ? kNone : *std::max_element(after.begin(), after.end());
   const bool only_reader =
       other_readers == nullptr ||
       std::all_of(other_readers->begin(), other_readers->end(), [&](CommandIndex r) {
-        return std::find(after.begin(), after.end(), r) != after.end();
+        if (std::find(after.begin(), after.end(), r) != after.end()) return true;
+        if (last_after == kNone) return false;
+        const auto& deps = sched_.commands[last_after].deps;
+        return std::find(deps.begin(), deps.end(), r) != deps.end();
       });
   if (keeping_ && keeping_->tensor == group.output && keeping_->on_chip_only &&
       (other_readers == nullptr || (drop_unread_stores_ && only_reader))) {
@@ -667,7 +674,7 @@ Emitter::CommandIndex Emitter::store_tile(const LayerGroup& group, std::vector<C
       weight_frees_.push_back(last);
       if (prefetching() && !weights_buffers_.empty()) half_.push_back({last, weights_bytes_});
     }
-    if (other_readers != nullptr || stores_carry_frees_) {
+    if (stores_carry_frees_) {
       left_out_store_ = LeftOutStore{last, out_bytes};
       would_carry_.reset();
     } else {

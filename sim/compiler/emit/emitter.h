@@ -352,10 +352,11 @@ class Emitter {
   };
   std::vector<RingEntry> ring_;
   std::vector<CommandIndex> weight_frees_;  // stores whose ends free weight chunks
-  // The last tile whose store store_tile left out although it freed a chunk (its compute was the
-  // chunk's only reader): if that compute ends its group and must carry a resident tensor's
-  // release, the store is emitted after all, so that the release waits on the DMA_OUT queue and
-  // not on a slice's (which would hold that slice's next tiles behind every other slice).
+  // With stores_carry_frees on: the last tile whose store store_tile left out. If its compute
+  // ends its group and must carry a kept or resident tensor's release, the store is emitted after
+  // all, so that the release waits on the DMA_OUT queue and not on a slice's (which would hold
+  // that slice's next tiles behind every other slice). Off, the compute carries it: the driver
+  // estimates both (DeviceCompiler::carry_frees_on_stores).
   struct LeftOutStore {
     CommandIndex compute = 0;
     std::uint64_t bytes = 0;
