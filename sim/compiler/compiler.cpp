@@ -1442,9 +1442,14 @@ Schedule compile_one_device(const Graph& graph, const HwConfig& config,
     return o;
   };
   Compiled all = compile_on_all_slices(graph, config, options_with(0));
+  const bool small = all.schedule.commands.size() <= kFewerSlicesMaxCommands;
   const std::vector<std::uint32_t> counts =
-      options.fewer_slices ? fewer_slice_counts(slices) : std::vector<std::uint32_t>{};
+      options.fewer_slices && small ? fewer_slice_counts(slices) : std::vector<std::uint32_t>{};
   std::string line = "slices\t" + std::to_string(slices) + ": " + figure_of(all.cycles);
+  if (!small) {
+    line += "; fewer not tried: " + std::to_string(all.schedule.commands.size()) +
+            " commands (at most " + std::to_string(kFewerSlicesMaxCommands) + ")";
+  }
   std::vector<std::size_t> tried;  // indices into counts
   for (std::size_t i = 0; i < counts.size(); ++i) {
     const std::uint64_t bound = array_bound_cycles(all.schedule, config, counts[i]);
@@ -1484,7 +1489,7 @@ Schedule compile_one_device(const Graph& graph, const HwConfig& config,
   if (options.explain != nullptr) {
     const std::vector<std::string>& lines = explains[kept == 0 ? 0 : 1 + tried[kept - 1]];
     options.explain->insert(options.explain->end(), lines.begin(), lines.end());
-    if (!counts.empty()) options.explain->push_back(line);
+    if (options.fewer_slices && slices > 1) options.explain->push_back(line);
   }
   return kept == 0 ? std::move(all.schedule) : std::move(fewer[kept - 1].schedule);
 }

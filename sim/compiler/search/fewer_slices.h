@@ -4,6 +4,7 @@
 // gets slower where the counts tried are the ones that win.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -14,6 +15,10 @@ namespace npusim {
 
 // How many counts below a config's slices the compiler tries: S - 1 and S - 2.
 constexpr std::uint32_t kFewerSliceCounts = 2;
+
+// Past this many commands on all slices the counts below are not tried: each compile holds its
+// schedule, and three at once (about 400 bytes a command) would triple the compile's memory.
+constexpr std::size_t kFewerSlicesMaxCommands = std::size_t{1} << 20;
 
 // The counts below `slices` tried, largest first: S - 1, S - 2 (those of at least 1).
 std::vector<std::uint32_t> fewer_slice_counts(std::uint32_t slices);
