@@ -1442,56 +1442,71 @@ Schedule compile_one_device(const Graph& graph, const HwConfig& config,
     return o;
   };
   Compiled all = compile_on_all_slices(graph, config, options_with(0));
+  const bool considered = options.fewer_slices && slices > 1;
   const bool small = all.schedule.commands.size() <= kFewerSlicesMaxCommands;
+  // The driver leaves a model it had no choice to make unestimated: the counts are compared here.
+  if (considered && small && !all.cycles) all.cycles = estimated_cycles(all.schedule, config);
+  // A schedule on all slices that does not estimate keeps them: its error is the model's.
   const std::vector<std::uint32_t> counts =
-      options.fewer_slices && small ? fewer_slice_counts(slices) : std::vector<std::uint32_t>{};
-  std::string line = "slices\t" + std::to_string(slices) + ": " + figure_of(all.cycles);
-  if (!small) {
-    line += "; fewer not tried: " + std::to_string(all.schedule.commands.size()) +
-            " commands (at most " + std::to_string(kFewerSlicesMaxCommands) + ")";
-  }
+      considered && small && all.cycles ? fewer_slice_counts(slices) : std::vector<std::uint32_t>{};
+  struct Outcome {
+    std::optional<std::uint64_t> bound;  // set when the bound ruled the count out
+    bool compiled = false;               // false: stopped at a limit on that count
+    Compiled c;
+  };
+  std::vector<Outcome> outcomes(counts.size());
   std::vector<std::size_t> tried;  // indices into counts
   for (std::size_t i = 0; i < counts.size(); ++i) {
     const std::uint64_t bound = array_bound_cycles(all.schedule, config, counts[i]);
-    if (all.cycles && bound >= *all.cycles) {
-      line += "; " + std::to_string(counts[i]) + ": not tried, its array bound is " +
-              std::to_string(bound) + " cycles";
+    if (bound >= *all.cycles) {
+      outcomes[i].bound = bound;
     } else {
       tried.push_back(i);
     }
   }
   // The counts tried are compiled at once, on the machine's cores (each compile's own jobs then
-  // find no free thread and run in turn).
-  std::vector<Compiled> fewer = parallel_map(tried.size(), [&](std::size_t j) {
+  // find no free thread and run in turn), and each is estimated on the config's slices, as it
+  // will run.
+  parallel_map(tried.size(), [&](std::size_t j) {
+    Outcome& o = outcomes[tried[j]];
     HwConfig on_fewer = config;
     on_fewer.slices.count = counts[tried[j]];
-    Compiled c;
     try {
-      c = compile_on_all_slices(graph, on_fewer, options_with(1 + tried[j]));
+      o.c = compile_on_all_slices(graph, on_fewer, options_with(1 + tried[j]));
     } catch (const InputError&) {  // past a limit on fewer slices (larger tiles): not a choice
-      return Compiled{};
+      return false;
     }
-    // Costed on the config's slices, as the schedule will run.
-    c.schedule.target_slices = slices;
-    if (c.cycles) c.cycles = estimated_cycles(c.schedule, config);
-    return c;
+    o.compiled = true;
+    o.c.schedule.target_slices = slices;
+    o.c.cycles = estimated_cycles(o.c.schedule, config);
+    return true;
   });
-  std::size_t kept = 0;  // 0: all slices, else 1 + an index into `fewer`
-  for (std::size_t j = 0; j < fewer.size(); ++j) {
-    const std::optional<std::uint64_t>& best = kept == 0 ? all.cycles : fewer[kept - 1].cycles;
-    if (fewer[j].cycles && (!best || *fewer[j].cycles < *best)) kept = 1 + j;
+  std::optional<std::size_t> kept;  // an index into counts; none: all slices
+  std::string line = "slices\t" + std::to_string(slices) + ": " + figure_of(all.cycles);
+  if (!small) {
+    line += "; fewer not tried: " + std::to_string(all.schedule.commands.size()) +
+            " commands (at most " + std::to_string(kFewerSlicesMaxCommands) + ")";
   }
-  for (std::size_t j = 0; j < fewer.size(); ++j) {
-    line += "; " + std::to_string(counts[tried[j]]) + ": " + figure_of(fewer[j].cycles);
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    const Outcome& o = outcomes[i];
+    line += "; " + std::to_string(counts[i]) + ": ";
+    if (o.bound) {
+      line += "not tried, its array bound is " + std::to_string(*o.bound) + " cycles";
+    } else if (!o.compiled) {
+      line += "does not compile";
+    } else {
+      line += figure_of(o.c.cycles);
+      const std::uint64_t best = kept ? *outcomes[*kept].c.cycles : *all.cycles;
+      if (o.c.cycles && *o.c.cycles < best) kept = i;
+    }
   }
-  const std::uint32_t kept_slices = kept == 0 ? slices : counts[tried[kept - 1]];
-  line += "; kept: " + std::to_string(kept_slices);
+  line += "; kept: " + std::to_string(kept ? counts[*kept] : slices);
   if (options.explain != nullptr) {
-    const std::vector<std::string>& lines = explains[kept == 0 ? 0 : 1 + tried[kept - 1]];
+    const std::vector<std::string>& lines = explains[kept ? 1 + *kept : 0];
     options.explain->insert(options.explain->end(), lines.begin(), lines.end());
-    if (options.fewer_slices && slices > 1) options.explain->push_back(line);
+    if (considered) options.explain->push_back(line);
   }
-  return kept == 0 ? std::move(all.schedule) : std::move(fewer[kept - 1].schedule);
+  return kept ? std::move(outcomes[*kept].c.schedule) : std::move(all.schedule);
 }
 
 }  // namespace

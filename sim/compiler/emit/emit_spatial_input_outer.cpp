@@ -34,7 +34,8 @@ std::pair<std::uint64_t, std::uint64_t> piece_rows_of(const TileWindow& v, std::
 //     (whole output rows, at most one per part) an Add of the partials (and of the residual,
 //     loaded there) on that part's slice's vector unit, and the stores: at most one per DMA_OUT
 //     channel, each waiting for all the tile's Adds. So when a slice's ring entry (the store of
-//     its piece, or the last store) ends, its partials are freed.
+//     its piece, or the last store) ends, its partials are freed. A tile of one piece kept on
+//     chip stores nothing: its one Add frees every partial and the block.
 void Emitter::emit_spatial_input_outer(const LayerGroup& group, const SpatialLayer& s,
                                        const Mapping& mapping) {
   const std::uint64_t rows = mapping.tile_rows, cols = mapping.tile_cols;
@@ -209,10 +210,32 @@ void Emitter::emit_split_tile(const LayerGroup& group, const SpatialLayer& s,
     for (std::uint64_t i = i0 + 1; i < i1; ++i) release_output(store, group, out_buffers[i], adds);
     for (std::uint64_t i = i0; i < i1; ++i) store_of_piece[i] = store;
   }
-  for (std::size_t j = 0; j < parts.size(); ++j) {
-    const CommandIndex entry = j < pieces ? store_of_piece[j] : store_of_piece.back();
-    push_ring(entry, parts[j]->bytes);
-    if (parts[j]->prefetched > 0) settle_prefetch(entry, parts[j]->prefetched);
+  // The ring entries, one per piece: its store, which waits for every PartialSum, or, kept on
+  // chip (nothing stored), its own PartialSum, which frees its partials of every part and its
+  // residual piece. Each counts what is free once it ends: its piece's output, residual and
+  // partials, once per part as the parts hold them; the first also the parts' weights, which
+  // their Convs freed before any PartialSum began.
+  const std::uint64_t n_parts = parts.size();
+  auto held = [&](std::uint64_t r) {  // by each part, for r rows of the tile
+    return s.output_bytes(r, tc, cu) + s.residual_bytes(r, tc, cu) + s.partial_bytes(r, tc, cu);
+  };
+  std::uint64_t left = 0;
+  for (const BlockPart* p : parts) left += p->bytes;
+  const std::uint64_t weights = left - std::min(left, n_parts * held(tr));
+  for (std::uint64_t i = 0; i < pieces; ++i) {
+    const auto [r0, r1] = piece_rows_of(v, piece_rows, i);
+    const CommandIndex entry = sched_.commands[store_of_piece[i]].engine == EngineKind::kDmaOut
+                                   ? store_of_piece[i]
+                                   : adds[i];
+    const std::uint64_t bytes =
+        i + 1 == pieces ? left : std::min(left, n_parts * held(r1 - r0) + (i == 0 ? weights : 0));
+    push_ring(entry, bytes);
+    left -= bytes;
+    if (i == 0) {
+      for (const BlockPart* p : parts) {
+        if (p->prefetched > 0) settle_prefetch(entry, p->prefetched);
+      }
+    }
   }
 }
 

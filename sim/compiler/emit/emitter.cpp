@@ -645,14 +645,15 @@ Emitter::CommandIndex Emitter::store_tile(const LayerGroup& group, std::vector<C
                                           const std::vector<CommandIndex>* other_readers) {
   // An output kept on chip that no other layer reads is not written to DRAM: the tile's last
   // compute stands for its store (the ring's entry). A tile whose store frees a shared chunk still
-  // stores: the store, not the compute, waits for the chunk's other readers.
+  // stores, unless that compute already waits for the chunk's other readers (below): the store,
+  // not the compute, waits for them.
   if (keeping_ && keeping_->tensor == group.output) {
     keeping_->ranges.push_back({out_lo, out_hi, after});
   }
   // When the tile's own computes are the chunk's only readers (an input block or weight chunk of
   // one tile), there is nothing else to wait for: its last compute frees the chunk instead. So
-  // when the readers are what that compute waits for: the parts of a tile split over slices,
-  // whose every PartialSum waits for every part (emit_split_tile).
+  // when the other readers are what that compute waits for: the parts of a tile split over
+  // slices, whose every PartialSum waits for every part (emit_split_tile).
   const CommandIndex last_after =
       after.empty() ? kNone : *std::max_element(after.begin(), after.end());
   const bool only_reader =

@@ -25,8 +25,10 @@ std::vector<std::uint32_t> fewer_slice_counts(std::uint32_t slices);
 
 // A lower bound on any schedule of `schedule`'s layers on `slices` slices of `config`'s array:
 // each layer's untiled single-array cycles (SCALE-Sim's closed form, layer_info's ideal_cycles),
-// summed, over the slices, rounded up. Tiling only adds folds and fills, so no schedule of the
-// same layers on as many slices takes fewer array cycles.
+// summed, over the slices, rounded up. A layer of a batch of GEMMs counts the smaller of its
+// GEMMs apart and of one GEMM of all their rows (a MatMul emits a shared right operand's batch
+// that way). Tiling only adds folds and fills, so no schedule of the same layers on as many
+// slices takes fewer array cycles.
 std::uint64_t array_bound_cycles(const Schedule& schedule, const HwConfig& config,
                                  std::uint32_t slices);
 
