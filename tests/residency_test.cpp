@@ -339,6 +339,9 @@ TEST(Residency, ATileThatAloneReadItsWeightsDoesNotStoreAResidentOutput) {
   ASSERT_EQ(on_conv.commands.size(), 2u);
   EXPECT_EQ(on_conv.commands[1].free,
             std::vector<std::string>{on_conv.commands[0].alloc[0].buffer});
+  // a has no writer here and nothing ran since: the release adds no wait to the conv's on its
+  // weights.
+  EXPECT_EQ(on_conv.commands[1].deps, IndexList{0});
   // ...unless stores carry the frees (the driver estimates both): then the store comes back,
   // after the conv, to carry the release on the DMA_OUT queue rather than hold the conv's slice.
   const Schedule carried = emitted(true, true, true);
