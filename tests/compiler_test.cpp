@@ -1614,17 +1614,38 @@ TEST(CompilerParts, AConvSplitOverSlicesAddsItsPartialSums) {
   EXPECT_EQ(schedule_macs(s), 294912u);
 }
 
+// two_convs with conv1 in two tiles of 4 rows (weights outer) keeping its output on chip, and
+// conv2 reading it from there: by default input outer as one block of all 8 x 8 pixels, else
+// with `conv2_units` output channels a chunk, weights outer, each chunk one tile of all pixels.
+// `conv1`, when given, maps conv1 instead.
+Schedule emit_two_convs_kept(const Graph& g, const HwConfig& config, bool on_chip_only,
+                             std::uint64_t conv2_units = 0, bool drop_unread_stores = false,
+                             const Mapping* conv1 = nullptr) {
+  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
+  const TensorLayouts layouts = assign_layouts(g, groups);
+  Emitter emitter(g, config, layouts);
+  emitter.drop_unread_stores(drop_unread_stores);
+  Mapping m0;
+  m0.kind = MappingKind::kSpatial;
+  m0.tile_rows = 4;
+  m0.tile_cols = 8;
+  m0.tile_channel_units = 32;
+  Mapping m1 = m0;
+  m1.tile_rows = 8;
+  m1.tile_channel_units = conv2_units == 0 ? 8 : conv2_units;
+  if (conv2_units == 0) m1.order = LoopOrder::kInputOuter;
+  emitter.emit_group(groups[0], conv1 != nullptr ? *conv1 : m0, /*keep_output=*/true,
+                     on_chip_only);
+  emitter.emit_group(groups[1], m1);
+  return emitter.finish();
+}
+
 // The same split tile, its output kept on chip for conv2 alone (input outer, one block of all
 // pixels), stores nothing nobody reads: the block's other readers are the parts' Convs, which
 // its last PartialSum waits for, so that PartialSum frees the block (docs/compiler.md, "Stores
 // nobody reads"). Until 2026-11-25 the tile stored its 2048 output bytes only to free it.
 TEST(CompilerParts, ATileSplitOverSlicesKeepingItsOutputOnChipStoresNothing) {
   const HwConfig config = parse_hw_config("{}", "default.json");
-  const Graph g = two_convs();
-  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
-  const TensorLayouts layouts = assign_layouts(g, groups);
-  Emitter emitter(g, config, layouts);
-  emitter.drop_unread_stores(true);
   Mapping m0;
   m0.kind = MappingKind::kSpatial;
   m0.tile_rows = 8;
@@ -1633,12 +1654,8 @@ TEST(CompilerParts, ATileSplitOverSlicesKeepingItsOutputOnChipStoresNothing) {
   m0.order = LoopOrder::kInputOuter;
   m0.slices = 2;
   m0.k_parts = 2;
-  Mapping m1 = m0;
-  m1.tile_channel_units = 8;
-  m1.k_parts = 1;
-  emitter.emit_group(groups[0], m0, /*keep_output=*/true, /*on_chip_only=*/true);
-  emitter.emit_group(groups[1], m1);
-  Schedule s = emitter.finish();
+  Schedule s = emit_two_convs_kept(two_convs(), config, /*on_chip_only=*/true, 0,
+                                   /*drop_unread_stores=*/true, &m0);
   // conv1 as before without its store; conv2: its weights, 8 x 32 = 256 bytes, no load of its
   // input, its Conv, and its store of 8 x 8 x 8 = 512 bytes.
   ASSERT_EQ(command_order(s),
@@ -1658,29 +1675,6 @@ TEST(CompilerParts, ATileSplitOverSlicesKeepingItsOutputOnChipStoresNothing) {
   Diagnostics diag("two.json");
   finalize_schedule(s, config, diag);
   ASSERT_TRUE(diag.empty());
-}
-
-// two_convs with conv1 in two tiles of 4 rows (weights outer) keeping its output on chip, and
-// conv2 reading it from there: by default input outer as one block of all 8 x 8 pixels, else
-// with `conv2_units` output channels a chunk, weights outer, each chunk one tile of all pixels.
-Schedule emit_two_convs_kept(const Graph& g, const HwConfig& config, bool on_chip_only,
-                             std::uint64_t conv2_units = 0, bool drop_unread_stores = false) {
-  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
-  const TensorLayouts layouts = assign_layouts(g, groups);
-  Emitter emitter(g, config, layouts);
-  emitter.drop_unread_stores(drop_unread_stores);
-  Mapping m0;
-  m0.kind = MappingKind::kSpatial;
-  m0.tile_rows = 4;
-  m0.tile_cols = 8;
-  m0.tile_channel_units = 32;
-  Mapping m1 = m0;
-  m1.tile_rows = 8;
-  m1.tile_channel_units = conv2_units == 0 ? 8 : conv2_units;
-  if (conv2_units == 0) m1.order = LoopOrder::kInputOuter;
-  emitter.emit_group(groups[0], m0, /*keep_output=*/true, on_chip_only);
-  emitter.emit_group(groups[1], m1);
-  return emitter.finish();
 }
 
 TEST(CompilerParts, AnOutputKeptOnChipIsReadWithoutALoad) {
