@@ -33,9 +33,9 @@ std::pair<std::uint64_t, std::uint64_t> piece_rows_of(const TileWindow& v, std::
 //     split, each part's Conv into partial sums (one buffer per reduction piece), then per piece
 //     (whole output rows, at most one per part) an Add of the partials (and of the residual,
 //     loaded there) on that part's slice's vector unit, and the stores: at most one per DMA_OUT
-//     channel, each waiting for all the tile's Adds. So when a slice's ring entry (the store of
-//     its piece, or the last store) ends, its partials are freed. A tile of one piece kept on
-//     chip stores nothing: its one Add frees every partial and the block.
+//     channel, each waiting for all the tile's Adds. A tile whose output stays on chip and
+//     whose block no other tile reads (one chunk) stores nothing: its last Add frees the block.
+//     Each piece's ring entry is its store, or, not stored, its own Add (emit_split_tile).
 void Emitter::emit_spatial_input_outer(const LayerGroup& group, const SpatialLayer& s,
                                        const Mapping& mapping) {
   const std::uint64_t rows = mapping.tile_rows, cols = mapping.tile_cols;
@@ -237,6 +237,9 @@ void Emitter::emit_split_tile(const LayerGroup& group, const SpatialLayer& s,
       }
     }
   }
+  // One entry per part, as before pieces had their own: the ring's depth (8 entries a slice)
+  // counts parts, so parts past the pieces take empty entries at the last one.
+  for (std::uint64_t j = pieces; j < n_parts; ++j) push_ring(ring_.back().store, 0);
 }
 
 }  // namespace npusim
