@@ -1565,11 +1565,9 @@ TEST(CompilerParts, AChainWaitsForItsReaderToFreeRowsBeforeRunningAhead) {
   ASSERT_TRUE(diag.empty());
 }
 
-TEST(CompilerParts, AConvSplitOverSlicesAddsItsPartialSums) {
-  // conv1 of two_convs (3x3, 16 -> 32, pad 1, 8x8, int8, batch norm folded) as one tile of 8 x 8
-  // pixels and 32 channels, its 16 input channels split into 2 parts of 8 on the 2 slices of
-  // `default` (1 DMA_IN and 1 DMA_OUT channel).
-  const HwConfig config = parse_hw_config("{}", "default.json");
+// conv1 of two_convs as one tile of 8 x 8 pixels and 32 channels, input outer, its 16 input
+// channels split into 2 parts on the 2 slices of `default`.
+Mapping conv1_split_in_two() {
   Mapping m;
   m.kind = MappingKind::kSpatial;
   m.tile_rows = 8;
@@ -1578,6 +1576,15 @@ TEST(CompilerParts, AConvSplitOverSlicesAddsItsPartialSums) {
   m.order = LoopOrder::kInputOuter;
   m.slices = 2;
   m.k_parts = 2;
+  return m;
+}
+
+TEST(CompilerParts, AConvSplitOverSlicesAddsItsPartialSums) {
+  // conv1 of two_convs (3x3, 16 -> 32, pad 1, 8x8, int8, batch norm folded) as one tile of 8 x 8
+  // pixels and 32 channels, its 16 input channels split into 2 parts of 8 on the 2 slices of
+  // `default` (1 DMA_IN and 1 DMA_OUT channel).
+  const HwConfig config = parse_hw_config("{}", "default.json");
+  const Mapping m = conv1_split_in_two();
   Schedule s = emit_conv1(config, m);
   const std::vector<std::string> order = command_order(s);
   // Each part's weights first: half of 32 x 16 x 3 x 3 = 4608 bytes, 2304. Then the input block,
@@ -1645,14 +1652,7 @@ Schedule emit_two_convs_kept(const Graph& g, const HwConfig& config, bool on_chi
 // nobody reads"). Until 2026-11-25 the tile stored its 2048 output bytes only to free it.
 TEST(CompilerParts, ATileSplitOverSlicesKeepingItsOutputOnChipStoresNothing) {
   const HwConfig config = parse_hw_config("{}", "default.json");
-  Mapping m0;
-  m0.kind = MappingKind::kSpatial;
-  m0.tile_rows = 8;
-  m0.tile_cols = 8;
-  m0.tile_channel_units = 32;
-  m0.order = LoopOrder::kInputOuter;
-  m0.slices = 2;
-  m0.k_parts = 2;
+  const Mapping m0 = conv1_split_in_two();
   Schedule s = emit_two_convs_kept(two_convs(), config, /*on_chip_only=*/true, 0,
                                    /*drop_unread_stores=*/true, &m0);
   // conv1 as before without its store; conv2: its weights, 8 x 32 = 256 bytes, no load of its

@@ -177,6 +177,11 @@ std::optional<std::uint64_t> estimated_cycles(Schedule& schedule, const HwConfig
   }
 }
 
+// An estimate's figure in the explain lines.
+std::string figure_of(const std::optional<std::uint64_t>& cycles) {
+  return cycles ? std::to_string(*cycles) + " cycles estimated" : std::string("does not check");
+}
+
 // A conv tiled to accumulate its reduction in steps (Mapping::k_step).
 bool accumulates_in_steps(const Mapping& m) {
   return m.kind == MappingKind::kSpatial && m.k_step > 0;
@@ -517,8 +522,7 @@ class DeviceCompiler {
                (c.slices == 0 ? "" : " slices " + std::to_string(c.slices));
     }
     e.report = "chains\t" + std::to_string(chains.size()) + " chain(s) of " +
-               std::to_string(members) + " groups: " +
-               (e.cycles ? std::to_string(*e.cycles) + " cycles estimated" : "does not check") +
+               std::to_string(members) + " groups: " + figure_of(e.cycles) +
                (e.report.empty() ? "" : " (" + e.report.substr(e.report.find('\t') + 1) + ")") +
                " [" + which + "]";
     return Final{std::move(chained), std::move(e), chains};
@@ -1316,11 +1320,6 @@ class DeviceCompiler {
   mutable std::map<std::string, Choice> choices_;
   mutable std::map<std::string, std::optional<std::uint64_t>> run_costs_;
 };
-
-// An estimate's figure in the explain lines.
-std::string figure_of(const std::optional<std::uint64_t>& cycles) {
-  return cycles ? std::to_string(*cycles) + " cycles estimated" : std::string("does not check");
-}
 
 // A schedule, not yet finalized, and its estimated cycles (nullopt: it does not estimate).
 struct Compiled {
