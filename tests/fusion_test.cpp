@@ -713,10 +713,13 @@ TEST(Chains, StoresCarryTheFreesWhereTheModelEstimatesFasterSo) {
   EXPECT_EQ(estimate(s, config).total_cycles(), final_stores);
 }
 
-// Three GEMVs in a row (a decode step's MLP shapes, fp16) on `server`: h and y stay on chip, and
-// the last computes that free them (fc2's of h, fc3's of y) would wait for every reader on every
-// slice; the stores carry those frees instead and the plan is kept so.
-TEST(Chains, AGemvChainKeepsItsPlanWithTheStoresCarryingTheFrees) {
+// Three GEMVs in a row (a decode step's MLP shapes, fp16) on `server`: h and y stay on chip. fc2
+// and fc3 have their reduction split over slices (24 and 6 row folds unsplit), and a split tile's
+// last PartialSum waits for every part, so the release of h (and y) after it has no other reader
+// to wait for: no store is needed to carry it, and the plan is not emitted that way too (until
+// 2026-11-25, unsplit, the stores carried those frees: the last computes would have waited for
+// every reader on every slice).
+TEST(Chains, AGemvChainSplitOverSlicesFreesWhatStaysOnChipWithoutAStore) {
   const Json doc = Json::parse(R"({"format": "npusim-graph", "version": 1, "name": "gemv3",
     "tensors": [{"name": "x", "dtype": "float16", "shape": [1, 768]},
                 {"name": "w1", "dtype": "float16", "shape": [768, 3072], "constant": true},
@@ -733,15 +736,105 @@ TEST(Chains, AGemvChainKeepsItsPlanWithTheStoresCarryingTheFrees) {
   const HwConfig config = load_hw_config("server");
   std::vector<std::string> explain;
   const Schedule s = compile_schedule(g, config, &explain);
+  EXPECT_NE(test::explain_line(explain, "fc2\t").find("k_parts"), std::string::npos);
+  EXPECT_NE(test::explain_line(explain, "fc3\t").find("k_parts"), std::string::npos);
   const std::string line = test::explain_line(explain, "residency\t");
   const std::uint64_t without = test::figure_after(line, "without: ");
-  const std::uint64_t computes = test::figure_after(line, "2 tensor(s) in up to L/2: ");
-  const std::uint64_t stores = test::figure_after(line, "frees carried by stores: ");
-  EXPECT_LT(stores, computes);
-  EXPECT_LT(stores, without);
-  EXPECT_NE(line.find("kept: 2 tensor(s) in up to L/2, frees carried by stores"), std::string::npos)
-      << line;
-  EXPECT_LE(estimate(s, config).total_cycles(), stores);
+  const std::uint64_t kept = test::figure_after(line, "2 tensor(s) in up to L/2: ");
+  EXPECT_LT(kept, without);
+  // No store would carry a free, so the plan is not emitted that way too.
+  EXPECT_EQ(line.find("frees carried by stores"), std::string::npos) << line;
+  // In DRAM: z, 768 fp16 elements, 1536 bytes; and of h and y only the last column chunk of fc1
+  // and of fc2, 128 columns x 2 bytes each: that store frees the row of x (h) that every chunk
+  // read, and waits for those readers (docs/compiler.md, "Stores nobody reads").
+  std::uint64_t stored = 0;
+  for (const Command& c : s.commands) {
+    if (c.engine == EngineKind::kDmaOut) stored += c.bytes;
+  }
+  EXPECT_EQ(stored, 1536u + 2 * 256u);
+  // 768 x 3072 + 3072 x 768 + 768 x 768 MACs.
+  EXPECT_EQ(schedule_macs(s), 5308416u);
+  EXPECT_LE(estimate(s, config).total_cycles(), kept);
+}
+
+// bert_toy.onnx on `server`: its 6 groups mapped anew under residency estimate 1.3 % faster all
+// together (14,028 cycles against 14,217 on 2026-11-25) but take the schedule from 292 to 322
+// commands, so the growth rule (more than 10 % more commands must gain at least 2 %) keeps the
+// model as it was; one part of them, 3 groups, wins within the rule. (The 7B decoder layer showed
+// this until its GEMVs were split over slices: since then no remapping of it estimates faster.)
+TEST(Remap, APartOfTheGroupsMappedAnewMayWinWhereAllOfThemLose) {
+  const Graph g = import_onnx(kShared + "bert_toy.onnx", {});
+  const HwConfig config = load_hw_config("server");
+  std::vector<std::string> explain;
+  const Schedule s = compile_schedule(g, config, &explain);
+  const std::string line = test::explain_line(explain, "remap\t");
+  ASSERT_FALSE(line.empty());
+  // "remap\tN group(s) mapped anew: C cycles estimated (before: B), M commands (before: K),
+  // kept: before; in P parts: part I (J group(s)) C2 cycles estimated, kept: remapped ..."
+  EXPECT_NE(line.find("kept: before; in "), std::string::npos) << line;
+  const std::uint64_t before = test::figure_after(line, "(before: ");
+  const std::uint64_t before_commands = test::figure_after(line, "commands (before: ");
+  const std::uint64_t part = test::figure_after(line, " group(s)) ");
+  EXPECT_LT(part, before);
+  // The parts kept obey the growth rule (each of the two rounds adds at most 10 % commands), and
+  // the schedule is the one estimated (or a later round's, faster still).
+  EXPECT_LE(s.commands.size() * 100, before_commands * 121);
+  EXPECT_LE(estimate(s, config).total_cycles(), part);
+  EXPECT_EQ(schedule_macs(s), graph_macs(g));
+}
+
+// mnist-8's classifier on `server` ([1, 256] x [256, 10] fp32, 128 x 128 arrays, ws): 2 row folds
+// of P = 2R + C + T - 2 = 256 + 128 + 1 - 2 = 383 cycles on one slice, 2 x 383 - 1 = 765 cycles
+// (docs/cost-model.md, "Systolic GEMM"); or, its reduction split over 2 slices (docs/compiler.md,
+// "MatMul split over slices"), one fold on each, 383 - 1 = 382 cycles, and a PartialSum of 10
+// elements.
+TEST(SplitOverSlices, AGemvOfTwoRowFoldsRunsOneFoldOnEachOfTwoSlices) {
+  const Graph g = import_onnx(kShared + "mnist-8.onnx", {});
+  const HwConfig config = load_hw_config("server");
+  std::vector<std::string> explain;
+  Schedule s = compile_schedule(g, config, &explain);
+  const std::string line = test::explain_line(explain, "fused(Times212+Plus214)\t");
+  ASSERT_NE(line.find("k_parts 2:"), std::string::npos) << line;
+  // It beats the best unsplit mapping (its runner-up) by more than 1/32.
+  const std::uint64_t chosen = test::figure_after(line, "k_parts 2: ");
+  const std::uint64_t runner_up = test::figure_after(line.substr(line.find("runner-up")), ": ");
+  EXPECT_GT(runner_up - chosen, runner_up / 32) << line;
+  std::vector<const Command*> gemms, sums;
+  for (const Command& c : s.commands) {
+    if (s.programs[c.program].name != "fused(Times212+Plus214)" || !on_slice(c.engine)) continue;
+    (std::string(op_table()[c.op].name) == "Gemm" ? gemms : sums).push_back(&c);
+  }
+  ASSERT_EQ(gemms.size(), 2u);
+  EXPECT_NE(gemms[0]->slice, gemms[1]->slice);
+  for (const Command* c : gemms) {
+    EXPECT_EQ(std::get<GemmShape>(c->shape).k, 128u);
+    EXPECT_EQ(std::get<GemmShape>(c->shape).n, 10u);
+    EXPECT_EQ(c->compute_cycles, 382u);
+  }
+  ASSERT_EQ(sums.size(), 1u);
+  EXPECT_EQ(std::get<ElementsShape>(sums[0]->shape).elements, 10u);
+  EXPECT_EQ(schedule_macs(s), graph_macs(g));
+}
+
+// bert_toy on `default`: its feed-forward MatMuls split over the 2 slices estimate 1305 cycles
+// alone against 1312 unsplit (2026-11-25), less than 1/32 faster; taken, they cost the model
+// 2.2 % (the PartialSums take the vector units and their partial sums the room other groups
+// use, which costing alone does not see), so the unsplit mapping is kept and the explain says
+// why.
+TEST(SplitOverSlices, ASplitFasterByLessThanAThirtySecondIsNotTaken) {
+  const Graph g = import_onnx(kShared + "bert_toy.onnx", {});
+  std::vector<std::string> explain;
+  compile_schedule(g, load_hw_config("default"), &explain);
+  const std::string line = test::explain_line(explain, "fused(MatMul_117+Add_118+Mul_120)\t");
+  ASSERT_FALSE(line.empty());
+  const std::string label = "faster by at most 1/32 with its reduction split over slices";
+  ASSERT_NE(line.find(label), std::string::npos) << line;
+  EXPECT_EQ(line.substr(0, line.find(':')).find("k_parts"), std::string::npos) << line;
+  const std::string not_taken = line.substr(line.find("; not "));
+  const std::uint64_t split = test::figure_after(not_taken, "k_parts 2: ");
+  const std::uint64_t against = test::figure_after(not_taken, "cycles against ");
+  EXPECT_LT(split, against);
+  EXPECT_LE(against - split, against / 32);
 }
 
 }  // namespace

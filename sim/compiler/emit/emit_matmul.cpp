@@ -60,6 +60,10 @@ void Emitter::emit_matmul(const LayerGroup& group, const Mapping& mapping) {
       const std::uint64_t b_hi = ranges.b_exact ? (b_base + 1) * b_batch_bytes : b.bytes();
       for (std::uint64_t r0 = 0; r0 < mm.rows_total; r0 += rows) {
         const std::uint64_t r1 = std::min(mm.rows_total, r0 + rows);
+        if (mapping.k_parts > 1) {
+          emit_matmul_split(group, mapping, p, r0, r1);
+          continue;
+        }
         const CommandIndex shared = load_shared_input(
             group, mm.a, ranges.a_rows ? (a_base + r0) * a_row_bytes : 0,
             ranges.a_rows ? (a_base + r1) * a_row_bytes : a.bytes(), (r1 - r0) * a_row_bytes);
@@ -105,6 +109,90 @@ void Emitter::emit_matmul(const LayerGroup& group, const Mapping& mapping) {
                                 (r1 - r0) * nc * mm.out_elem_bytes, (y_base + r0) * y_row_bytes,
                                 (y_base + r1) * y_row_bytes, last ? &computes : nullptr));
       }
+    }
+  }
+}
+
+// Input outer with the reduction split over slices (Mapping::k_parts; docs/compiler.md, "MatMul
+// split over slices"): per column chunk, each part loads its K rows of the chunk (the first part
+// also the chunk's share of the bias) and runs a Gemm over them, reading rows [r0, r1) of A, into
+// partial sums on a slice of its own; PartialSums add them up (emit_split_tile). The chunks go in
+// waves of at most one part per slice, each wave's loads first (weights wait for no activation,
+// so the in-order DMA_IN queue brings them in while A's writers still run), the rows of A, loaded
+// once, after the first wave's.
+void Emitter::emit_matmul_split(const LayerGroup& group, const Mapping& mapping, std::uint64_t pass,
+                                std::uint64_t r0, std::uint64_t r1) {
+  const MatMulLayer mm = describe_matmul(g_, group);
+  const PassRanges ranges(mm, layouts_);
+  const std::uint64_t rows = r1 - r0, cols = mapping.tile_cols;
+  const std::uint64_t chunks = ceil_div(mm.n, cols);
+  const std::uint64_t part_k = mm.part_k(mapping.k_parts), n_parts = mm.part_count(mapping.k_parts);
+  const std::uint64_t wave_chunks = std::max<std::uint64_t>(1, group_slices_ / n_parts);
+  const std::uint64_t ey = mm.out_elem_bytes, a_row_bytes = mm.k * mm.a_elem_bytes;
+  const std::uint64_t a_base = ranges.a_base(mm, pass), b_base = ranges.b_base(mm, pass);
+  // B's parts are read from its batch: an activation's readers wait for its writers. A resident B
+  // is not loaded (only a bias share, if any): its parts wait for its writers on chip.
+  const Tensor& b = g_.tensors[mm.b];
+  const std::uint64_t b_batch_bytes = mm.b_bytes(mm.k * mm.n);
+  const std::uint64_t b_lo = ranges.b_exact ? b_base * b_batch_bytes : 0;
+  const std::uint64_t b_hi = ranges.b_exact ? (b_base + 1) * b_batch_bytes : b.bytes();
+  const bool b_on_chip = !b.constant && on_chip(mm.b);
+  auto chunk_cols = [&](std::uint64_t ch) { return std::min(mm.n, (ch + 1) * cols) - ch * cols; };
+  std::vector<CommandIndex> computes;  // every Gemm that read the rows of A
+  for (std::uint64_t first = 0; first < chunks; first += wave_chunks) {
+    const std::uint64_t last = std::min(chunks, first + wave_chunks);
+    // The wave's loads. Its parts claim the ring together: none of them is on it yet.
+    std::vector<BlockPart> parts;
+    std::uint64_t wave_bytes = 0;
+    for (std::uint64_t ch = first; ch < last; ++ch) {
+      for (std::uint64_t k0 = 0; k0 < mm.k; k0 += part_k) {
+        BlockPart p;
+        p.slice = next_slice();
+        p.in_c = std::min(mm.k, k0 + part_k) - k0;
+        p.chunk = ch;
+        const std::uint64_t nc = chunk_cols(ch);
+        const std::uint64_t b_bytes =
+            mm.part_b_bytes(nc, p.in_c, k0 == 0) - (b_on_chip ? nc * mm.b_bytes(p.in_c) : 0);
+        p.bytes = b_bytes + rows * nc * (ey + MatMulLayer::kPartialElemBytes);
+        wave_bytes += p.bytes;
+        const CommandIndex wait = ring_wait(wave_bytes);
+        if (wait != kNone) p.waits.push_back(wait);
+        std::vector<CommandIndex> load_deps = p.waits;
+        if (!b.constant && !b_on_chip) reader_deps(mm.b, b_lo, b_hi, load_deps);
+        if (b_on_chip) on_chip_writers(mm.b, b_lo, b_hi, p.waits);
+        p.load = kNone;
+        if (b_bytes > 0) {
+          Command load = dma(EngineKind::kDmaIn, b_bytes);
+          p.weights_buffer = buffer_name();
+          load.alloc.push_back({p.weights_buffer, load.bytes});
+          p.load = emit(std::move(load), "DI", di_, group, std::move(load_deps));
+        }
+        parts.push_back(std::move(p));
+      }
+    }
+    // Before the first wave's computes, the rows of A, shared by every part of the row tile.
+    if (first == 0) {
+      load_shared_input(group, mm.a, ranges.a_rows ? (a_base + r0) * a_row_bytes : 0,
+                        ranges.a_rows ? (a_base + r1) * a_row_bytes : g_.tensors[mm.a].bytes(),
+                        rows * a_row_bytes);
+    }
+    for (std::uint64_t ch = first; ch < last; ++ch) {
+      std::vector<const BlockPart*> chunk_parts;
+      for (const BlockPart& p : parts) {
+        if (p.chunk == ch) chunk_parts.push_back(&p);
+      }
+      const std::uint64_t nc = chunk_cols(ch);
+      SplitTile t;
+      t.op = "Gemm";
+      t.part_shape = [&](const BlockPart& p) { return Shape{GemmShape{1, rows, nc, p.in_c}}; };
+      t.rows = rows;
+      t.piece_rows = ceil_div(rows, std::min(rows, n_parts));
+      t.out_row_bytes = nc * ey;
+      t.partial_row_bytes = nc * MatMulLayer::kPartialElemBytes;
+      t.reduce_row_elements = (n_parts - 1) * nc;
+      t.y_first_row = PassRanges::y_base(mm, pass) + r0;
+      t.y_row_bytes = mm.n * ey;  // a column chunk claims whole rows
+      emit_split_tile(group, t, chunk_parts, computes, ch == chunks - 1);
     }
   }
 }

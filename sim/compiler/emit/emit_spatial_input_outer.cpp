@@ -13,17 +13,6 @@
 
 namespace npusim {
 
-namespace {
-
-// Output rows [r0, r1) of reduction piece i of a tile's window.
-std::pair<std::uint64_t, std::uint64_t> piece_rows_of(const TileWindow& v, std::uint64_t rows,
-                                                      std::uint64_t i) {
-  const std::uint64_t r0 = v.r0 + i * rows;
-  return {r0, std::min(v.r1, r0 + rows)};
-}
-
-}  // namespace
-
 // Per input block (image, row tile, column tile), the chunks in waves of at most one tile or
 // part per slice (so each one's wait for its slice's tile two back is known when it is emitted):
 //  1. the weights of every tile or part of the wave, first, so that the DMA_IN queue brings them
@@ -111,8 +100,27 @@ void Emitter::emit_spatial_input_outer(const LayerGroup& group, const SpatialLay
           }
           const bool frees_block = ch == chunks - 1;
           if (split) {
-            emit_split_tile(group, s, mapping, img, v, chunk_size(ch), chunk_parts, computes,
-                            frees_block);
+            const std::uint64_t cu = chunk_size(ch), out_c = cu * s.out_per_unit;
+            SplitTile split_tile;
+            split_tile.op = s.op;
+            split_tile.part_shape = [&](const BlockPart& p) {
+              ConvShape shape = s.tile_shape(tr, tc, cu);
+              shape.in_c = p.in_c;
+              return Shape{shape};
+            };
+            split_tile.rows = tr;
+            split_tile.piece_rows = s.reduce_piece_rows(tr, mapping.k_parts);
+            split_tile.out_row_bytes = s.output_bytes(1, tc, cu);
+            split_tile.partial_row_bytes = s.partial_bytes(1, tc, cu);
+            split_tile.residual_row_bytes = s.residual_bytes(1, tc, cu);
+            split_tile.reduce_row_elements = s.reduce_elements(1, tc, cu, mapping.k_parts);
+            split_tile.y_first_row = img * s.oh + v.r0;
+            split_tile.y_row_bytes = y_row_bytes;
+            split_tile.residual = [&](std::uint64_t r0, std::uint64_t r1) {
+              return with_residual(g_, group, layouts_, s, {}, img, v.r0 + r0, v.r0 + r1, v.c0,
+                                   v.c1, out_c);
+            };
+            emit_split_tile(group, split_tile, chunk_parts, computes, frees_block);
             continue;
           }
           const BlockPart& p = *chunk_parts.front();
@@ -144,52 +152,53 @@ void Emitter::emit_spatial_input_outer(const LayerGroup& group, const SpatialLay
   }
 }
 
-// One tile split over `parts` (their weights loaded): their Convs, the reduction pieces and the
-// stores, as emit_spatial_input_outer describes.
-void Emitter::emit_split_tile(const LayerGroup& group, const SpatialLayer& s,
-                              const Mapping& mapping, std::uint64_t img, const TileWindow& v,
-                              std::uint64_t cu, const std::vector<const BlockPart*>& parts,
+// One tile split over `parts` (their weights loaded): their computes into partial sums, the
+// reduction pieces and the stores, as emit_spatial_input_outer describes.
+void Emitter::emit_split_tile(const LayerGroup& group, const SplitTile& t,
+                              const std::vector<const BlockPart*>& parts,
                               std::vector<CommandIndex>& computes, bool frees_block) {
-  const std::uint64_t tr = v.r1 - v.r0, tc = v.c1 - v.c0;
-  const std::uint64_t out_c = cu * s.out_per_unit;
-  const std::uint64_t y_row_bytes = s.ow * s.k * s.out_elem_bytes;
-  const std::uint64_t piece_rows = s.reduce_piece_rows(tr, mapping.k_parts);
-  const std::uint64_t pieces = ceil_div(tr, piece_rows);
+  const std::uint64_t pieces = ceil_div(t.rows, t.piece_rows);
+  // Rows [r0, r1) of the tile in reduction piece i.
+  auto piece_rows_of = [&](std::uint64_t i) {
+    const std::uint64_t r0 = i * t.piece_rows;
+    return std::pair<std::uint64_t, std::uint64_t>{r0, std::min(t.rows, r0 + t.piece_rows)};
+  };
+  auto y_lo = [&](std::uint64_t r) { return (t.y_first_row + r) * t.y_row_bytes; };
   // partial_buffers[piece]: one buffer per part.
   std::vector<std::vector<std::string>> partial_buffers(pieces);
   std::vector<CommandIndex> convs;
   for (const BlockPart* p : parts) {
-    ConvShape shape = s.tile_shape(tr, tc, cu);
-    shape.in_c = p->in_c;
-    Command conv = compute(s.op, p->slice, shape);
+    Command part = compute(t.op, p->slice, t.part_shape(*p));
     for (std::uint64_t i = 0; i < pieces; ++i) {
-      const auto [r0, r1] = piece_rows_of(v, piece_rows, i);
+      const auto [r0, r1] = piece_rows_of(i);
       partial_buffers[i].push_back(buffer_name());
-      conv.alloc.push_back({partial_buffers[i].back(), s.partial_bytes(r1 - r0, tc, cu)});
+      part.alloc.push_back({partial_buffers[i].back(), (r1 - r0) * t.partial_row_bytes});
     }
-    conv.free = {p->weights_buffer};
+    // (A part of a resident operand loads nothing: its waits hold the operand's writers.)
+    if (!p->weights_buffer.empty()) part.free = {p->weights_buffer};
     std::vector<CommandIndex> deps = p->waits;
-    deps.push_back(p->load);
+    if (p->load != kNone) deps.push_back(p->load);
     deps.insert(deps.end(), weights_pieces_.begin(), weights_pieces_.end());
-    convs.push_back(emit(std::move(conv), "S", s_, group, std::move(deps)));
+    convs.push_back(emit(std::move(part), "S", s_, group, std::move(deps)));
   }
   computes.insert(computes.end(), convs.begin(), convs.end());
   std::vector<CommandIndex> adds;
   std::vector<std::string> out_buffers;
   for (std::uint64_t i = 0; i < pieces; ++i) {
     const BlockPart& reducer = *parts[i];
-    const auto [r0, r1] = piece_rows_of(v, piece_rows, i);
+    const auto [r0, r1] = piece_rows_of(i);
     std::vector<CommandIndex> deps = convs;
     std::vector<std::string> frees = partial_buffers[i];
-    for (const Piece& piece :
-         with_residual(g_, group, layouts_, s, {}, img, r0, r1, v.c0, v.c1, out_c)) {
-      load_piece(group, piece, reducer.waits, frees, deps);
+    if (t.residual) {
+      for (const Piece& piece : t.residual(r0, r1)) {
+        load_piece(group, piece, reducer.waits, frees, deps);
+      }
     }
-    Command add = compute("PartialSum", reducer.slice,
-                          ElementsShape{s.reduce_elements(r1 - r0, tc, cu, mapping.k_parts)});
+    Command add =
+        compute("PartialSum", reducer.slice, ElementsShape{(r1 - r0) * t.reduce_row_elements});
     out_buffers.push_back(buffer_name());
     add.alloc.push_back(
-        {out_buffers.back(), std::max<std::uint64_t>(s.output_bytes(r1 - r0, tc, cu), 1)});
+        {out_buffers.back(), std::max<std::uint64_t>((r1 - r0) * t.out_row_bytes, 1)});
     add.free = std::move(frees);
     adds.push_back(emit(std::move(add), "S", s_, group, std::move(deps)));
   }
@@ -200,12 +209,11 @@ void Emitter::emit_split_tile(const LayerGroup& group, const SpatialLayer& s,
   std::vector<CommandIndex> store_of_piece(pieces);
   for (std::uint64_t i0 = 0; i0 < pieces; i0 += per_store) {
     const std::uint64_t i1 = std::min(pieces, i0 + per_store);
-    const std::uint64_t r0 = piece_rows_of(v, piece_rows, i0).first;
-    const std::uint64_t r1 = piece_rows_of(v, piece_rows, i1 - 1).second;
+    const std::uint64_t r0 = piece_rows_of(i0).first;
+    const std::uint64_t r1 = piece_rows_of(i1 - 1).second;
     const bool last = i1 == pieces;
     const CommandIndex store =
-        store_tile(group, adds, out_buffers[i0], s.output_bytes(r1 - r0, tc, cu),
-                   (img * s.oh + r0) * y_row_bytes, (img * s.oh + r1) * y_row_bytes,
+        store_tile(group, adds, out_buffers[i0], (r1 - r0) * t.out_row_bytes, y_lo(r0), y_lo(r1),
                    last && frees_block ? &computes : nullptr);
     for (std::uint64_t i = i0 + 1; i < i1; ++i) release_output(store, group, out_buffers[i], adds);
     for (std::uint64_t i = i0; i < i1; ++i) store_of_piece[i] = store;
@@ -214,16 +222,16 @@ void Emitter::emit_split_tile(const LayerGroup& group, const SpatialLayer& s,
   // chip (nothing stored), its own PartialSum, which frees its partials of every part and its
   // residual piece. Each counts what is free once it ends: its piece's output, residual and
   // partials, once per part as the parts hold them; the first also the parts' weights, which
-  // their Convs freed before any PartialSum began.
+  // their computes freed before any PartialSum began.
   const std::uint64_t n_parts = parts.size();
   auto held = [&](std::uint64_t r) {  // by each part, for r rows of the tile
-    return s.output_bytes(r, tc, cu) + s.residual_bytes(r, tc, cu) + s.partial_bytes(r, tc, cu);
+    return r * (t.out_row_bytes + t.residual_row_bytes + t.partial_row_bytes);
   };
   std::uint64_t left = 0;
   for (const BlockPart* p : parts) left += p->bytes;
-  const std::uint64_t weights = left - std::min(left, n_parts * held(tr));
+  const std::uint64_t weights = left - std::min(left, n_parts * held(t.rows));
   for (std::uint64_t i = 0; i < pieces; ++i) {
-    const auto [r0, r1] = piece_rows_of(v, piece_rows, i);
+    const auto [r0, r1] = piece_rows_of(i);
     const CommandIndex entry = sched_.commands[store_of_piece[i]].engine == EngineKind::kDmaOut
                                    ? store_of_piece[i]
                                    : adds[i];

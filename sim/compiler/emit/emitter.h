@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -259,10 +260,29 @@ class Emitter {
   // emit_spatial_input_outer.cpp
   void emit_spatial_input_outer(const LayerGroup& group, const SpatialLayer& s,
                                 const Mapping& mapping);
-  void emit_split_tile(const LayerGroup& group, const SpatialLayer& s, const Mapping& mapping,
-                       std::uint64_t img, const TileWindow& v, std::uint64_t cu,
+  // A tile whose reduction is split over parts on several slices (Mapping::k_parts), as its
+  // emission needs it, whatever the op: a conv's (emit_spatial_input_outer) or a MatMul's
+  // (emit_matmul). Every size is linear in the tile's output rows, given per row.
+  struct SplitTile {
+    std::string_view op;                                // each part's compute
+    std::function<Shape(const BlockPart&)> part_shape;  // of each part's compute
+    std::uint64_t rows = 0;                             // the tile's output rows
+    std::uint64_t piece_rows = 0;  // output rows per reduction piece (one PartialSum each)
+    std::uint64_t out_row_bytes = 0, partial_row_bytes = 0, residual_row_bytes = 0;
+    std::uint64_t reduce_row_elements = 0;  // a PartialSum's elements per row
+    // The tile's first output row, as a row of the stored tensor, of y_row_bytes each.
+    std::uint64_t y_first_row = 0, y_row_bytes = 0;
+    // A fused residual's pieces for rows [r0, r1) of the tile (none for a MatMul).
+    std::function<std::vector<Piece>(std::uint64_t r0, std::uint64_t r1)> residual;
+  };
+  // One split tile (its parts' weights loaded): their computes, the reduction pieces, the stores
+  // and the ring entries (emit_spatial_input_outer.cpp).
+  void emit_split_tile(const LayerGroup& group, const SplitTile& t,
                        const std::vector<const BlockPart*>& parts,
                        std::vector<CommandIndex>& computes, bool frees_block);
+  // A MatMul's row tile, input outer, with its reduction split over slices (emit_matmul.cpp).
+  void emit_matmul_split(const LayerGroup& group, const Mapping& mapping, std::uint64_t pass,
+                         std::uint64_t r0, std::uint64_t r1);
   void emit_spatial_ksplit(const LayerGroup& group, const SpatialLayer& s,
                            const Mapping& mapping);                   // emit_spatial_ksplit.cpp
   void emit_matmul(const LayerGroup& group, const Mapping& mapping);  // emit_matmul.cpp

@@ -76,7 +76,13 @@ std::uint64_t commands_of(const Graph& g, const LayerGroup& group, const Mapping
       const std::uint64_t chunks = mul(mm.passes, ceil_div(mm.n, m.tile_cols));
       if (m.order == LoopOrder::kInputOuter) {
         const std::uint64_t blocks = mul(mm.passes, ceil_div(mm.rows_total, m.tile_rows));
-        return mul(blocks, add(1, mul(3, ceil_div(mm.n, m.tile_cols))));
+        std::uint64_t per_chunk = 3;
+        if (m.k_parts > 1) {
+          // Per part a load and a Gemm; per reduction piece a PartialSum and at most a store.
+          const std::uint64_t parts = mm.part_count(m.k_parts);
+          per_chunk = 2 * parts + 2 * std::min(m.tile_rows, parts);
+        }
+        return mul(blocks, add(1, mul(per_chunk, ceil_div(mm.n, m.tile_cols))));
       }
       return mul(chunks, add(1, mul(3, ceil_div(mm.rows_total, m.tile_rows))));
     }

@@ -73,16 +73,26 @@ std::vector<Mapping> matmul_candidates(const MatMulLayer& mm, const HwConfig& co
     for (const std::uint64_t cols : col_sizes) {
       if (weights_outer && cols * mm.bytes_per_col > b.weight_chunk_bytes) continue;
       for (const std::uint64_t rows : size_options(mm.rows_total, config.slices.rows)) {
-        const bool fits =
-            weights_outer
-                ? mm.tile_bytes(rows, cols) <= b.tile_bytes
-                : rows * mm.k * mm.a_elem_bytes <= b.weight_chunk_bytes &&
-                      cols * mm.bytes_per_col + rows * cols * mm.out_elem_bytes <= b.tile_bytes;
-        if (!fits) continue;
+        const bool block_fits = rows * mm.k * mm.a_elem_bytes <= b.weight_chunk_bytes;
+        const bool fits = weights_outer ? mm.tile_bytes(rows, cols) <= b.tile_bytes
+                                        : block_fits && cols * mm.bytes_per_col +
+                                                                rows * cols * mm.out_elem_bytes <=
+                                                            b.tile_bytes;
         Mapping m = r.mapping(MappingKind::kMatMul);
         m.tile_rows = rows;
         m.tile_cols = cols;
-        out.push_back(m);
+        if (fits) out.push_back(m);
+        // The same tiles with the reduction split over 2, 4, ... slices (a GEMV's few row folds
+        // then end sooner); a part holds its share of the chunk, so a chunk too large for one
+        // tile may fit in parts.
+        if (weights_outer || !block_fits) continue;
+        for (std::uint32_t parts = 2; parts <= r.slices && parts <= mm.k; parts *= 2) {
+          if (mm.part_count(parts) < 2 || mm.part_tile_bytes(rows, cols, parts) > b.tile_bytes) {
+            continue;
+          }
+          m.k_parts = parts;
+          out.push_back(m);
+        }
       }
     }
   }
@@ -151,9 +161,41 @@ GroupWork ksplit_work(const MatMulLayer& mm, const Mapping& m, std::uint32_t sli
   return w;
 }
 
+// The parts of `count` split tiles of rows x cols (emit_matmul_split): per part a load of its
+// share of the chunk and a Gemm over it, per reduction piece a PartialSum, and the stores.
+void add_part_tiles(GroupWork& w, const MatMulLayer& mm, std::uint32_t parts, std::uint64_t count,
+                    std::uint64_t rows, std::uint64_t cols, std::uint32_t out_channels) {
+  const std::uint64_t n_parts = mm.part_count(parts);
+  const std::uint64_t bias = ceil_div(mm.bias_bytes * cols, mm.n);
+  for (const auto& [np, kn] : tile_cuts(mm.k, mm.part_k(parts))) {
+    TileClass t;
+    t.count = count * np;
+    t.op = find_op("Gemm");
+    t.shape = GemmShape{1, rows, cols, kn};
+    // The bias rides with the first part; spread over the parts here.
+    t.load_bytes = mm.part_b_bytes(cols, kn, false) + ceil_div(bias, n_parts);
+    t.ring_extra_bytes = rows * cols * (mm.out_elem_bytes + MatMulLayer::kPartialElemBytes);
+    w.tiles.push_back(t);
+  }
+  const std::uint64_t piece_rows = ceil_div(rows, std::min(rows, n_parts));
+  for (const auto& [np, pr] : tile_cuts(rows, piece_rows)) {
+    TileClass reduce;
+    reduce.count = count * np;
+    reduce.op = find_op("PartialSum");
+    reduce.shape = ElementsShape{(n_parts - 1) * pr * cols};
+    w.tiles.push_back(reduce);
+  }
+  const std::uint64_t pieces = ceil_div(rows, piece_rows);
+  const std::uint64_t per_store = ceil_div(pieces, std::min<std::uint64_t>(pieces, out_channels));
+  for (const auto& [ns, store_rows] : tile_cuts(rows, per_store * piece_rows)) {
+    w.stores.push_back({count * ns, store_rows * cols * mm.out_elem_bytes});
+  }
+}
+
 }  // namespace
 
-GroupWork matmul_work(const MatMulLayer& mm, const Mapping& m, std::uint32_t slices) {
+GroupWork matmul_work(const MatMulLayer& mm, const Mapping& m, std::uint32_t slices,
+                      std::uint32_t out_channels) {
   GroupWork w;
   w.slices = slices;
   w.shared_live = m.shared_live;
@@ -162,6 +204,10 @@ GroupWork matmul_work(const MatMulLayer& mm, const Mapping& m, std::uint32_t sli
   for (const auto& [nr, rows] : tile_cuts(mm.rows_total, m.tile_rows)) {
     if (input_outer) w.shared.push_back({mm.passes * nr, rows * mm.k * mm.a_elem_bytes});
     for (const auto& [nc, cols] : tile_cuts(mm.n, m.tile_cols)) {
+      if (m.k_parts > 1) {
+        add_part_tiles(w, mm, m.k_parts, mm.passes * nr * nc, rows, cols, out_channels);
+        continue;
+      }
       TileClass t;
       t.count = mm.passes * nr * nc;
       t.op = gemm;
@@ -181,6 +227,21 @@ GroupWork matmul_work(const MatMulLayer& mm, const Mapping& m, std::uint32_t sli
 
 std::uint64_t MatMulLayer::tile_bytes(std::uint64_t rows, std::uint64_t cols) const {
   return rows * k * a_elem_bytes + rows * cols * out_elem_bytes;
+}
+
+std::uint64_t MatMulLayer::part_k(std::uint64_t parts) const {
+  const std::uint64_t kn = ceil_div(k, parts);
+  return std::min(k, kn + kn % 2);
+}
+
+std::uint64_t MatMulLayer::part_b_bytes(std::uint64_t cols, std::uint64_t kn, bool first) const {
+  return cols * b_bytes(kn) + (first ? ceil_div(bias_bytes * cols, n) : 0);
+}
+
+std::uint64_t MatMulLayer::part_tile_bytes(std::uint64_t rows, std::uint64_t cols,
+                                           std::uint64_t parts) const {
+  return part_b_bytes(cols, part_k(parts), true) +
+         rows * cols * (out_elem_bytes + kPartialElemBytes);
 }
 
 std::uint64_t MatMulLayer::step_bytes(std::uint64_t rows, std::uint64_t cols,
@@ -234,10 +295,11 @@ MapSpace matmul_map_space(const GroupContext& ctx) {
     for (const Mapping& m : ksplit_candidates(mm, config)) all.push_back(m);
     return all;
   };
-  space.work = [mm, slices = ctx.config.slices.count](const Mapping& m) {
+  space.work = [mm, slices = ctx.config.slices.count,
+                out_channels = ctx.config.dma.out_channels](const Mapping& m) {
     const std::uint32_t used = m.slices == 0 ? slices : m.slices;
     return m.kind == MappingKind::kMatMulKSplit ? ksplit_work(mm, m, used)
-                                                : matmul_work(mm, m, used);
+                                                : matmul_work(mm, m, used, out_channels);
   };
   space.to_mapping = [mm](const TileSizes& t) {
     Mapping m;

@@ -29,6 +29,23 @@ struct MatMulLayer {
   std::uint64_t tile_bytes(std::uint64_t rows, std::uint64_t cols) const;
   // One K-split step: `rows` x `k_step` of A and `k_step` x `cols` of B.
   std::uint64_t step_bytes(std::uint64_t rows, std::uint64_t cols, std::uint64_t k_step) const;
+
+  // Splitting the reduction over slices (Mapping::k_parts; docs/compiler.md, "MatMul split over
+  // slices"): input outer. Each part reduces over part_k(parts) of the K rows of B
+  // (balanced; even, so that int4 parts are whole bytes) into partial sums of
+  // kPartialElemBytes per element, which PartialSums add up.
+  static constexpr std::uint64_t kPartialElemBytes = 4;
+  std::uint64_t part_k(std::uint64_t parts) const;
+  // Parts the reduction is actually cut into (balanced parts may be fewer than asked).
+  std::uint64_t part_count(std::uint64_t parts) const {
+    return (k + part_k(parts) - 1) / part_k(parts);
+  }
+  // A part's load: `kn` rows of `cols` columns of B, the first part with the columns' share of
+  // the bias.
+  std::uint64_t part_b_bytes(std::uint64_t cols, std::uint64_t kn, bool first) const;
+  // What a part holds on its slice until its store: its share of B, its partial sums and (the
+  // tile's output being reduced on the parts' slices) the output.
+  std::uint64_t part_tile_bytes(std::uint64_t rows, std::uint64_t cols, std::uint64_t parts) const;
 };
 
 MatMulLayer describe_matmul(const Graph& graph, const LayerGroup& group);
@@ -37,7 +54,9 @@ MatMulLayer describe_matmul(const Graph& graph, const LayerGroup& group);
 // steps.
 MapSpace matmul_map_space(const GroupContext& ctx);
 
-// What a (not K-split) `mapping` makes the MatMul do (mapping/work.h).
-GroupWork matmul_work(const MatMulLayer& mm, const Mapping& mapping, std::uint32_t slices);
+// What a (not K-split) `mapping` makes the MatMul do (mapping/work.h), with `out_channels` DMA_OUT
+// channels (a split tile stores its pieces in one store per channel at most).
+GroupWork matmul_work(const MatMulLayer& mm, const Mapping& mapping, std::uint32_t slices,
+                      std::uint32_t out_channels);
 
 }  // namespace npusim
