@@ -1622,12 +1622,12 @@ TEST(CompilerParts, AMatMulSplitOverSlicesAddsItsPartialSums) {
   Emitter scratch(g, config, layouts);
   scratch.emit_group(groups[0], m);
   Schedule s = scratch.finish();
-  // Each part's rows of B first: 32 x 32 = 1024 bytes, the first part with the bias, 1056. Then
-  // the rows of A, 2 x 64 = 128. A Gemm per part; the reduction in pieces of whole rows, at most
-  // one per part: 2 pieces of 1 row, one on each part's slice; one store (one DMA_OUT channel) of
-  // the 2 x 32 = 64 output bytes.
+  // The rows of A first, 2 x 64 = 128 bytes; then each part's rows of B: 32 x 32 = 1024 bytes,
+  // the first part with the bias, 1056. A Gemm per part; the reduction in pieces of whole rows,
+  // at most one per part: 2 pieces of 1 row, one on each part's slice; one store (one DMA_OUT
+  // channel) of the 2 x 32 = 64 output bytes.
   ASSERT_EQ(command_order(s),
-            (std::vector<std::string>{"DI1056", "DI1024", "DI128", "Gemm@0", "Gemm@1",
+            (std::vector<std::string>{"DI128", "DI1056", "DI1024", "Gemm@0", "Gemm@1",
                                       "PartialSum@0", "PartialSum@1", "DO64"}));
   for (const std::size_t i : {3u, 4u}) {
     const auto& shape = std::get<GemmShape>(s.commands[i].shape);
@@ -1639,8 +1639,8 @@ TEST(CompilerParts, AMatMulSplitOverSlicesAddsItsPartialSums) {
     EXPECT_EQ(s.commands[i].alloc[0].bytes, 128u);
     EXPECT_EQ(s.commands[i].alloc[1].bytes, 128u);
   }
-  EXPECT_EQ(s.commands[3].deps, (std::vector<std::uint32_t>{0, 2}));  // its part of B, A's rows
-  EXPECT_EQ(s.commands[4].deps, (std::vector<std::uint32_t>{1, 2}));
+  EXPECT_EQ(s.commands[3].deps, (std::vector<std::uint32_t>{0, 1}));  // A's rows, its part of B
+  EXPECT_EQ(s.commands[4].deps, (std::vector<std::uint32_t>{0, 2}));
   for (const std::size_t i : {5u, 6u}) {
     // One partial added to the other over 1 x 32 elements (the bias in the same pass); the
     // output piece is 32 bytes; it frees one partial buffer of each Gemm.
@@ -2237,7 +2237,7 @@ TEST(Parallel, ACompileIsTheSameOnOneThreadAsOnSeveral) {
     EXPECT_EQ(explain_one, explain_four);
     // The paths this test is for were taken.
     if (std::string(name) == "default") {
-      EXPECT_FALSE(test::explain_line(explain_one, "k-split convs\t").empty());
+      EXPECT_FALSE(test::explain_line(explain_one, "reduction splits\t").empty());
     } else {
       const std::string chains = test::explain_line(explain_one, "chains\t");
       EXPECT_NE(chains.find("remapped: with chains"), std::string::npos) << chains;

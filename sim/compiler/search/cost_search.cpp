@@ -390,10 +390,10 @@ std::optional<SearchChoice> choose_split_matmul(const MapSpace& space, const HwC
     choice.slower_bytes = b.choice.mapping;
     choice.slower_bytes_cycles = b_cycles;
     choice.slower_bytes_against = a_cycles;
-    choice.slower_split = true;
+    choice.slower_why = "faster by at most 1/32 with its reduction split over slices";
   }
   choice.candidates = candidates.size();
-  choice.plain_candidates = candidates.size();
+  choice.plain_candidates = whole.size();
   return choice;
 }
 
@@ -541,8 +541,8 @@ std::string describe_choice(const SearchChoice& c) {
   if (c.slower_bytes) {
     s += "; not " + describe_mapping(*c.slower_bytes) + ": " +
          std::to_string(c.slower_bytes_cycles) + " cycles against " +
-         std::to_string(c.slower_bytes_against) + ", faster by at most 1/32" +
-         (c.slower_split ? " with its reduction split over slices" : " but moving more bytes");
+         std::to_string(c.slower_bytes_against) + ", " +
+         (c.slower_why.empty() ? "faster by at most 1/32 but moving more bytes" : c.slower_why);
   }
   return s;
 }

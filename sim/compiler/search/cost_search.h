@@ -71,8 +71,8 @@ struct SearchChoice {
   std::optional<Mapping> slower_bytes;
   std::uint64_t slower_bytes_cycles = 0;
   std::uint64_t slower_bytes_against = 0;
-  // The faster one lost for its reduction split over slices, not for its bytes (a MatMul).
-  bool slower_split = false;
+  // Why it lost, when not for its bytes (a MatMul split over slices); empty: for its bytes.
+  std::string slower_why;
 };
 
 // "rows 7 cols 7 units 64 weights-outer slices 8 live 8: 15515 cycles (of 42 candidates);
