@@ -330,5 +330,33 @@ TEST(Limits, TheEstimateCountsTheEmittedCommandsWhenTilesReuseTheHalo) {
   }
 }
 
+// On `server` (4 DMA_IN channels, bursts of 1024 bytes) a shared load goes in up to 4 pieces
+// (shared_pieces). [1, 3072] x [3072, 768] fp16, input outer, one row, chunks of 128 columns, its
+// reduction split in 4 parts: the row of A, 6144 bytes = 6 bursts, loads in pieces of
+// ceil(6 / 4) = 2 bursts, 3 pieces; each of the 6 chunks has 4 loads and 4 Gemms, one PartialSum
+// (one row: one piece) and one store: 3 + 6 x 10 = 63 commands.
+TEST(Limits, TheEstimateCountsTheSharedLoadsPiecesOverTheChannels) {
+  const Graph g = parse_graph_json(Json::parse(R"({"format": "npusim-graph", "version": 1,
+    "name": "gemv", "tensors": [{"name": "x", "dtype": "float16", "shape": [1, 3072]},
+      {"name": "w", "dtype": "float16", "shape": [3072, 768], "constant": true},
+      {"name": "y", "dtype": "float16", "shape": [1, 768]}],
+    "inputs": ["x"], "outputs": ["y"],
+    "layers": [{"name": "fc", "op": "MatMul", "inputs": ["x", "w"], "outputs": ["y"]}]})"),
+                                   "gemv.json");
+  const HwConfig config = load_hw_config("server");
+  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
+  const TensorLayouts layouts = assign_layouts(g, groups);
+  Mapping m;
+  m.kind = MappingKind::kMatMul;
+  m.order = LoopOrder::kInputOuter;
+  m.tile_rows = 1;
+  m.tile_cols = 128;
+  m.k_parts = 4;
+  Emitter emitter(g, config, layouts);
+  emitter.emit_group(groups[0], m);
+  EXPECT_EQ(emitter.finish().commands.size(), 63u);
+  EXPECT_EQ(estimate_group(g, groups[0], m, layouts, budgets_of(config)).commands, 63u);
+}
+
 }  // namespace
 }  // namespace npusim

@@ -32,6 +32,17 @@ constexpr std::uint64_t kDepsPerCommand = 16;
 // on a YOLOX-style graph at lram_kib=8, of 1.08M commands).
 constexpr std::uint64_t kOverheadPerCommand = 512;
 
+// The DMA_INs of a shared chunk of `bytes`, as shared_pieces cuts it: at most one piece per
+// channel, of whole bursts. (Its count never falls as the bytes grow, so a chunk's largest size
+// bounds it.)
+std::uint64_t shared_load_commands(std::uint64_t bytes, const Budgets& budgets) {
+  if (budgets.dma_burst_bytes == 0) return 1;
+  const std::uint64_t b = std::max<std::uint64_t>(bytes, 1);
+  const std::uint64_t bursts = ceil_div(b, budgets.dma_burst_bytes);
+  const std::uint64_t most = std::min<std::uint64_t>(budgets.dma_in_channels, bursts);
+  return ceil_div(b, std::min(b, ceil_div(bursts, most) * budgets.dma_burst_bytes));
+}
+
 std::uint64_t commands_of(const Graph& g, const LayerGroup& group, const Mapping& m,
                           const TensorLayouts& layouts, const Budgets& budgets) {
   switch (m.kind) {
@@ -67,9 +78,17 @@ std::uint64_t commands_of(const Graph& g, const LayerGroup& group, const Mapping
         return add(s.weight_bytes_per_unit > 0 ? chunks : 0,
                    mul(mul(chunks, mul(s.n, ceil_div(s.ow, m.tile_cols))), per_band));
       }
-      // One shared load per chunk (weights outer) or per input block (input outer).
-      if (m.order == LoopOrder::kInputOuter) return add(blocks, mul(per_tile, tiles));
-      return add(s.weight_bytes_per_unit > 0 ? chunks : 0, mul(per_tile, tiles));
+      // One shared load per chunk (weights outer) or per input block (input outer), in up to a
+      // piece per DMA_IN channel (counted as the largest chunk or block would be cut).
+      if (m.order == LoopOrder::kInputOuter) {
+        // (A block is at most the whole input: one in another layout is read whole.)
+        const std::uint64_t block = g.tensors[s.input].bytes();
+        return add(mul(blocks, shared_load_commands(block, budgets)), mul(per_tile, tiles));
+      }
+      const std::uint64_t chunk = s.chunk_weight_bytes(std::min(s.units, m.tile_channel_units));
+      return add(
+          s.weight_bytes_per_unit > 0 ? mul(chunks, shared_load_commands(chunk, budgets)) : 0,
+          mul(per_tile, tiles));
     }
     case MappingKind::kMatMul: {
       const MatMulLayer mm = describe_matmul(g, group);
@@ -82,9 +101,13 @@ std::uint64_t commands_of(const Graph& g, const LayerGroup& group, const Mapping
           const std::uint64_t parts = mm.part_count(m.k_parts);
           per_chunk = 2 * parts + 2 * std::min(m.tile_rows, parts);
         }
-        return mul(blocks, add(1, mul(per_chunk, ceil_div(mm.n, m.tile_cols))));
+        const std::uint64_t a_rows = shared_load_commands(
+            std::min(mm.rows_total, m.tile_rows) * mm.k * mm.a_elem_bytes, budgets);
+        return mul(blocks, add(a_rows, mul(per_chunk, ceil_div(mm.n, m.tile_cols))));
       }
-      return mul(chunks, add(1, mul(3, ceil_div(mm.rows_total, m.tile_rows))));
+      const std::uint64_t b_chunk =
+          shared_load_commands(std::min(mm.n, m.tile_cols) * mm.bytes_per_col, budgets);
+      return mul(chunks, add(b_chunk, mul(3, ceil_div(mm.rows_total, m.tile_rows))));
     }
     case MappingKind::kMatMulKSplit: {
       const MatMulLayer mm = describe_matmul(g, group);

@@ -22,8 +22,10 @@ struct GroupSize {
   std::uint64_t bytes = 0;     // saturates at 2^62
 };
 
-// Commands the emitter makes for `group` tiled as `mapping` (exact, except a vector tile that
-// loads a zero-byte piece, or a halo-reusing column band wholly in the padding, counted anyway),
+// Commands the emitter makes for `group` tiled as `mapping` (exact on one DMA_IN channel, except
+// a vector tile that loads a zero-byte piece, or a halo-reusing column band wholly in the padding,
+// counted anyway; on several, at most: each shared chunk or block counts the pieces its largest
+// would be loaded in),
 // and an upper estimate of their memory: the command itself, its layer and loc strings, its
 // buffers, at most kMaxDepsPerCommand dependencies, and the per-command state of finalize_schedule
 // and the estimate.

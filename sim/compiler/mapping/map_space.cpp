@@ -15,7 +15,8 @@ namespace npusim {
 Budgets budgets_of(const HwConfig& config, std::uint32_t slices, std::uint32_t shared_live) {
   const std::uint64_t used = slices == 0 ? config.slices.count : slices;
   return {config.lram_bytes / (2 * std::uint64_t{std::max<std::uint32_t>(shared_live, 2)}),
-          config.lram_bytes / (4 * used), config.ideal_memory ? 0 : config.dma.burst_bytes};
+          config.lram_bytes / (4 * used), config.ideal_memory ? 0 : config.dma.burst_bytes,
+          config.ideal_memory ? 1 : config.dma.in_channels};
 }
 
 TileSizes MapSpace::full_sizes() const {

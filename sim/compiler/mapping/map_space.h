@@ -29,6 +29,8 @@ struct Budgets {
   // A DMA burst (0 with ideal memory): a strided read whose runs are at least this long moves its
   // bytes as a contiguous one would (SpatialLayer::skips_cols).
   std::uint64_t dma_burst_bytes = 0;
+  // DMA_IN channels a shared chunk is loaded over, in pieces (shared_pieces; 1 with ideal memory).
+  std::uint32_t dma_in_channels = 1;
 };
 // `slices`: the slices a group's tiles use (0: all); fewer slices share the same half of local
 // memory, so each gets larger tiles.
