@@ -20,12 +20,14 @@
 #include "sim/compiler/compiler.h"
 
 #include <algorithm>
+#include <exception>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "profiler/stats.h"
@@ -1342,6 +1344,55 @@ struct Finished {
 // apart, finished twice for the same choice; the choices that changed were 1.5 % apart or less.)
 constexpr std::uint64_t kSplitsCloseFraction = 64;
 
+// Whether a schedule of `commands` grows past `before_commands` by more than kRemapGrowthPct.
+bool grows_past_rule(std::uint64_t commands, std::uint64_t before_commands) {
+  return commands * 100 > before_commands * (100 + kRemapGrowthPct);
+}
+
+// Whether the model with its reduction splits is kept over the model without. The splits add
+// commands (a part's load and Gemm where there was one of each): as for a remapping, a model with
+// more than kRemapGrowthPct % more commands must be at least kRemapGainPct % faster. (The 7B layer
+// on `server` took 2.5 times the commands for 1.2 % fewer cycles; the whole Llama-2-7B twice the
+// commands in its decode steps for 1 %.)
+bool splits_win(const std::optional<std::uint64_t>& with_cycles, std::uint64_t with_commands,
+                const std::optional<std::uint64_t>& without_cycles,
+                std::uint64_t without_commands) {
+  if (!with_cycles) return false;
+  if (!without_cycles) return true;
+  return *with_cycles < *without_cycles &&
+         (!grows_past_rule(with_commands, without_commands) ||
+          (*without_cycles - *with_cycles) * 100 >= *without_cycles * kRemapGainPct);
+}
+
+// Both models finished at once. An error finishing the one the estimates preferred (`with` when
+// `with_preferred`) is the compile's, as when only that one is finished; an error finishing the
+// other leaves that one with no figure, so that the preferred one is kept.
+template <typename F, typename G>
+std::pair<Finished, Finished> finish_both(F finish_with, G finish_without, bool with_preferred) {
+  Finished with_f, without_f;
+  std::exception_ptr with_error, without_error;
+  parallel_invoke({[&] {
+                     try {
+                       with_f = finish_with();
+                     } catch (const InputError&) {
+                       with_error = std::current_exception();
+                     }
+                   },
+                   [&] {
+                     try {
+                       without_f = finish_without();
+                     } catch (const InputError&) {
+                       without_error = std::current_exception();
+                     }
+                   }});
+  if (with_preferred ? with_error : without_error) {
+    std::rethrow_exception(with_preferred ? with_error : without_error);
+  }
+  if (with_error) with_f.compiled.cycles.reset();
+  if (without_error) without_f.compiled.cycles.reset();
+  return {std::move(with_f), std::move(without_f)};
+}
+
 // One device's schedule on all of `config`'s slices.
 Compiled compile_on_all_slices(const Graph& graph, const HwConfig& config,
                                const CompileOptions& options) {
@@ -1450,6 +1501,10 @@ Compiled compile_on_all_slices(const Graph& graph, const HwConfig& config,
   if (!without.cycles) without.cycles = estimated_cycles(without.schedule, config);
   ksplit_line = "reduction splits\twith: " + figure_of(best.cycles) +
                 "; without: " + figure_of(without.cycles);
+  if (grows_past_rule(best.schedule.commands.size(), without.schedule.commands.size())) {
+    ksplit_line += "; " + std::to_string(best.schedule.commands.size()) + " commands against " +
+                   std::to_string(without.schedule.commands.size());
+  }
   // Close estimates are both finished (chains, remapping and the rest change them): GPT-2
   // small's decode step on `server`, a part of 4 layers, estimated 157,395 cycles with its splits
   // against 159,773 without, and finished 155,367 against 150,997.
@@ -1457,18 +1512,24 @@ Compiled compile_on_all_slices(const Graph& graph, const HwConfig& config,
       best.cycles && without.cycles &&
       std::max(*best.cycles, *without.cycles) - std::min(*best.cycles, *without.cycles) <=
           std::max(*best.cycles, *without.cycles) / kSplitsCloseFraction;
-  if (close) {
-    Finished with_f, without_f;
-    parallel_invoke(
-        {[&] { with_f = finish(with_ksplit, best); }, [&] { without_f = finish(plain, without); }});
+  const bool keep_ksplit = splits_win(best.cycles, best.schedule.commands.size(), without.cycles,
+                                      without.schedule.commands.size());
+  // (Splits that grow the schedule past the rule must gain more than close estimates are apart:
+  // those are decided by the estimates, and only one model is finished. The whole Llama-2-7B's
+  // decode steps, twice the commands for 1 % fewer cycles, finished both and took 2.5 times the
+  // compile time for the same schedules.)
+  if (close && !grows_past_rule(best.schedule.commands.size(), without.schedule.commands.size())) {
+    auto [with_f, without_f] = finish_both([&] { return finish(with_ksplit, best); },
+                                           [&] { return finish(plain, without); }, keep_ksplit);
+    const bool keep_with =
+        splits_win(with_f.compiled.cycles, with_f.compiled.schedule.commands.size(),
+                   without_f.compiled.cycles, without_f.compiled.schedule.commands.size());
     const std::optional<std::uint64_t>& w = with_f.compiled.cycles;
     const std::optional<std::uint64_t>& wo = without_f.compiled.cycles;
-    const bool keep_with = w && (!wo || *w < *wo);
     ksplit_line += "; finished: with " + figure_of(w) + ", without " + figure_of(wo) +
                    "; kept: " + (keep_with ? "with" : "without");
     return keep(keep_with ? std::move(with_f) : std::move(without_f));
   }
-  const bool keep_ksplit = best.cycles && (!without.cycles || *best.cycles < *without.cycles);
   ksplit_line += std::string("; kept: ") + (keep_ksplit ? "with" : "without");
   return keep(keep_ksplit ? finish(with_ksplit, best) : finish(plain, without));
 }
