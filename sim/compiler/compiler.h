@@ -54,6 +54,10 @@ struct CompileOptions {
   // The whole model may be compiled for S - 1 and S - 2 of the config's S slices too, and run on
   // those when that estimates faster (docs/compiler.md, "Fewer slices"); false: on all S.
   bool fewer_slices = true;
+  // With and without their reduction splits, models whose estimates are close are both finished
+  // before one is kept (docs/compiler.md, "K-split convolutions"); false: the estimates decide.
+  // (Fewer slices compiles its counts below S so.)
+  bool finish_close_splits = true;
 };
 Schedule compile_schedule(const Graph& graph, const HwConfig& config,
                           const CompileOptions& options);
