@@ -361,28 +361,26 @@ constexpr std::uint64_t kSplitOverSlicesMargin = 32;
 
 namespace {
 
-// A MatMul's candidates with the reduction split over slices (Mapping::k_parts) against the
-// rest, ranked apart. Costed alone, a split's PartialSums and its partial sums on chip cost
-// nothing the model sees; in the model they take the vector units and the room other groups
-// would have used: ranked with the rest, the 7B layer's attention context on `default` won alone
-// by 124 of 2,494,224 cycles and the model lost 0.74 %, bert_toy's feed-forward on `default` by
-// 0.5 % and lost 2.2 %. So a split must win by more than 1/32 (in the measure both rankings
-// share: the estimator's when both were emitted, else the closed form).
-std::optional<SearchChoice> choose_split_matmul(const MapSpace& space, const HwConfig& config,
-                                                const std::vector<Mapping>& candidates,
-                                                EmittedCyclesMemo& memo, TransferCycles& transfer) {
-  std::vector<Mapping> whole, split;
-  for (const Mapping& m : candidates) (m.k_parts > 1 ? split : whole).push_back(m);
-  if (whole.empty() || split.empty()) return std::nullopt;
-  const Ranked a = rank(space, config, whole, memo, transfer);
-  const Ranked b = rank(space, config, split, memo, transfer);
+// `plain` and `other` ranked apart and compared by the same measure: the estimator's when both
+// bests were emitted, else the closed form. `other`'s best wins only when faster by more than
+// the margin `margin_of` gives (the plain best's cycles and both bests' mappings); faster by
+// less, it is named, with `why` (empty: for the bytes it moves). Ties keep the plain mapping,
+// with its own figures.
+SearchChoice choose_apart(
+    const MapSpace& space, const HwConfig& config, const std::vector<Mapping>& plain,
+    const std::vector<Mapping>& other, EmittedCyclesMemo& memo, TransferCycles& transfer,
+    const std::function<std::uint64_t(std::uint64_t, const Mapping&, const Mapping&)>& margin_of,
+    const std::string& why) {
+  const Ranked a = rank(space, config, plain, memo, transfer);
+  const Ranked b = rank(space, config, other, memo, transfer);
   const bool emitted = a.emitted && b.emitted;
   const std::uint64_t a_cycles =
       emitted ? a.choice.cycles : closed_form_cycles(space, config, a.choice.mapping, transfer);
   const std::uint64_t b_cycles =
       emitted ? b.choice.cycles : closed_form_cycles(space, config, b.choice.mapping, transfer);
   SearchChoice choice = a.choice;
-  if (b_cycles < a_cycles && a_cycles - b_cycles > a_cycles / kSplitOverSlicesMargin) {
+  if (b_cycles < a_cycles &&
+      a_cycles - b_cycles > margin_of(a_cycles, a.choice.mapping, b.choice.mapping)) {
     choice = b.choice;
     choice.cycles = b_cycles;
     choice.runner_up = a.choice.mapping;
@@ -391,10 +389,10 @@ std::optional<SearchChoice> choose_split_matmul(const MapSpace& space, const HwC
     choice.slower_bytes = b.choice.mapping;
     choice.slower_bytes_cycles = b_cycles;
     choice.slower_bytes_against = a_cycles;
-    choice.slower_why = "faster by at most 1/32 with its reduction split over slices";
+    choice.slower_why = why;
   }
-  choice.candidates = candidates.size();
-  choice.plain_candidates = whole.size();
+  choice.candidates = plain.size() + other.size();
+  choice.plain_candidates = plain.size();
   return choice;
 }
 
@@ -414,16 +412,28 @@ SearchChoice CostSearch::choose_explained(const MapSpace& space, const HwConfig&
     choice.mapping = GreedySearch().choose(space, config);
     return choice;
   }
+  TransferCycles transfer(config);
+  // A MatMul's candidates with the reduction split over slices (Mapping::k_parts) are ranked
+  // apart from the rest. Costed alone, a split's PartialSums and its partial sums on chip cost
+  // nothing the model sees; in the model they take the vector units and the room other groups
+  // would have used: ranked with the rest, the 7B layer's attention context on `default` won
+  // alone by 124 of 2,494,224 cycles and the model lost 0.74 %, bert_toy's feed-forward on
+  // `default` by 0.5 % and lost 2.2 %. So a split must win by more than 1/32.
+  if (space.kind == MappingKind::kMatMul) {
+    std::vector<Mapping> whole, split;
+    for (const Mapping& m : candidates) (m.k_parts > 1 ? split : whole).push_back(m);
+    if (!whole.empty() && !split.empty()) {
+      return choose_apart(
+          space, config, whole, split, memo_, transfer,
+          [](std::uint64_t a_cycles, const Mapping&, const Mapping&) {
+            return a_cycles / kSplitOverSlicesMargin;
+          },
+          "faster by at most 1/32 with its reduction split over slices");
+    }
+  }
   // Convs accumulating in steps (Mapping::k_step) are ranked on their own and then against the
   // best of the rest, so that their many step tiles neither take the emitted places of the other
   // candidates nor make the closed form decide alone among them.
-  TransferCycles transfer(config);
-  if (space.kind == MappingKind::kMatMul) {
-    if (std::optional<SearchChoice> c =
-            choose_split_matmul(space, config, candidates, memo_, transfer)) {
-      return *c;
-    }
-  }
   std::vector<Mapping> plain, ksplit;
   for (const Mapping& m : candidates) {
     (m.kind == MappingKind::kSpatial && m.k_step > 0 ? ksplit : plain).push_back(m);
@@ -433,38 +443,19 @@ SearchChoice CostSearch::choose_explained(const MapSpace& space, const HwConfig&
     choice.plain_candidates = plain.size();
     return choice;
   }
-  const Ranked a = rank(space, config, plain, memo_, transfer);
-  const Ranked b = rank(space, config, ksplit, memo_, transfer);
-  // Compared by the same measure: the estimator's when both were emitted, else the closed form.
-  const bool emitted = a.emitted && b.emitted;
-  const std::uint64_t a_cycles =
-      emitted ? a.choice.cycles : closed_form_cycles(space, config, a.choice.mapping, transfer);
-  const std::uint64_t b_cycles =
-      emitted ? b.choice.cycles : closed_form_cycles(space, config, b.choice.mapping, transfer);
-  // Ties keep the plain mapping; it keeps its own figures when it wins. A K-split tile reads its
-  // input once per chunk of output channels, so where it moves more bytes through DRAM it must be
-  // faster by more than 1/32 (ResNet-50 on `default` took 24 % more DRAM reads, +15 % energy,
-  // for 2 % fewer cycles, layers won by 0.6 % each).
+  // A K-split tile reads its input once per chunk of output channels, so where it moves more
+  // bytes through DRAM it must be faster by more than 1/32 (ResNet-50 on `default` took 24 % more
+  // DRAM reads, +15 % energy, for 2 % fewer cycles, layers won by 0.6 % each).
   // (Under a residency plan the work still counts the resident inputs' loads, which move
   // nothing: there the cycles alone decide.)
-  const bool more_bytes = dram_bytes(work_as_read(space, b.choice.mapping)) >
-                          dram_bytes(work_as_read(space, a.choice.mapping));
-  const std::uint64_t margin =
-      !space.resident.any() && more_bytes ? a_cycles / kKSplitMoreBytesMargin : 0;
-  SearchChoice choice = a.choice;
-  if (b_cycles < a_cycles && a_cycles - b_cycles > margin) {
-    choice = b.choice;
-    choice.cycles = b_cycles;
-    choice.runner_up = a.choice.mapping;
-    choice.runner_up_cycles = a_cycles;
-  } else if (b_cycles < a_cycles) {
-    choice.slower_bytes = b.choice.mapping;
-    choice.slower_bytes_cycles = b_cycles;
-    choice.slower_bytes_against = a_cycles;
-  }
-  choice.candidates = candidates.size();
-  choice.plain_candidates = plain.size();
-  return choice;
+  return choose_apart(
+      space, config, plain, ksplit, memo_, transfer,
+      [&](std::uint64_t a_cycles, const Mapping& a, const Mapping& b) -> std::uint64_t {
+        const bool more_bytes =
+            dram_bytes(work_as_read(space, b)) > dram_bytes(work_as_read(space, a));
+        return !space.resident.any() && more_bytes ? a_cycles / kKSplitMoreBytesMargin : 0;
+      },
+      "");
 }
 
 SearchChoice choose_slices_by_emission(const Graph& graph, const LayerGroup& group,
