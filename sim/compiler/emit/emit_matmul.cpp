@@ -151,27 +151,16 @@ void Emitter::emit_matmul_split(const LayerGroup& group, const Mapping& mapping,
     std::uint64_t wave_bytes = 0;
     for (std::uint64_t ch = first; ch < last; ++ch) {
       for (std::uint64_t k0 = 0; k0 < mm.k; k0 += part_k) {
-        BlockPart p;
-        p.slice = next_slice();
-        p.in_c = std::min(mm.k, k0 + part_k) - k0;
-        p.chunk = ch;
-        const std::uint64_t nc = chunk_cols(ch);
+        const std::uint64_t nc = chunk_cols(ch), kn = std::min(mm.k, k0 + part_k) - k0;
         const std::uint64_t b_bytes =
-            mm.part_b_bytes(nc, p.in_c, k0 == 0) - (b_on_chip ? nc * mm.b_bytes(p.in_c) : 0);
-        p.bytes = b_bytes + rows * nc * (ey + MatMulLayer::kPartialElemBytes);
-        wave_bytes += p.bytes;
-        const CommandIndex wait = ring_wait(wave_bytes);
-        if (wait != kNone) p.waits.push_back(wait);
+            mm.part_b_bytes(nc, kn, k0 == 0) - (b_on_chip ? nc * mm.b_bytes(kn) : 0);
+        BlockPart p = wave_part(ch, kn, b_bytes + rows * nc * (ey + MatMulLayer::kPartialElemBytes),
+                                wave_bytes);
         std::vector<CommandIndex> load_deps = p.waits;
         if (!b.constant && !b_on_chip) reader_deps(mm.b, b_lo, b_hi, load_deps);
         if (b_on_chip) on_chip_writers(mm.b, b_lo, b_hi, p.waits);
         p.load = kNone;
-        if (b_bytes > 0) {
-          Command load = dma(EngineKind::kDmaIn, b_bytes);
-          p.weights_buffer = buffer_name();
-          load.alloc.push_back({p.weights_buffer, load.bytes});
-          p.load = emit(std::move(load), "DI", di_, group, std::move(load_deps));
-        }
+        if (b_bytes > 0) load_part(group, p, b_bytes, std::move(load_deps));
         parts.push_back(std::move(p));
       }
     }

@@ -53,33 +53,25 @@ void Emitter::emit_spatial_input_outer(const LayerGroup& group, const SpatialLay
         std::uint64_t wave_bytes = 0;
         for (std::uint64_t ch = first; ch < last; ++ch) {
           for (std::uint64_t c0 = 0; c0 < s.c; c0 += part_c) {
-            BlockPart p;
-            p.slice = next_slice();
-            p.in_c = std::min(s.c, c0 + part_c) - c0;
-            p.chunk = ch;
             const std::uint64_t cu = chunk_size(ch);
+            const std::uint64_t in_c = std::min(s.c, c0 + part_c) - c0;
+            const std::uint64_t weights = s.part_weight_bytes(cu, in_c);
             // What the tile or part holds on its slice until its store: its weights and output,
-            // its residual share, and, split, its partial sums.
-            p.bytes = s.part_weight_bytes(cu, p.in_c) + s.output_bytes(tr, tc, cu) +
-                      s.residual_bytes(tr, tc, cu) + (split ? s.partial_bytes(tr, tc, cu) : 0);
-            // Prefetched weights are on chip already, in the chunks' half until this part's
-            // ring entry frees them (settle_prefetch): not in its ring bytes.
-            std::optional<Prefetched> pre = take_prefetched(group, s.part_weight_bytes(cu, p.in_c));
+            // its residual share, and, split, its partial sums. Prefetched weights are on chip
+            // already, in the chunks' half until this part's ring entry frees them
+            // (settle_prefetch): not in its ring bytes.
+            std::optional<Prefetched> pre = take_prefetched(group, weights);
+            BlockPart p =
+                wave_part(ch, in_c,
+                          weights + s.output_bytes(tr, tc, cu) + s.residual_bytes(tr, tc, cu) +
+                              (split ? s.partial_bytes(tr, tc, cu) : 0) - (pre ? pre->bytes : 0),
+                          wave_bytes);
             if (pre) {
               p.prefetched = pre->bytes;
-              p.bytes -= pre->bytes;
-            }
-            wave_bytes += p.bytes;
-            const CommandIndex wait = ring_wait(wave_bytes);
-            if (wait != kNone) p.waits.push_back(wait);
-            if (pre) {
               p.weights_buffer = std::move(pre->buffer);
               p.load = pre->load;
             } else {
-              Command load = dma(EngineKind::kDmaIn, s.part_weight_bytes(cu, p.in_c));
-              p.weights_buffer = buffer_name();
-              load.alloc.push_back({p.weights_buffer, load.bytes});
-              p.load = emit(std::move(load), "DI", di_, group, p.waits);
+              load_part(group, p, weights, p.waits);
             }
             parts.push_back(std::move(p));
           }
@@ -150,6 +142,27 @@ void Emitter::emit_spatial_input_outer(const LayerGroup& group, const SpatialLay
       if (reads_kept) release_kept(group, weight_frees_.back());
     }
   }
+}
+
+Emitter::BlockPart Emitter::wave_part(std::uint64_t chunk, std::uint64_t in_c, std::uint64_t bytes,
+                                      std::uint64_t& wave_bytes) {
+  BlockPart p;
+  p.slice = next_slice();
+  p.in_c = in_c;
+  p.chunk = chunk;
+  p.bytes = bytes;
+  wave_bytes += bytes;
+  const CommandIndex wait = ring_wait(wave_bytes);
+  if (wait != kNone) p.waits.push_back(wait);
+  return p;
+}
+
+void Emitter::load_part(const LayerGroup& group, BlockPart& p, std::uint64_t bytes,
+                        std::vector<CommandIndex> deps) {
+  Command load = dma(EngineKind::kDmaIn, bytes);
+  p.weights_buffer = buffer_name();
+  load.alloc.push_back({p.weights_buffer, load.bytes});
+  p.load = emit(std::move(load), "DI", di_, group, std::move(deps));
 }
 
 // One tile split over `parts` (their weights loaded): their computes into partial sums, the

@@ -260,6 +260,14 @@ class Emitter {
   // emit_spatial_input_outer.cpp
   void emit_spatial_input_outer(const LayerGroup& group, const SpatialLayer& s,
                                 const Mapping& mapping);
+  // A tile or part of a wave (chunk `chunk`, `in_c` of the reduction) on the next slice, holding
+  // `bytes` on the ring: the wave's parts claim it together, none of them on it yet, so each
+  // waits for what makes room for `wave_bytes` (its bytes added) to be live.
+  BlockPart wave_part(std::uint64_t chunk, std::uint64_t in_c, std::uint64_t bytes,
+                      std::uint64_t& wave_bytes);
+  // Its weights (a conv's, or a MatMul's rows of B) loaded into a buffer of its own after `deps`.
+  void load_part(const LayerGroup& group, BlockPart& p, std::uint64_t bytes,
+                 std::vector<CommandIndex> deps);
   // A tile whose reduction is split over parts on several slices (Mapping::k_parts), as its
   // emission needs it, whatever the op: a conv's (emit_spatial_input_outer) or a MatMul's
   // (emit_matmul). Every size is linear in the tile's output rows, given per row.
