@@ -334,7 +334,9 @@ TEST(Limits, TheEstimateCountsTheEmittedCommandsWhenTilesReuseTheHalo) {
 // (shared_pieces). [1, 3072] x [3072, 768] fp16, input outer, one row, chunks of 128 columns, its
 // reduction split in 4 parts: the row of A, 6144 bytes = 6 bursts, loads in pieces of
 // ceil(6 / 4) = 2 bursts, 3 pieces; each of the 6 chunks has 4 loads and 4 Gemms, one PartialSum
-// (one row: one piece) and one store: 3 + 6 x 10 = 63 commands.
+// (one row: one piece) and one store: 3 + 6 x 10 = 63 commands. The estimate counts the row's
+// load as min(4 channels, 6 bursts) = 4: 64, at least the 63 (it was 61 when a shared load
+// counted one).
 TEST(Limits, TheEstimateCountsTheSharedLoadsPiecesOverTheChannels) {
   const Graph g = parse_graph_json(Json::parse(R"({"format": "npusim-graph", "version": 1,
     "name": "gemv", "tensors": [{"name": "x", "dtype": "float16", "shape": [1, 3072]},
@@ -355,7 +357,35 @@ TEST(Limits, TheEstimateCountsTheSharedLoadsPiecesOverTheChannels) {
   Emitter emitter(g, config, layouts);
   emitter.emit_group(groups[0], m);
   EXPECT_EQ(emitter.finish().commands.size(), 63u);
-  EXPECT_EQ(estimate_group(g, groups[0], m, layouts, budgets_of(config)).commands, 63u);
+  EXPECT_EQ(estimate_group(g, groups[0], m, layouts, budgets_of(config)).commands, 64u);
+}
+
+// shared_pieces' count is not monotone in the bytes, so the estimate counts a piece per burst of
+// the largest chunk, up to one per channel. [1, 64] x [64, 72] fp16 on `server`, weights outer,
+// chunks of 40 columns: the first, 40 x 64 x 2 = 5120 bytes = 5 bursts, loads in pieces of
+// ceil(5 / 4) = 2 bursts, 3 pieces; the last, 32 columns = 4096 bytes = 4 bursts, in 4. Each chunk
+// then has one row tile: its row of A, a Gemm, a store. Emitted: 3 + 3 + 4 + 3 = 13; estimated:
+// 2 x (min(4, 5) + 3) = 14.
+TEST(Limits, TheEstimateBoundsASmallerLastChunkCutInMorePieces) {
+  const Graph g = parse_graph_json(Json::parse(R"({"format": "npusim-graph", "version": 1,
+    "name": "mm", "tensors": [{"name": "x", "dtype": "float16", "shape": [1, 64]},
+      {"name": "w", "dtype": "float16", "shape": [64, 72], "constant": true},
+      {"name": "y", "dtype": "float16", "shape": [1, 72]}],
+    "inputs": ["x"], "outputs": ["y"],
+    "layers": [{"name": "mm", "op": "MatMul", "inputs": ["x", "w"], "outputs": ["y"]}]})"),
+                                   "mm.json");
+  const HwConfig config = load_hw_config("server");
+  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
+  const TensorLayouts layouts = assign_layouts(g, groups);
+  Mapping m;
+  m.kind = MappingKind::kMatMul;
+  m.order = LoopOrder::kWeightsOuter;
+  m.tile_rows = 1;
+  m.tile_cols = 40;
+  Emitter emitter(g, config, layouts);
+  emitter.emit_group(groups[0], m);
+  EXPECT_EQ(emitter.finish().commands.size(), 13u);
+  EXPECT_EQ(estimate_group(g, groups[0], m, layouts, budgets_of(config)).commands, 14u);
 }
 
 }  // namespace

@@ -857,8 +857,10 @@ TEST(ReductionSplits, CloseEstimatesAreBothFinishedAndTheFasterIsKept) {
   const std::uint64_t without_finished = test::figure_after(line, "cycles estimated, without ");
   const std::string kept = line.substr(line.rfind("; kept: ") + 8);
   ASSERT_TRUE(kept == "with" || kept == "without") << line;
-  const bool kept_with = kept == "with";
-  EXPECT_EQ(kept_with, with_finished < without_finished) << line;
+  // Kept by the rule the estimates were: faster (and, with more than 10 % more commands, 2 %
+  // faster; ultraface's K-split convs take fewer). Here the model with them.
+  EXPECT_EQ(kept, "with") << line;
+  EXPECT_LT(with_finished, without_finished) << line;
   // The schedule is the faster finished one, or faster still (fewer slices come after).
   EXPECT_LE(estimate(s, config).total_cycles(), std::min(with_finished, without_finished));
   EXPECT_EQ(schedule_macs(s), graph_macs(g));

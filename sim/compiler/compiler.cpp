@@ -1365,22 +1365,26 @@ bool splits_win(const std::optional<std::uint64_t>& with_cycles, std::uint64_t w
 }
 
 // Both models finished at once. An error finishing the one the estimates preferred (`with` when
-// `with_preferred`) is the compile's, as when only that one is finished; an error finishing the
-// other leaves that one with no figure, so that the preferred one is kept.
+// `with_preferred`) is the compile's, as when only that one is finished; the other, failed, is
+// marked so and never kept.
+struct BothFinished {
+  Finished with, without;
+  bool with_failed = false, without_failed = false;
+};
 template <typename F, typename G>
-std::pair<Finished, Finished> finish_both(F finish_with, G finish_without, bool with_preferred) {
-  Finished with_f, without_f;
+BothFinished finish_both(F finish_with, G finish_without, bool with_preferred) {
+  BothFinished out;
   std::exception_ptr with_error, without_error;
   parallel_invoke({[&] {
                      try {
-                       with_f = finish_with();
+                       out.with = finish_with();
                      } catch (const InputError&) {
                        with_error = std::current_exception();
                      }
                    },
                    [&] {
                      try {
-                       without_f = finish_without();
+                       out.without = finish_without();
                      } catch (const InputError&) {
                        without_error = std::current_exception();
                      }
@@ -1388,9 +1392,9 @@ std::pair<Finished, Finished> finish_both(F finish_with, G finish_without, bool 
   if (with_preferred ? with_error : without_error) {
     std::rethrow_exception(with_preferred ? with_error : without_error);
   }
-  if (with_error) with_f.compiled.cycles.reset();
-  if (without_error) without_f.compiled.cycles.reset();
-  return {std::move(with_f), std::move(without_f)};
+  out.with_failed = with_error != nullptr;
+  out.without_failed = without_error != nullptr;
+  return out;
 }
 
 // One device's schedule on all of `config`'s slices.
@@ -1520,16 +1524,27 @@ Compiled compile_on_all_slices(const Graph& graph, const HwConfig& config,
   // compile time for the same schedules.)
   if (close && options.finish_close_splits &&
       !grows_past_rule(best.schedule.commands.size(), without.schedule.commands.size())) {
-    auto [with_f, without_f] = finish_both([&] { return finish(with_ksplit, best); },
-                                           [&] { return finish(plain, without); }, keep_ksplit);
+    BothFinished both = finish_both([&] { return finish(with_ksplit, best); },
+                                    [&] { return finish(plain, without); }, keep_ksplit);
+    const Compiled& w = both.with.compiled;
+    const Compiled& wo = both.without.compiled;
+    // The same rule as before finishing (chains and prefetch change the commands too).
     const bool keep_with =
-        splits_win(with_f.compiled.cycles, with_f.compiled.schedule.commands.size(),
-                   without_f.compiled.cycles, without_f.compiled.schedule.commands.size());
-    const std::optional<std::uint64_t>& w = with_f.compiled.cycles;
-    const std::optional<std::uint64_t>& wo = without_f.compiled.cycles;
-    ksplit_line += "; finished: with " + figure_of(w) + ", without " + figure_of(wo) +
-                   "; kept: " + (keep_with ? "with" : "without");
-    return keep(keep_with ? std::move(with_f) : std::move(without_f));
+        !both.with_failed &&
+        (both.without_failed ||
+         splits_win(w.cycles, w.schedule.commands.size(), wo.cycles, wo.schedule.commands.size()));
+    auto finished = [](bool failed, const Compiled& c) {
+      return failed ? std::string("failed") : figure_of(c.cycles);
+    };
+    ksplit_line += "; finished: with " + finished(both.with_failed, w) + ", without " +
+                   finished(both.without_failed, wo);
+    if (!both.with_failed && !both.without_failed &&
+        grows_past_rule(w.schedule.commands.size(), wo.schedule.commands.size())) {
+      ksplit_line += ", " + std::to_string(w.schedule.commands.size()) + " commands against " +
+                     std::to_string(wo.schedule.commands.size());
+    }
+    ksplit_line += std::string("; kept: ") + (keep_with ? "with" : "without");
+    return keep(keep_with ? std::move(both.with) : std::move(both.without));
   }
   ksplit_line += std::string("; kept: ") + (keep_ksplit ? "with" : "without");
   return keep(keep_ksplit ? finish(with_ksplit, best) : finish(plain, without));

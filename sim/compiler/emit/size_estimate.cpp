@@ -32,15 +32,14 @@ constexpr std::uint64_t kDepsPerCommand = 16;
 // on a YOLOX-style graph at lram_kib=8, of 1.08M commands).
 constexpr std::uint64_t kOverheadPerCommand = 512;
 
-// The DMA_INs of a shared chunk of `bytes`, as shared_pieces cuts it: at most one piece per
-// channel, of whole bursts. (Its count never falls as the bytes grow, so a chunk's largest size
-// bounds it.)
+// At least the DMA_INs of a shared chunk of up to `bytes` (shared_pieces cuts one into at most a
+// piece per channel, of whole bursts): one per burst, at most one per channel. (Not shared_pieces'
+// own count, which is not monotone in the bytes: on 4 channels 4 bursts load in 4 pieces, 5 in 3,
+// so a chunk's largest size would not bound its smaller last one.)
 std::uint64_t shared_load_commands(std::uint64_t bytes, const Budgets& budgets) {
   if (budgets.dma_burst_bytes == 0) return 1;
-  const std::uint64_t b = std::max<std::uint64_t>(bytes, 1);
-  const std::uint64_t bursts = ceil_div(b, budgets.dma_burst_bytes);
-  const std::uint64_t most = std::min<std::uint64_t>(budgets.dma_in_channels, bursts);
-  return ceil_div(b, std::min(b, ceil_div(bursts, most) * budgets.dma_burst_bytes));
+  const std::uint64_t bursts = ceil_div(std::max<std::uint64_t>(bytes, 1), budgets.dma_burst_bytes);
+  return std::min<std::uint64_t>(budgets.dma_in_channels, bursts);
 }
 
 std::uint64_t commands_of(const Graph& g, const LayerGroup& group, const Mapping& m,
@@ -75,11 +74,13 @@ std::uint64_t commands_of(const Graph& g, const LayerGroup& group, const Mapping
         for (const auto& tile : s.halo_pieces(m.tile_rows)) pieces += tile.size();
         const std::uint64_t row_tiles = ceil_div(s.oh, m.tile_rows);
         const std::uint64_t per_band = add(mul(per_tile - 1, row_tiles), pieces);
-        return add(s.weight_bytes_per_unit > 0 ? chunks : 0,
-                   mul(mul(chunks, mul(s.n, ceil_div(s.ow, m.tile_cols))), per_band));
+        const std::uint64_t chunk = s.chunk_weight_bytes(std::min(s.units, m.tile_channel_units));
+        return add(
+            s.weight_bytes_per_unit > 0 ? mul(chunks, shared_load_commands(chunk, budgets)) : 0,
+            mul(mul(chunks, mul(s.n, ceil_div(s.ow, m.tile_cols))), per_band));
       }
       // One shared load per chunk (weights outer) or per input block (input outer), in up to a
-      // piece per DMA_IN channel (counted as the largest chunk or block would be cut).
+      // piece per DMA_IN channel (counted for the largest chunk or block).
       if (m.order == LoopOrder::kInputOuter) {
         // (A block is at most the whole input: one in another layout is read whole.)
         const std::uint64_t block = g.tensors[s.input].bytes();
@@ -120,7 +121,8 @@ std::uint64_t commands_of(const Graph& g, const LayerGroup& group, const Mapping
       std::uint64_t per_tile = 2 + v.then_ops.size();  // the computes and the store
       for (const VectorOperand& o : v.operands) per_tile += o.feed == Feed::kOnce ? 0 : 1;
       const std::uint64_t tiles = ceil_div(mul(v.base_rows, m.row_pieces), m.tile_rows);
-      return add(v.once_bytes > 0 ? 1 : 0, mul(per_tile, tiles));
+      return add(v.once_bytes > 0 ? shared_load_commands(v.once_bytes, budgets) : 0,
+                 mul(per_tile, tiles));
     }
     case MappingKind::kGlobalPool: {
       const GlobalPoolLayer p = describe_global_pool(g, group);

@@ -24,8 +24,8 @@ struct GroupSize {
 
 // Commands the emitter makes for `group` tiled as `mapping` (exact on one DMA_IN channel, except
 // a vector tile that loads a zero-byte piece, or a halo-reusing column band wholly in the padding,
-// counted anyway; on several, at most: each shared chunk or block counts the pieces its largest
-// would be loaded in),
+// counted anyway; on several, at most: each shared chunk or block counts a piece per burst of its
+// largest, up to one per channel),
 // and an upper estimate of their memory: the command itself, its layer and loc strings, its
 // buffers, at most kMaxDepsPerCommand dependencies, and the per-command state of finalize_schedule
 // and the estimate.
