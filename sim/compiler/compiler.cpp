@@ -1352,8 +1352,8 @@ bool grows_past_rule(std::uint64_t commands, std::uint64_t before_commands) {
 // Whether the model with its reduction splits is kept over the model without. The splits add
 // commands (a part's load and Gemm where there was one of each): as for a remapping, a model with
 // more than kRemapGrowthPct % more commands must be at least kRemapGainPct % faster. (The 7B layer
-// on `server` took 2.5 times the commands for 1.2 % fewer cycles; the whole Llama-2-7B twice the
-// commands in its decode steps for 1 %.)
+// on `server` took 2.9 times the commands for 1.6 % fewer cycles estimated; the whole Llama-2-7B
+// twice the commands in its decode steps for 1 %.)
 bool splits_win(const std::optional<std::uint64_t>& with_cycles, std::uint64_t with_commands,
                 const std::optional<std::uint64_t>& without_cycles,
                 std::uint64_t without_commands) {
@@ -1562,7 +1562,8 @@ Schedule compile_one_device(const Graph& graph, const HwConfig& config,
     CompileOptions o = options;
     if (options.explain != nullptr) o.explain = &explains[i];
     // A count below S is compiled to be compared, and rarely kept: its estimates decide its
-    // splits (finishing both took a sixth of ResNet-50's compile on `server`).
+    // splits (finishing the second model took 8 % of ResNet-50's compile instructions on
+    // `server`, for the same schedule).
     if (i > 0) o.finish_close_splits = false;
     return o;
   };
