@@ -866,5 +866,24 @@ TEST(ReductionSplits, CloseEstimatesAreBothFinishedAndTheFasterIsKept) {
   EXPECT_EQ(schedule_macs(s), graph_macs(g));
 }
 
+// The same model with CompileOptions::finish_close_splits off (as fewer slices compiles the slice
+// counts below S): the estimates decide, and the model without the splits, estimated faster, is
+// kept unfinished against the other.
+TEST(ReductionSplits, WithoutFinishingBothTheEstimatesDecide) {
+  const Graph g = import_onnx(kShared + "ultraface_rfb_320.onnx", {});
+  std::vector<std::string> explain;
+  CompileOptions options;
+  options.explain = &explain;
+  options.finish_close_splits = false;
+  compile_schedule(g, load_hw_config("default"), options);
+  const std::string line = test::explain_line(explain, "reduction splits\t");
+  ASSERT_FALSE(line.empty());
+  EXPECT_EQ(line.find("finished:"), std::string::npos) << line;
+  const std::uint64_t with = test::figure_after(line, "with: ");
+  const std::uint64_t without = test::figure_after(line, "without: ");
+  EXPECT_GT(with, without) << line;  // 2,430,038 against 2,425,758 on 2026-11-25
+  EXPECT_EQ(line.substr(line.rfind("; kept: ")), "; kept: without") << line;
+}
+
 }  // namespace
 }  // namespace npusim
