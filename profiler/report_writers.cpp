@@ -287,6 +287,8 @@ void write_run(JsonWriter& j, const TimelineFigures& f, StatsLevel level, bool a
     j.field("busy_cycles", s.engines[e].busy_cycles);
     j.field("utilization", round6(ratio(s.engines[e].busy_cycles, s.total_cycles)));
     j.field("commands", s.engines[e].commands);
+    if (kind == EngineKind::kVector)
+      j.field("array_overlap_cycles", s.engines[e].array_overlap_cycles);
     if (kind == EngineKind::kDmaIn) j.field("dram_read_bytes", read_bytes[e]);
     if (kind == EngineKind::kDmaOut) j.field("dram_write_bytes", write_bytes[e]);
     if (waits) {
@@ -382,6 +384,19 @@ void engine_table(std::ostream& out, const Workload& w, const RunStats& s) {
         << pad_left(std::to_string(s.engines[e].busy_cycles), 14)
         << pad_left(fixed(100.0 * ratio(s.engines[e].busy_cycles, s.total_cycles), 1), 9)
         << pad_left(std::to_string(s.engines[e].commands), 10) << '\n';
+  }
+  // How much of the vector units' work ran beside their arrays' (depthwise networks: the share
+  // a schedule that overlapped them could save).
+  Cycles vector_busy = 0;
+  Cycles with_array = 0;
+  for (std::size_t e = 0; e < w.engines.size(); ++e) {
+    if (w.engines[e].kind != EngineKind::kVector) continue;
+    vector_busy += s.engines[e].busy_cycles;
+    with_array += s.engines[e].array_overlap_cycles;
+  }
+  if (vector_busy > 0) {
+    out << "  vector units busy beside their slice's array: " << with_array << " of " << vector_busy
+        << " cycles (" << fixed(100.0 * ratio(with_array, vector_busy), 1) << " %)\n";
   }
 }
 

@@ -30,22 +30,51 @@ Cycles in_flight_cycles(U128 bytes, std::uint32_t channels, const DeviceInfo& d)
   return static_cast<Cycles>(std::min<U128>(cycles, ~Cycles{0}));
 }
 
-// Length of the union of [start, end) intervals.
-// (Any order by start gives the same length; an engine's commands mostly come in order already.)
-Cycles union_length(std::vector<CommandTiming>& intervals) {
+// The union of [start, end) intervals as disjoint intervals in order (empty ones left out).
+// (Any order by start gives the same union; an engine's commands mostly come in order already.)
+std::vector<CommandTiming> merged(std::vector<CommandTiming>& intervals) {
   const auto before = [](const CommandTiming& a, const CommandTiming& b) {
     return a.start < b.start;
   };
   if (!std::is_sorted(intervals.begin(), intervals.end(), before)) {
     std::sort(intervals.begin(), intervals.end(), before);
   }
-  Cycles total = 0;
-  Cycles covered_until = 0;
+  std::vector<CommandTiming> out;
   for (const CommandTiming& t : intervals) {
-    const Cycles from = std::max(t.start, covered_until);
-    if (t.end > from) {
-      total += t.end - from;
-      covered_until = t.end;
+    if (t.end <= t.start) continue;
+    if (!out.empty() && t.start <= out.back().end) {
+      out.back().end = std::max(out.back().end, t.end);
+    } else {
+      out.push_back({t.start, t.end, 0});
+    }
+  }
+  return out;
+}
+
+Cycles total_length(const std::vector<CommandTiming>& disjoint) {
+  Cycles total = 0;
+  for (const CommandTiming& t : disjoint) total += t.end - t.start;
+  return total;
+}
+
+// Length of the union of [start, end) intervals.
+Cycles union_length(std::vector<CommandTiming>& intervals) {
+  return total_length(merged(intervals));
+}
+
+// Cycles covered by both lists of disjoint, ordered intervals.
+Cycles overlap_length(const std::vector<CommandTiming>& a, const std::vector<CommandTiming>& b) {
+  Cycles total = 0;
+  std::size_t i = 0;
+  std::size_t k = 0;
+  while (i < a.size() && k < b.size()) {
+    const Cycles from = std::max(a[i].start, b[k].start);
+    const Cycles to = std::min(a[i].end, b[k].end);
+    if (to > from) total += to - from;
+    if (a[i].end < b[k].end) {
+      ++i;
+    } else {
+      ++k;
     }
   }
   return total;
@@ -178,8 +207,23 @@ RunStats compute_stats(const Workload& workload, const Timeline& timeline) {
     stats.macs += c.macs;
     stats.vector_macs += c.vector_macs;
   }
+  std::vector<std::vector<CommandTiming>> busy(per_engine.size());
   for (std::size_t e = 0; e < per_engine.size(); ++e) {
-    stats.engines[e].busy_cycles = union_length(per_engine[e]);
+    busy[e] = merged(per_engine[e]);
+    stats.engines[e].busy_cycles = total_length(busy[e]);
+  }
+  // Each vector unit against the array of its slice (same device, same slice).
+  for (std::size_t v = 0; v < workload.engines.size(); ++v) {
+    const EngineInfo& vector = workload.engines[v];
+    if (vector.kind != EngineKind::kVector) continue;
+    for (std::size_t a = 0; a < workload.engines.size(); ++a) {
+      const EngineInfo& array = workload.engines[a];
+      if (array.kind == EngineKind::kArray && array.device == vector.device &&
+          array.slice == vector.slice) {
+        stats.engines[v].array_overlap_cycles = overlap_length(busy[v], busy[a]);
+        break;
+      }
+    }
   }
   stats.lram = lram_occupancy(workload, timeline);
   return stats;

@@ -13,6 +13,10 @@ namespace npusim::profiler {
 struct EngineStats {
   Cycles busy_cycles = 0;  // cycles in which at least one of the engine's channels was busy
   std::uint32_t commands = 0;
+  // A vector unit only: cycles in which it and its slice's array were both busy. What is left of
+  // busy_cycles ran while the array idled: a schedule that overlapped it perfectly would save it
+  // (docs/outputs.md, "Array and vector overlap"). 0 for every other engine.
+  Cycles array_overlap_cycles = 0;
 };
 
 struct ProgramStats {

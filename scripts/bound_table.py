@@ -9,6 +9,9 @@ Achievable bound = the larger of
     channel moves at most its port's bytes per cycle, and at most dma.max_outstanding bursts per
     round trip (a burst's DRAM service on one DRAM channel plus dram.latency_ns), as stats.json's
     dma_*_port bounds count (docs/outputs.md, "Lower bounds").
+Each row also says where the cycles go (where_cycles_go): per slice, on average, the compute
+term, the array's tiling overhead beyond it, vector work beside an idle array, and idle time, in
+% of the cycles (they add up to 100); and the DRAM traffic over the compulsory traffic.
 Usage: bound_table.py NPUSIM OUT_JSON MODEL... -- CONFIG...
 """
 import json
@@ -74,10 +77,33 @@ def row(npusim, model, config, tmp):
                  (reads + writes) / per_cycle(dev["dram_bandwidth_gbps"]))
     bound = max(compute, memory, 1)
     cycles = rt["total_cycles"]
-    return {"cycles": cycles, "bound": round(bound), "ratio": cycles / bound,
-            "bound_kind": "compute" if compute >= memory else "memory",
-            "mac_util_pct": rt["mac_utilization"] * 100,
-            "binding": stats["bounds"]["binding"]}
+    r = {"cycles": cycles, "bound": round(bound), "ratio": cycles / bound,
+         "bound_kind": "compute" if compute >= memory else "memory",
+         "mac_util_pct": rt["mac_utilization"] * 100,
+         "binding": stats["bounds"]["binding"],
+         # DRAM bytes moved over the compulsory bytes: what tensors not kept on chip cost.
+         "traffic_x": (stats["dram_read_bytes"] + stats["dram_write_bytes"]) / max(reads + writes, 1)}
+    r.update(where_cycles_go(rt["engines"], dev["slices"], compute, cycles))
+    return r
+
+
+def where_cycles_go(engines, slices, compute, cycles):
+    """A slice's cycles, averaged over the slices, in four parts that add up to the run's:
+    the compute term (untiled array cycles over the slices); what its array spent beyond that
+    (tiling: fills and drains of more, smaller folds, PartialSums' folds, slices left unevenly
+    loaded); what its vector unit ran while the array idled (array_overlap_cycles,
+    docs/outputs.md); and what neither unit did (waiting for DMA, dependencies, dispatch)."""
+    array = vector = alone = 0
+    for s in range(slices):
+        a = engines.get(f"SLICE{s}.ARRAY", {}).get("busy_cycles", 0)
+        v = engines.get(f"SLICE{s}.VECTOR", {})
+        array += a
+        vector += v.get("busy_cycles", 0)
+        alone += v.get("busy_cycles", 0) - v.get("array_overlap_cycles", 0)
+    array, alone = array / slices, alone / slices
+    pct = lambda x: 100 * x / max(cycles, 1)
+    return {"compute_pct": pct(compute), "tiling_pct": pct(array - compute),
+            "vector_alone_pct": pct(alone), "idle_pct": pct(cycles - array - alone)}
 
 
 def main():
@@ -87,7 +113,8 @@ def main():
     models, configs = rest[:split], rest[split + 1:]
     rows = {}
     print(f"{'model':<34} {'config':<8} {'cycles':>12} {'bound':>12} {'ratio':>7} "
-          f"{'MAC %':>7}  bound of / binding")
+          f"{'MAC %':>7} {'ideal%':>7} {'+tile%':>7} {'+vec%':>6} {'+idle%':>7} {'traffic':>8}"
+          f"  bound of / binding")
     with tempfile.TemporaryDirectory() as tmp:
         for model in models:
             for config in configs:
@@ -98,7 +125,9 @@ def main():
                     print(f"{name:<34} {config:<8} {r['error']}")
                     continue
                 print(f"{name:<34} {config:<8} {r['cycles']:>12} {r['bound']:>12} "
-                      f"{r['ratio']:>7.2f} {r['mac_util_pct']:>7.2f}  {r['bound_kind']} / {r['binding']}")
+                      f"{r['ratio']:>7.2f} {r['mac_util_pct']:>7.2f} {r['compute_pct']:>7.1f} "
+                      f"{r['tiling_pct']:>7.1f} {r['vector_alone_pct']:>6.1f} {r['idle_pct']:>7.1f} "
+                      f"{r['traffic_x']:>7.2f}x  {r['bound_kind']} / {r['binding']}")
     json.dump(rows, open(out_json, "w"), indent=1, sort_keys=True)
 
 

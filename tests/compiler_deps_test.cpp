@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/compiler/compiler.h"
@@ -330,6 +331,42 @@ TEST(Limits, TheEstimateCountsTheEmittedCommandsWhenTilesReuseTheHalo) {
   }
 }
 
+// One fp16 MatMul [1, k] x [k, n] (constant weights) on `server`, emitted with `m`: the commands
+// emitted, and those the size estimate counts for it.
+std::pair<std::size_t, std::uint64_t> server_gemv_commands(int k, int n, const Mapping& m) {
+  const auto tensor = [](const char* name, std::vector<int> shape) {
+    return Json{{"name", name}, {"dtype", "float16"}, {"shape", std::move(shape)}};
+  };
+  Json weights = tensor("w", {k, n});
+  weights["constant"] = true;
+  const Json graph = {
+      {"format", "npusim-graph"},
+      {"version", 1},
+      {"name", "gemv"},
+      {"tensors", {tensor("x", {1, k}), weights, tensor("y", {1, n})}},
+      {"inputs", {"x"}},
+      {"outputs", {"y"}},
+      {"layers", {{{"name", "fc"}, {"op", "MatMul"}, {"inputs", {"x", "w"}}, {"outputs", {"y"}}}}}};
+  const Graph g = parse_graph_json(graph, "gemv.json");
+  const HwConfig config = load_hw_config("server");
+  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
+  const TensorLayouts layouts = assign_layouts(g, groups);
+  Emitter emitter(g, config, layouts);
+  emitter.emit_group(groups[0], m);
+  return {emitter.finish().commands.size(),
+          estimate_group(g, groups[0], m, layouts, budgets_of(config)).commands};
+}
+
+Mapping matmul_mapping(LoopOrder order, std::uint64_t tile_cols, std::uint32_t k_parts) {
+  Mapping m;
+  m.kind = MappingKind::kMatMul;
+  m.order = order;
+  m.tile_rows = 1;
+  m.tile_cols = tile_cols;
+  m.k_parts = k_parts;
+  return m;
+}
+
 // On `server` (4 DMA_IN channels, bursts of 1024 bytes) a shared load goes in up to 4 pieces
 // (shared_pieces). [1, 3072] x [3072, 768] fp16, input outer, one row, chunks of 128 columns, its
 // reduction split in 4 parts: the row of A, 6144 bytes = 6 bursts, loads in pieces of
@@ -338,26 +375,10 @@ TEST(Limits, TheEstimateCountsTheEmittedCommandsWhenTilesReuseTheHalo) {
 // load as min(4 channels, 6 bursts) = 4: 64, at least the 63 (it was 61 when a shared load
 // counted one).
 TEST(Limits, TheEstimateCountsTheSharedLoadsPiecesOverTheChannels) {
-  const Graph g = parse_graph_json(Json::parse(R"({"format": "npusim-graph", "version": 1,
-    "name": "gemv", "tensors": [{"name": "x", "dtype": "float16", "shape": [1, 3072]},
-      {"name": "w", "dtype": "float16", "shape": [3072, 768], "constant": true},
-      {"name": "y", "dtype": "float16", "shape": [1, 768]}],
-    "inputs": ["x"], "outputs": ["y"],
-    "layers": [{"name": "fc", "op": "MatMul", "inputs": ["x", "w"], "outputs": ["y"]}]})"),
-                                   "gemv.json");
-  const HwConfig config = load_hw_config("server");
-  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
-  const TensorLayouts layouts = assign_layouts(g, groups);
-  Mapping m;
-  m.kind = MappingKind::kMatMul;
-  m.order = LoopOrder::kInputOuter;
-  m.tile_rows = 1;
-  m.tile_cols = 128;
-  m.k_parts = 4;
-  Emitter emitter(g, config, layouts);
-  emitter.emit_group(groups[0], m);
-  EXPECT_EQ(emitter.finish().commands.size(), 63u);
-  EXPECT_EQ(estimate_group(g, groups[0], m, layouts, budgets_of(config)).commands, 64u);
+  const auto [emitted, estimated] =
+      server_gemv_commands(3072, 768, matmul_mapping(LoopOrder::kInputOuter, 128, 4));
+  EXPECT_EQ(emitted, 63u);
+  EXPECT_EQ(estimated, 64u);
 }
 
 // shared_pieces' count is not monotone in the bytes, so the estimate counts a piece per burst of
@@ -367,25 +388,10 @@ TEST(Limits, TheEstimateCountsTheSharedLoadsPiecesOverTheChannels) {
 // then has one row tile: its row of A, a Gemm, a store. Emitted: 3 + 3 + 4 + 3 = 13; estimated:
 // 2 x (min(4, 5) + 3) = 14.
 TEST(Limits, TheEstimateBoundsASmallerLastChunkCutInMorePieces) {
-  const Graph g = parse_graph_json(Json::parse(R"({"format": "npusim-graph", "version": 1,
-    "name": "mm", "tensors": [{"name": "x", "dtype": "float16", "shape": [1, 64]},
-      {"name": "w", "dtype": "float16", "shape": [64, 72], "constant": true},
-      {"name": "y", "dtype": "float16", "shape": [1, 72]}],
-    "inputs": ["x"], "outputs": ["y"],
-    "layers": [{"name": "mm", "op": "MatMul", "inputs": ["x", "w"], "outputs": ["y"]}]})"),
-                                   "mm.json");
-  const HwConfig config = load_hw_config("server");
-  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
-  const TensorLayouts layouts = assign_layouts(g, groups);
-  Mapping m;
-  m.kind = MappingKind::kMatMul;
-  m.order = LoopOrder::kWeightsOuter;
-  m.tile_rows = 1;
-  m.tile_cols = 40;
-  Emitter emitter(g, config, layouts);
-  emitter.emit_group(groups[0], m);
-  EXPECT_EQ(emitter.finish().commands.size(), 13u);
-  EXPECT_EQ(estimate_group(g, groups[0], m, layouts, budgets_of(config)).commands, 14u);
+  const auto [emitted, estimated] =
+      server_gemv_commands(64, 72, matmul_mapping(LoopOrder::kWeightsOuter, 40, 1));
+  EXPECT_EQ(emitted, 13u);
+  EXPECT_EQ(estimated, 14u);
 }
 
 }  // namespace
