@@ -2050,6 +2050,39 @@ TEST(Compiler, OnAnImageATransposeIsAViewOnlyWhenItKeepsThePlane) {
   EXPECT_FALSE(moves_no_data(behind, behind.layers[2]));
 }
 
+// A detection head's permute: a conv's output c [1, 6, 2, 3] is stored as an NHWC image, so the
+// NCHW-to-NHWC Transpose [0, 2, 3, 1] of it, t [1, 2, 3, 6], is c's bytes in the order they are:
+// a view. Behind a Reshape (r [1, 6, 3, 2], whose rows are not the image's pixels) the same perm
+// moves bytes (a copy), and so does NHWC-to-NCHW [0, 3, 1, 2] of the image. Compiled, the view
+// emits nothing: the conv stores c once, 1 x 6 x 2 x 3 int8 = 36 bytes, and the only other
+// stores are the two copies' outputs, 36 bytes each.
+TEST(Compiler, AnNchwToNhwcTransposeOfAnImageIsAView) {
+  const Graph g =
+      parse_graph_json(Json::parse(R"({"format": "npusim-graph", "version": 1, "name": "p",
+    "tensors": [{"name": "x", "shape": [1, 4, 2, 3]}, {"name": "w", "shape": [6, 4, 1, 1], "constant": true},
+                {"name": "c", "shape": [1, 6, 2, 3]}, {"name": "t", "shape": [1, 2, 3, 6]},
+                {"name": "r", "shape": [1, 6, 3, 2]}, {"name": "rt", "shape": [1, 3, 2, 6]},
+                {"name": "back", "shape": [1, 3, 6, 2]}],
+    "inputs": ["x"], "outputs": ["t", "rt", "back"],
+    "layers": [{"name": "conv", "op": "Conv", "inputs": ["x", "w"], "outputs": ["c"], "attrs": {"kernel_shape": [1, 1]}},
+               {"name": "permute", "op": "Transpose", "inputs": ["c"], "outputs": ["t"], "attrs": {"perm": [0, 2, 3, 1]}},
+               {"name": "r", "op": "Reshape", "inputs": ["c"], "outputs": ["r"]},
+               {"name": "behind", "op": "Transpose", "inputs": ["r"], "outputs": ["rt"], "attrs": {"perm": [0, 2, 3, 1]}},
+               {"name": "to_nchw", "op": "Transpose", "inputs": ["c"], "outputs": ["back"], "attrs": {"perm": [0, 3, 1, 2]}}]})"),
+                       "p.json");
+  EXPECT_TRUE(moves_no_data(g, g.layers[1]));
+  EXPECT_FALSE(moves_no_data(g, g.layers[3]));
+  EXPECT_FALSE(moves_no_data(g, g.layers[4]));
+  const Schedule s = compile_schedule(g, load_hw_config("default"));
+  std::map<std::string, std::uint64_t> stored;
+  for (const Command& c : s.commands) {
+    EXPECT_NE(c.layer, "permute");
+    if (c.engine == EngineKind::kDmaOut) stored[c.layer] += c.bytes;
+  }
+  EXPECT_EQ(stored,
+            (std::map<std::string, std::uint64_t>{{"conv", 36}, {"behind", 36}, {"to_nchw", 36}}));
+}
+
 // Attention's scores, S = Q K^T * c: K = X Wk [8, 8] is reshaped to [8 rows, 2 heads, 4] and
 // transposed to K^T [2, 4, 8] (perm `kt_perm`), read by `kt_reader`; Q = Xq Wq [16, 4] is
 // reshaped to [2 heads, 8, 4]; `c` is a scalar.

@@ -565,6 +565,25 @@ TEST(Fusion, FastestDetsChannelShufflesMoveNoData) {
   EXPECT_EQ(schedule_macs(s), graph_macs(g));
 }
 
+// Ultraface's 4 heads each permute their scores and boxes convs' outputs NCHW to NHWC before a
+// Reshape and a Concat: 8 Transposes [0, 2, 3, 1], each of a conv's output (an NHWC image), so
+// each is a view and emits nothing (before 2026-11-28 each was a Copy group and a DRAM round trip).
+TEST(Fusion, UltrafacesHeadPermutesOfConvOutputsMoveNoData) {
+  const Graph g = import_onnx(kShared + "ultraface_rfb_320.onnx", {});
+  std::size_t transposes = 0;
+  for (const Layer& l : g.layers) {
+    if (l.op != "Transpose") continue;
+    ++transposes;
+    EXPECT_EQ(l.attrs.get_ints("perm", {}), (std::vector<std::int64_t>{0, 2, 3, 1})) << l.name;
+    EXPECT_TRUE(moves_no_data(g, l)) << l.name;
+  }
+  EXPECT_EQ(transposes, 8u);
+  const Schedule s = compile_schedule(g, load_hw_config("server"));
+  for (const Command& c : s.commands)
+    EXPECT_EQ(c.layer.str().rfind("Transpose", 0), std::string::npos);
+  EXPECT_EQ(schedule_macs(s), graph_macs(g));
+}
+
 TEST(Fusion, AttentionScoresTakeTheirScaleAndReadKTransposedInPlace) {
   // bert_toy.onnx (a Hugging Face BERT export, two layers): each layer's scores are
   // MatMul(Q, Transpose(K, perm [0, 2, 3, 1])) -> Div(scores, 2.83): the Div of a scalar folds
@@ -631,40 +650,89 @@ TEST(Fusion, AttentionScoresTakeTheirScaleAndReadKTransposedInPlace) {
 TEST(Fusion, QdqPairsBecomeInt8TensorsWithNoExtraRoundTrip) {
   const Graph g = import_onnx(kShared + "qdq_mobilenet_edgetpu_block.onnx", {});
   const std::vector<LayerGroup> groups = fuse_layer_groups(g);
-  // 1 input Quantize + 6 fused(Conv+Quantize) + 2 fused(Add+Quantize) + the last Add + the
-  // graph output's Dequantize = 11 groups; 27 layers before (9 Q + 9 DQ + 6 Conv + 3 Add).
-  ASSERT_EQ(groups.size(), 11u);
-  std::size_t conv_q = 0, add_q = 0;
+  // 19 layers once the activations' DequantizeLinears fold (9 Quantize, 6 Conv, 3 Add, the graph
+  // output's Dequantize): the input's Quantize; 3 expand convs with their Quantize; 3 project
+  // convs, each with its Quantize and the block's residual Add of the int8 activation before it
+  // (expanded_conv_2 and _3 also with the Add's Quantize; _4's Add is a graph output, float);
+  // the Dequantize. 8 groups (11 before 2026-11-28, when each Add+Quantize was a group of its
+  // own, a DRAM round trip of both int8 operands and the sum).
+  ASSERT_EQ(groups.size(), 8u);
+  std::size_t conv_q = 0, residual = 0;
   for (const LayerGroup& group : groups) {
     const std::string& head = g.layers[group.layers[0]].op;
     const std::string& last = g.layers[group.layers.back()].op;
     if (head == "Conv") {
-      EXPECT_EQ(last, "Quantize") << group.name;
       // It reads an integer tensor: the dequantisation is folded into its load.
       const Tensor& x = g.tensors[g.layers[group.layers[0]].inputs[0]];
       EXPECT_EQ(dtype_bytes(x.dtype), 1u) << group.name;
-      ++conv_q;
+      conv_q += last == "Quantize" ? 1 : 0;
+      if (group.residual) {
+        ++residual;
+        EXPECT_EQ(dtype_bytes(g.tensors[*group.residual].dtype), 1u) << group.name;
+      }
     }
-    if (head == "Add" && last == "Quantize") ++add_q;
   }
-  EXPECT_EQ(conv_q, 6u);
-  EXPECT_EQ(add_q, 2u);
+  EXPECT_EQ(conv_q, 5u);
+  EXPECT_EQ(residual, 3u);
   CompileOptions through_dram;  // resident tensors would not be stored at all
   through_dram.residency = false;
   const Schedule s = compile_schedule(g, load_hw_config("server"), through_dram);
   std::size_t stored = 0;
   for (const LayerGroup& group : groups) {
     if (g.layers[group.layers[0]].op != "Conv") continue;
-    // Each conv group stores its quantised output once, one byte per element, unless the next
-    // group takes it from local memory ("Outputs kept on chip": each block's expand conv, whose
-    // output its project conv reads whole; its input, the last block's quantised Add, is an
-    // image as the Add's inputs are).
+    // Each conv group stores its output once (int8, one byte per element; the last block's
+    // float sum, four), unless the next group takes it from local memory ("Outputs kept on
+    // chip": each block's expand conv, whose output its project conv reads whole).
     const std::uint64_t bytes = bytes_of(s, EngineKind::kDmaOut, group.name);
-    EXPECT_TRUE(bytes == 0 || bytes == g.tensors[group.output].elements()) << group.name;
+    EXPECT_TRUE(bytes == 0 || bytes == g.tensors[group.output].bytes()) << group.name;
     stored += bytes > 0 ? 1 : 0;
   }
   EXPECT_GE(stored, 3u);
   EXPECT_EQ(schedule_macs(s), graph_macs(g));
+}
+
+// onnxruntime's dynamic quantisation (`mnist_int8_dynamic.onnx`) writes each integer conv and
+// matmul as ConvInteger / MatMulInteger -> Cast(int32 -> float) -> Mul(scale) -> Add(bias)
+// [-> Relu]. The cast is the output stage's dequantisation, so all of it is the array head's
+// epilogue. By hand, from the file's 20 layers: 8 groups (14 before, when each Cast was a vector
+// Copy group of its own and each Mul+Add[+Relu] an element-wise chain after it, each a DRAM round
+// trip of the tile's 4-byte elements): the input's Quantize, conv1 with its 4 layers, pool1 with
+// its Quantize, conv2 with its 4, pool2, the Reshape (a view), the Quantize, the matmul with its 3.
+TEST(Fusion, AnIntegerConvOrMatMulTakesItsCastScaleAndBiasIntoItsEpilogue) {
+  const Graph g = import_onnx(kShared + "mnist_int8_dynamic.onnx", {});
+  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
+  std::vector<std::string> names;
+  for (const LayerGroup& group : groups) names.push_back(group.name);
+  const std::string conv1 =
+      "fused(Convolution28_quant+Convolution28_Output_0_quantized_cast+"
+      "Convolution28_quant_output_scale_mul+Plus30+ReLU32)";
+  const std::string conv2 =
+      "fused(Convolution110_quant+Convolution110_Output_0_quantized_cast+"
+      "Convolution110_quant_output_scale_mul+Plus112+ReLU114)";
+  const std::string matmul =
+      "fused(Times212_quant+Times212_Output_0_quantized_cast+Times212_quant_output_scale_mul+"
+      "Plus214)";
+  EXPECT_THAT(names, ::testing::ElementsAre("Input3_QuantizeLinear", conv1,
+                                            "fused(Pooling66+Pooling66_Output_0_QuantizeLinear)",
+                                            conv2, "Pooling160", "Times212_reshape0",
+                                            "Pooling160_Output_0_reshape0_QuantizeLinear", matmul));
+  // The matmul's bias (Parameter194, 10 floats) comes after its scale and still loads with its
+  // weights.
+  ASSERT_EQ(groups.back().extra_constants.size(), 1u);
+  EXPECT_EQ(g.tensors[groups.back().extra_constants[0]].name, "Parameter194");
+  // One program per group that emits a command (the Reshape emits none), in order; the graph's
+  // output, 10 float32, is stored once by the matmul: 40 bytes. MACs are the graph's:
+  // 28 x 28 x 8 x 25 + 14 x 14 x 16 x 8 x 25 + 256 x 10 = 156,800 + 627,200 + 2,560 = 786,560.
+  const Schedule s = compile_schedule(g, load_hw_config("default"));
+  std::vector<std::string> programs;
+  for (const Program& p : s.programs) programs.push_back(p.name);
+  EXPECT_THAT(programs, ::testing::ElementsAre(
+                            "Input3_QuantizeLinear", conv1,
+                            "fused(Pooling66+Pooling66_Output_0_QuantizeLinear)", conv2,
+                            "Pooling160", "Pooling160_Output_0_reshape0_QuantizeLinear", matmul));
+  EXPECT_EQ(bytes_of(s, EngineKind::kDmaOut, matmul), 40u);
+  EXPECT_EQ(schedule_macs(s), 786560u);
+  EXPECT_EQ(graph_macs(g), 786560u);
 }
 
 // The light ResNet-50 on `server`: its 7 chains win before remapping (407,287 cycles estimated
@@ -858,9 +926,14 @@ TEST(ReductionSplits, CloseEstimatesAreBothFinishedAndTheFasterIsKept) {
   const std::string kept = line.substr(line.rfind("; kept: ") + 8);
   ASSERT_TRUE(kept == "with" || kept == "without") << line;
   // Kept by the rule the estimates were: faster (and, with more than 10 % more commands, 2 %
-  // faster; ultraface's K-split convs take fewer). Here the model with them.
-  EXPECT_EQ(kept, "with") << line;
-  EXPECT_LT(with_finished, without_finished) << line;
+  // faster; ultraface's K-split convs take fewer), the model without them on a tie. Which one
+  // that is moves with the rest of the compiler: the model with them until its head permutes
+  // became views (2026-11-28), now the one without (1,322,853 against 1,338,823 finished).
+  if (kept == "with") {
+    EXPECT_LT(with_finished, without_finished) << line;
+  } else {
+    EXPECT_LE(without_finished, with_finished) << line;
+  }
   // The schedule is the faster finished one, or faster still (fewer slices come after).
   EXPECT_LE(estimate(s, config).total_cycles(), std::min(with_finished, without_finished));
   EXPECT_EQ(schedule_macs(s), graph_macs(g));

@@ -296,11 +296,26 @@ std::uint32_t layout_driver(const Graph& g, const std::vector<std::uint32_t>& in
   return *input;
 }
 
+// A Transpose [0, 2, 3, 1] (NCHW to NHWC) of an NHWC image: its row-major output is the image's
+// bytes in the order they are stored (a detection head's permute before its Reshape), so nothing
+// moves. Only of the image itself: behind a Reshape the bytes' order is another.
+bool nhwc_of_image(const Graph& g, const Layer& l) {
+  if (l.op != "Transpose" || l.inputs.size() != 1 || l.outputs.size() != 1) return false;
+  const Tensor& x = g.tensors[l.inputs[0]];
+  const Tensor& y = g.tensors[l.outputs[0]];
+  const std::vector<std::int64_t> perm = l.attrs.get_ints("perm", {});
+  return perm == std::vector<std::int64_t>{0, 2, 3, 1} && x.shape.size() == 4 &&
+         x.dtype == y.dtype &&
+         y.shape == std::vector<std::uint64_t>{x.shape[0], x.shape[2], x.shape[3], x.shape[1]} &&
+         is_image(g, l.inputs[0]);
+}
+
 bool moves_no_data(const Graph& g, const Layer& l) {
   if (classify_op(l.op) == OpClass::kView || l.op == "Concat" || l.op == "Split" ||
       l.op == "Slice") {
     return true;
   }
+  if (nhwc_of_image(g, l)) return true;
   if (!view_by_its_own_rule(g, l)) return false;
   if (l.op == "Gather") return true;
   // Behind single-input views (Reshape, ...), an NHWC image's bytes are not the view's rows:

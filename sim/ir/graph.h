@@ -120,8 +120,9 @@ std::uint32_t layout_driver(const Graph& graph, const std::vector<std::uint32_t>
 // place, whose readers fetch whole rows in the permuted order (a channel shuffle, a split into
 // attention heads; on an NHWC image it must keep the H x W plane too), or that makes the last
 // axis the next-to-last when only MatMuls read it, as their right operand (attention's K^T: each
-// of B's columns is a row of the input). Either only when its output has the input's dtype and
-// the shape it makes.
+// of B's columns is a row of the input); and a Transpose [0, 2, 3, 1] of an NHWC image itself,
+// whose row-major output is the image's bytes in stored order. Each only when its output has the
+// input's dtype and the shape it makes.
 bool moves_no_data(const Graph& graph, const Layer& layer);
 
 // Multiply-accumulates of a layer as a model architect counts them (Conv and MatMul; 0 for the

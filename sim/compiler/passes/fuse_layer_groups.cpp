@@ -44,11 +44,13 @@ class Grouper {
   }
 
   // An array layer's group is its head, then as many of these epilogue stages as match, in
-  // order: a batch norm (Conv) or a constant bias Add (MatMul); a scalar scale (MatMul); a
-  // per-channel scale and shift (Conv); the residual Add of an earlier activation (Conv); one
+  // order: a Cast of its output (the integer accumulator's dequantisation); a batch norm (Conv)
+  // or a constant bias Add (MatMul); a scalar scale (MatMul), then a bias Add if none came before
+  // it; a per-channel scale and shift (Conv); the residual Add of an earlier activation (Conv); one
   // activation, or x * f(x) with f Sigmoid or HardSigmoid (SiLU, HardSwish); a Quantize
-  // (requantisation). A pool takes a Relu or Clip; an element-wise vector layer a chain of
-  // element-wise layers, which may end with a row normalization; a vector layer's group may end
+  // (requantisation), after which a Conv without a residual may still take one, an activation
+  // and a Quantize (QDQ models). A pool takes a Relu or Clip; an element-wise vector layer a chain
+  // of element-wise layers, which may end with a row normalization; a vector layer's group may end
   // with a Quantize too.
   LayerGroup make_group(std::uint32_t first) const {
     LayerGroup group;
@@ -57,8 +59,13 @@ class Grouper {
     group.output = head.outputs.at(0);
     const OpClass cls = classify_op(head.op);
     if (cls == OpClass::kArray) {
-      fuse_affine(group);
-      if (head.op == "MatMul") fuse_output_scale(group);
+      fuse_cast(group);
+      const bool affine = fuse_affine(group);
+      if (head.op == "MatMul") {
+        // A bias added after the scale folds as well as one before it (b / s): onnxruntime's
+        // dynamic quantisation writes MatMulInteger -> Cast -> Mul(scale) -> Add(bias).
+        if (fuse_output_scale(group) && !affine) fuse_affine(group);
+      }
       if (head.op == "Conv") {
         fuse_channel_scale(group);
         fuse_residual(group);
@@ -71,7 +78,13 @@ class Grouper {
     }
     if (cls == OpClass::kArray || (cls == OpClass::kVector && head.op != "Quantize" &&
                                    head.op != "Dequantize" && head.outputs.size() == 1)) {
-      fuse_quantize(group);
+      // In a QDQ model a conv's residual Add comes after its requantisation: Add(Quantize(conv),
+      // r), r the earlier int8 activation, then its own Quantize (the importer folded the
+      // DequantizeLinears between). The output stage adds r as it would before requantising.
+      if (fuse_quantize(group) && head.op == "Conv" && !group.residual && fuse_residual(group)) {
+        fuse_activation(group);
+        fuse_quantize(group);
+      }
     }
     name_group(group);
     return group;
@@ -82,38 +95,60 @@ class Grouper {
     group.output = g_.layers[layer].outputs.at(0);
   }
 
-  // A Conv's BatchNormalization, or a MatMul's Add of a constant (a bias, loaded with the weights).
-  void fuse_affine(LayerGroup& group) const {
+  // Conv/MatMul -> Cast of its output, as ConvInteger and MatMulInteger export (onnxruntime's
+  // quantize_dynamic: the int32 accumulator cast to float, then scaled): the output stage converts
+  // each element as it scales it (the dequantise factor it applies anyway), so the cast loads
+  // and costs nothing, and the group stores the cast's dtype.
+  void fuse_cast(LayerGroup& group) const {
     const auto next = sole_consumer(group.output);
     if (!next) return;
+    const Layer& l = g_.layers[*next];
+    if (l.op != "Cast" || l.inputs.size() != 1 || l.outputs.size() != 1) return;
+    if (g_.tensors[l.outputs[0]].shape != g_.tensors[group.output].shape) return;
+    append(group, *next);
+  }
+
+  // A Conv's BatchNormalization, or a MatMul's Add of a constant (a bias, loaded with the weights).
+  bool fuse_affine(LayerGroup& group) const {
+    const auto next = sole_consumer(group.output);
+    if (!next) return false;
     const Layer& head = g_.layers[group.layers[0]];
     const Layer& l = g_.layers[*next];
     if (head.op == "Conv" && l.op == "BatchNormalization") {
       append(group, *next);
-    } else if (head.op == "MatMul" && l.op == "Add" && l.inputs.size() == 2) {
+      return true;
+    }
+    if (head.op == "MatMul" && l.op == "Add" && l.inputs.size() == 2) {
       const std::uint32_t other = l.inputs[0] == group.output ? l.inputs[1] : l.inputs[0];
       if (g_.tensors[other].constant) {
         group.extra_constants.push_back(other);
         append(group, *next);
+        return true;
       }
     }
+    return false;
   }
 
   // MatMul[+bias] -> Mul(y, s) or Div(y, s), s a scalar constant: attention's 1/sqrt(d) scale of
   // Q K^T. The output stage multiplies every element by the output's scale anyway (a dequantise
   // or requantise factor); s folds into that factor, so it loads and costs nothing.
-  void fuse_output_scale(LayerGroup& group) const {
+  bool fuse_output_scale(LayerGroup& group) const {
     const auto next = sole_consumer(group.output);
-    if (!next) return;
+    if (!next) return false;
     const Layer& l = g_.layers[*next];
-    if ((l.op != "Mul" && l.op != "Div") || l.inputs.size() != 2 || l.outputs.size() != 1) return;
+    if ((l.op != "Mul" && l.op != "Div") || l.inputs.size() != 2 || l.outputs.size() != 1) {
+      return false;
+    }
     const bool y_first = l.inputs[0] == group.output;
-    if (!y_first && (l.op != "Mul" || l.inputs[1] != group.output)) return;
+    if (!y_first && (l.op != "Mul" || l.inputs[1] != group.output)) return false;
     const Tensor& s = g_.tensors[y_first ? l.inputs[1] : l.inputs[0]];
     const Tensor& y = g_.tensors[group.output];
     const Tensor& out = g_.tensors[l.outputs[0]];
-    if (!s.constant || s.elements() != 1 || out.shape != y.shape || out.dtype != y.dtype) return;
+    if (!s.constant || s.elements() != 1 || out.shape != y.shape || out.dtype != y.dtype) {
+      return false;
+    }
     append(group, *next);
+    return true;
   }
 
   // Conv[+BN] -> Mul(y, s) -> Add(y, b), s and b constants per output channel (or scalars), as
@@ -245,25 +280,26 @@ class Grouper {
   // Conv[+BN] -> Add(y, r): r an activation of y's shape and dtype that is written before the
   // group runs (a graph input, or the output of an earlier layer). Each tile also loads its rows
   // of r. In a ResNet block with a projection shortcut, the later of the two convs takes the Add.
-  void fuse_residual(LayerGroup& group) const {
+  bool fuse_residual(LayerGroup& group) const {
     const auto next = sole_consumer(group.output);
-    if (!next || g_.layers[*next].op != "Add" || g_.layers[*next].inputs.size() != 2) return;
+    if (!next || g_.layers[*next].op != "Add" || g_.layers[*next].inputs.size() != 2) return false;
     const Layer& add = g_.layers[*next];
     const std::uint32_t y = group.output;
     const std::uint32_t r = add.inputs[0] == y ? add.inputs[1] : add.inputs[0];
     const Tensor& rt = g_.tensors[r];
     if (r == y || rt.constant || rt.shape != g_.tensors[y].shape ||
         rt.dtype != g_.tensors[y].dtype) {
-      return;
+      return false;
     }
     const auto producer = producer_.find(r);
     const bool written_before =
         producer == producer_.end()
             ? std::find(g_.inputs.begin(), g_.inputs.end(), r) != g_.inputs.end()
             : producer->second < group.layers[0];
-    if (!written_before) return;
+    if (!written_before) return false;
     group.residual = r;
     append(group, *next);
+    return true;
   }
 
   bool fuse_activation(LayerGroup& group) const {
@@ -324,12 +360,14 @@ class Grouper {
   }
 
   // A QuantizeLinear of the group's output: the group stores the quantised tensor.
-  void fuse_quantize(LayerGroup& group) const {
+  bool fuse_quantize(LayerGroup& group) const {
     const auto next = sole_consumer(group.output);
     if (next && g_.layers[*next].op == "Quantize" && !g_.layers[*next].inputs.empty() &&
         g_.layers[*next].inputs[0] == group.output) {
       append(group, *next);
+      return true;
     }
+    return false;
   }
 
   bool is_graph_output(std::uint32_t tensor) const {
