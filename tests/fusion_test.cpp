@@ -702,6 +702,7 @@ TEST(Fusion, AnIntegerConvOrMatMulTakesItsCastScaleAndBiasIntoItsEpilogue) {
   const Graph g = import_onnx(kShared + "mnist_int8_dynamic.onnx", {});
   const std::vector<LayerGroup> groups = fuse_layer_groups(g);
   std::vector<std::string> names;
+  names.reserve(groups.size());
   for (const LayerGroup& group : groups) names.push_back(group.name);
   const std::string conv1 =
       "fused(Convolution28_quant+Convolution28_Output_0_quantized_cast+"
@@ -725,6 +726,7 @@ TEST(Fusion, AnIntegerConvOrMatMulTakesItsCastScaleAndBiasIntoItsEpilogue) {
   // 28 x 28 x 8 x 25 + 14 x 14 x 16 x 8 x 25 + 256 x 10 = 156,800 + 627,200 + 2,560 = 786,560.
   const Schedule s = compile_schedule(g, load_hw_config("default"));
   std::vector<std::string> programs;
+  programs.reserve(s.programs.size());
   for (const Program& p : s.programs) programs.push_back(p.name);
   EXPECT_THAT(programs, ::testing::ElementsAre(
                             "Input3_QuantizeLinear", conv1,
