@@ -735,6 +735,15 @@ TEST(Fusion, AnIntegerConvOrMatMulTakesItsCastScaleAndBiasIntoItsEpilogue) {
   EXPECT_EQ(bytes_of(s, EngineKind::kDmaOut, matmul), 40u);
   EXPECT_EQ(schedule_macs(s), 786560u);
   EXPECT_EQ(graph_macs(g), 786560u);
+
+  // An Add after the scale is a bias only when it holds one value per output column: the 7B
+  // layer's causal mask ([512, 512], added to the [1, 32, 512, 512] scaled scores) is not one; it
+  // stays for its Softmax's chain (which reads it by rows).
+  const Graph llm = load_graph_json(kZoo + "llm7b_decoder_layer.json");
+  std::vector<std::string> llm_groups;
+  for (const LayerGroup& group : fuse_layer_groups(llm)) llm_groups.push_back(group.name);
+  EXPECT_THAT(llm_groups, ::testing::Contains("fused(self_attn.scores+self_attn.scale_mul)"));
+  EXPECT_THAT(llm_groups, ::testing::Contains("self_attn.mask"));
 }
 
 // The light ResNet-50 on `server`: its 7 chains win before remapping (407,287 cycles estimated

@@ -45,13 +45,13 @@ class Grouper {
 
   // An array layer's group is its head, then as many of these epilogue stages as match, in
   // order: a Cast of its output (the integer accumulator's dequantisation); a batch norm (Conv)
-  // or a constant bias Add (MatMul); a scalar scale (MatMul), then a bias Add if none came before
-  // it; a per-channel scale and shift (Conv); the residual Add of an earlier activation (Conv); one
-  // activation, or x * f(x) with f Sigmoid or HardSigmoid (SiLU, HardSwish); a Quantize
-  // (requantisation), after which a Conv without a residual may still take one, an activation
-  // and a Quantize (QDQ models). A pool takes a Relu or Clip; an element-wise vector layer a chain
-  // of element-wise layers, which may end with a row normalization; a vector layer's group may end
-  // with a Quantize too.
+  // or a constant bias Add (MatMul); a scalar scale (MatMul), then a bias Add (one constant per
+  // output column) if none came before it; a per-channel scale and shift (Conv); the residual Add
+  // of an earlier activation (Conv); one activation, or x * f(x) with f Sigmoid or HardSigmoid
+  // (SiLU, HardSwish); a Quantize (requantisation), after which a Conv without a residual may still
+  // take one, an activation and a Quantize (QDQ models). A pool takes a Relu or Clip; an
+  // element-wise vector layer a chain of element-wise layers, which may end with a row
+  // normalization; a vector layer's group may end with a Quantize too.
   LayerGroup make_group(std::uint32_t first) const {
     LayerGroup group;
     group.layers = {first};
@@ -61,11 +61,7 @@ class Grouper {
     if (cls == OpClass::kArray) {
       fuse_cast(group);
       const bool affine = fuse_affine(group);
-      if (head.op == "MatMul") {
-        // A bias added after the scale folds as well as one before it (b / s): onnxruntime's
-        // dynamic quantisation writes MatMulInteger -> Cast -> Mul(scale) -> Add(bias).
-        if (fuse_output_scale(group) && !affine) fuse_affine(group);
-      }
+      if (head.op == "MatMul" && fuse_output_scale(group) && !affine) fuse_bias(group);
       if (head.op == "Conv") {
         fuse_channel_scale(group);
         fuse_residual(group);
@@ -127,6 +123,26 @@ class Grouper {
       }
     }
     return false;
+  }
+
+  // MatMul -> scale -> Add(y, b), b a bias: one constant per output column (its elements are y's
+  // last dimension), which folds before the scale as b / s. onnxruntime's dynamic quantisation
+  // writes MatMulInteger -> Cast -> Mul(scale) -> Add(bias). (Not attention's mask after its
+  // scale: a matrix the size of the scores, which the Softmax's chain takes.)
+  void fuse_bias(LayerGroup& group) const {
+    const auto next = sole_consumer(group.output);
+    if (!next) return;
+    const Layer& l = g_.layers[*next];
+    if (l.op != "Add" || l.inputs.size() != 2 || l.outputs.size() != 1) return;
+    const std::uint32_t b = l.inputs[0] == group.output ? l.inputs[1] : l.inputs[0];
+    const Tensor& bt = g_.tensors[b];
+    const Tensor& y = g_.tensors[group.output];
+    if (!bt.constant || y.shape.empty() || bt.elements() != y.shape.back() ||
+        (!bt.shape.empty() && bt.shape.back() != y.shape.back())) {
+      return;
+    }
+    group.extra_constants.push_back(b);
+    append(group, *next);
   }
 
   // MatMul[+bias] -> Mul(y, s) or Div(y, s), s a scalar constant: attention's 1/sqrt(d) scale of
