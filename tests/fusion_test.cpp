@@ -691,6 +691,40 @@ TEST(Fusion, QdqPairsBecomeInt8TensorsWithNoExtraRoundTrip) {
   EXPECT_EQ(schedule_macs(s), graph_macs(g));
 }
 
+// A MatMul y = x [4, 8] . w [8, 6] takes an Add of a bias (6 values, one per output column:
+// loaded with its weights) into its epilogue, but not of a [4, 6] constant, which is no bias: it
+// is an element-wise layer of its own, whose tiles read it by rows.
+TEST(Fusion, AMatMulTakesAnAddOnlyOfABias) {
+  const auto graph_with = [](const std::vector<int>& constant) {
+    return parse_graph_json(
+        Json{{"format", "npusim-graph"},
+             {"version", 1},
+             {"name", "mm"},
+             {"tensors",
+              {{{"name", "x"}, {"shape", {4, 8}}},
+               {{"name", "w"}, {"shape", {8, 6}}, {"constant", true}},
+               {{"name", "c"}, {"shape", constant}, {"constant", true}},
+               {{"name", "y"}, {"shape", {4, 6}}},
+               {{"name", "z"}, {"shape", {4, 6}}}}},
+             {"inputs", {"x"}},
+             {"outputs", {"z"}},
+             {"layers",
+              {{{"name", "mm"}, {"op", "MatMul"}, {"inputs", {"x", "w"}}, {"outputs", {"y"}}},
+               {{"name", "add"}, {"op", "Add"}, {"inputs", {"y", "c"}}, {"outputs", {"z"}}}}}},
+        "mm.json");
+  };
+  const Graph bias = graph_with({6});
+  const std::vector<LayerGroup> fused = fuse_layer_groups(bias);
+  ASSERT_EQ(fused.size(), 1u);
+  EXPECT_EQ(fused[0].name, "fused(mm+add)");
+  EXPECT_EQ(fused[0].extra_constants, std::vector<std::uint32_t>{2});
+  const Graph matrix = graph_with({4, 6});
+  const std::vector<LayerGroup> apart = fuse_layer_groups(matrix);
+  ASSERT_EQ(apart.size(), 2u);
+  EXPECT_EQ(apart[0].name, "mm");
+  EXPECT_EQ(apart[1].name, "add");
+}
+
 // onnxruntime's dynamic quantisation (`mnist_int8_dynamic.onnx`) writes each integer conv and
 // matmul as ConvInteger / MatMulInteger -> Cast(int32 -> float) -> Mul(scale) -> Add(bias)
 // [-> Relu]. The cast is the output stage's dequantisation, so all of it is the array head's

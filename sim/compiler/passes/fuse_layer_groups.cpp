@@ -104,45 +104,38 @@ class Grouper {
     append(group, *next);
   }
 
-  // A Conv's BatchNormalization, or a MatMul's Add of a constant (a bias, loaded with the weights).
+  // A Conv's BatchNormalization, or a MatMul's bias (fuse_bias).
   bool fuse_affine(LayerGroup& group) const {
     const auto next = sole_consumer(group.output);
     if (!next) return false;
     const Layer& head = g_.layers[group.layers[0]];
-    const Layer& l = g_.layers[*next];
-    if (head.op == "Conv" && l.op == "BatchNormalization") {
+    if (head.op == "Conv" && g_.layers[*next].op == "BatchNormalization") {
       append(group, *next);
       return true;
     }
-    if (head.op == "MatMul" && l.op == "Add" && l.inputs.size() == 2) {
-      const std::uint32_t other = l.inputs[0] == group.output ? l.inputs[1] : l.inputs[0];
-      if (g_.tensors[other].constant) {
-        group.extra_constants.push_back(other);
-        append(group, *next);
-        return true;
-      }
-    }
-    return false;
+    return head.op == "MatMul" && fuse_bias(group);
   }
 
-  // MatMul -> scale -> Add(y, b), b a bias: one constant per output column (its elements are y's
-  // last dimension), which folds before the scale as b / s. onnxruntime's dynamic quantisation
-  // writes MatMulInteger -> Cast -> Mul(scale) -> Add(bias). (Not attention's mask after its
-  // scale: a matrix the size of the scores, which the Softmax's chain takes.)
-  void fuse_bias(LayerGroup& group) const {
+  // MatMul [-> scale] -> Add(y, b), b a bias: one constant per output column (its elements are
+  // y's last dimension), loaded with the weights; after the scale it folds before it as b / s
+  // (onnxruntime's dynamic quantisation writes MatMulInteger -> Cast -> Mul(scale) -> Add(bias)).
+  // A larger constant is no bias (attention's mask after its scale: a matrix the size of the
+  // scores, which the Softmax's chain reads by rows).
+  bool fuse_bias(LayerGroup& group) const {
     const auto next = sole_consumer(group.output);
-    if (!next) return;
+    if (!next) return false;
     const Layer& l = g_.layers[*next];
-    if (l.op != "Add" || l.inputs.size() != 2 || l.outputs.size() != 1) return;
+    if (l.op != "Add" || l.inputs.size() != 2 || l.outputs.size() != 1) return false;
     const std::uint32_t b = l.inputs[0] == group.output ? l.inputs[1] : l.inputs[0];
     const Tensor& bt = g_.tensors[b];
     const Tensor& y = g_.tensors[group.output];
     if (!bt.constant || y.shape.empty() || bt.elements() != y.shape.back() ||
         (!bt.shape.empty() && bt.shape.back() != y.shape.back())) {
-      return;
+      return false;
     }
     group.extra_constants.push_back(b);
     append(group, *next);
+    return true;
   }
 
   // MatMul[+bias] -> Mul(y, s) or Div(y, s), s a scalar constant: attention's 1/sqrt(d) scale of
