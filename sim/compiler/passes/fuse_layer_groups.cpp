@@ -45,8 +45,8 @@ class Grouper {
 
   // An array layer's group is its head, then as many of these epilogue stages as match, in
   // order: a Cast of its output (the integer accumulator's dequantisation); a batch norm (Conv)
-  // or a constant bias Add (MatMul); a scalar scale (MatMul), then a bias Add (one constant per
-  // output column) if none came before it; a per-channel scale and shift (Conv); the residual Add
+  // or a bias Add (MatMul: one constant per output column); a scalar scale (MatMul), then the
+  // bias if none came before it; a per-channel scale and shift (Conv); the residual Add
   // of an earlier activation (Conv); one activation, or x * f(x) with f Sigmoid or HardSigmoid
   // (SiLU, HardSwish); a Quantize (requantisation), after which a Conv without a residual may still
   // take one, an activation and a Quantize (QDQ models). A pool takes a Relu or Clip; an
