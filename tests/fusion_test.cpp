@@ -691,9 +691,9 @@ TEST(Fusion, QdqPairsBecomeInt8TensorsWithNoExtraRoundTrip) {
   EXPECT_EQ(schedule_macs(s), graph_macs(g));
 }
 
-// A MatMul y = x [4, 8] . w [8, 6] takes an Add of a bias (6 values, one per output column:
-// loaded with its weights) into its epilogue, but not of a [4, 6] constant, which is no bias: it
-// is an element-wise layer of its own, whose tiles read it by rows.
+// A MatMul y = x [4, 8] . w [8, 6] takes an Add of a bias (6 values, one per output column, or a
+// scalar: loaded with its weights) into its epilogue, but not of a [4, 6] or [4, 1] constant,
+// which is no bias: it is an element-wise layer of its own, whose tiles read it by rows.
 TEST(Fusion, AMatMulTakesAnAddOnlyOfABias) {
   const auto graph_with = [](const std::vector<int>& constant) {
     return parse_graph_json(
@@ -718,11 +718,14 @@ TEST(Fusion, AMatMulTakesAnAddOnlyOfABias) {
   ASSERT_EQ(fused.size(), 1u);
   EXPECT_EQ(fused[0].name, "fused(mm+add)");
   EXPECT_EQ(fused[0].extra_constants, std::vector<std::uint32_t>{2});
-  const Graph matrix = graph_with({4, 6});
-  const std::vector<LayerGroup> apart = fuse_layer_groups(matrix);
-  ASSERT_EQ(apart.size(), 2u);
-  EXPECT_EQ(apart[0].name, "mm");
-  EXPECT_EQ(apart[1].name, "add");
+  EXPECT_EQ(fuse_layer_groups(graph_with({1})).size(), 1u);  // a scalar: the same for each column
+  for (const std::vector<int>& no_bias : {std::vector<int>{4, 6}, std::vector<int>{4, 1}}) {
+    const Graph g = graph_with(no_bias);  // a matrix; one value per row
+    const std::vector<LayerGroup> apart = fuse_layer_groups(g);
+    ASSERT_EQ(apart.size(), 2u);
+    EXPECT_EQ(apart[0].name, "mm");
+    EXPECT_EQ(apart[1].name, "add");
+  }
 }
 
 // onnxruntime's dynamic quantisation (`mnist_int8_dynamic.onnx`) writes each integer conv and

@@ -117,10 +117,10 @@ class Grouper {
   }
 
   // MatMul [-> scale] -> Add(y, b), b a bias: one constant per output column (its elements are
-  // y's last dimension), loaded with the weights; after the scale it folds before it as b / s
-  // (onnxruntime's dynamic quantisation writes MatMulInteger -> Cast -> Mul(scale) -> Add(bias)).
-  // A larger constant is no bias (attention's mask after its scale: a matrix the size of the
-  // scores, which the Softmax's chain reads by rows).
+  // y's last dimension) or a scalar, loaded with the weights; after the scale it folds before it as
+  // b / s (onnxruntime's dynamic quantisation writes MatMulInteger -> Cast -> Mul(scale) ->
+  // Add(bias)). A larger constant is no bias (attention's mask after its scale: a matrix the size
+  // of the scores, which the Softmax's chain reads by rows).
   bool fuse_bias(LayerGroup& group) const {
     const auto next = sole_consumer(group.output);
     if (!next) return false;
@@ -129,10 +129,10 @@ class Grouper {
     const std::uint32_t b = l.inputs[0] == group.output ? l.inputs[1] : l.inputs[0];
     const Tensor& bt = g_.tensors[b];
     const Tensor& y = g_.tensors[group.output];
-    if (!bt.constant || y.shape.empty() || bt.elements() != y.shape.back() ||
-        (!bt.shape.empty() && bt.shape.back() != y.shape.back())) {
-      return false;
-    }
+    // A scalar is a bias too (the same value for every column); [N, 1] is one value per row.
+    const bool per_column = !y.shape.empty() && bt.elements() == y.shape.back() &&
+                            (bt.shape.empty() || bt.shape.back() == y.shape.back());
+    if (!bt.constant || (!per_column && bt.elements() != 1)) return false;
     group.extra_constants.push_back(b);
     append(group, *next);
     return true;
