@@ -385,8 +385,8 @@ void engine_table(std::ostream& out, const Workload& w, const RunStats& s) {
         << pad_left(fixed(100.0 * ratio(s.engines[e].busy_cycles, s.total_cycles), 1), 9)
         << pad_left(std::to_string(s.engines[e].commands), 10) << '\n';
   }
-  // How much of the vector units' work ran beside their arrays' (depthwise networks: the share
-  // a schedule that overlapped them could save).
+  // How much of the vector units' work ran while their arrays also worked (depthwise networks:
+  // the rest ran alone, and is what a schedule that overlapped them could save).
   Cycles vector_busy = 0;
   Cycles with_array = 0;
   for (std::size_t e = 0; e < w.engines.size(); ++e) {
