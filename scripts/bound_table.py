@@ -92,15 +92,23 @@ def where_cycles_go(engines, slices, compute, cycles):
     the compute term (untiled array cycles over the slices); what its array spent beyond that
     (tiling: fills and drains of more, smaller folds, PartialSums' folds, slices left unevenly
     loaded); what its vector unit ran while the array idled (array_overlap_cycles,
-    docs/outputs.md); and what neither unit did (waiting for DMA, dependencies, dispatch)."""
-    array = vector = alone = 0
-    for s in range(slices):
-        a = engines.get(f"SLICE{s}.ARRAY", {}).get("busy_cycles", 0)
-        v = engines.get(f"SLICE{s}.VECTOR", {})
-        array += a
-        vector += v.get("busy_cycles", 0)
-        alone += v.get("busy_cycles", 0) - v.get("array_overlap_cycles", 0)
-    array, alone = array / slices, alone / slices
+    docs/outputs.md); and what neither unit did (waiting for DMA, dependencies, dispatch).
+    With several devices the units averaged are every device's (DEV<d>.SLICE<s>.*); the rows
+    here are one device's. Tiling can come out slightly negative: the compute term is each layer's
+    untiled closed form, and a tiling whose folds happen to pack better takes a little less."""
+    array = alone = 0
+    arrays = 0
+    for name, e in engines.items():
+        unit = name.split(".", 1)[1] if name.startswith("DEV") else name
+        if not unit.startswith("SLICE"):
+            continue
+        if unit.endswith(".ARRAY"):
+            array += e.get("busy_cycles", 0)
+            arrays += 1
+        elif unit.endswith(".VECTOR"):
+            alone += e.get("busy_cycles", 0) - e.get("array_overlap_cycles", 0)
+    arrays = max(arrays, slices, 1)
+    array, alone = array / arrays, alone / arrays
     pct = lambda x: 100 * x / max(cycles, 1)
     return {"compute_pct": pct(compute), "tiling_pct": pct(array - compute),
             "vector_alone_pct": pct(alone), "idle_pct": pct(cycles - array - alone)}

@@ -168,17 +168,19 @@ TEST_F(Cli, BadDeviceRequestsAreBadInputWithNothingWritten) {
 }
 
 // An LLM's decode steps compile in batches of the worker threads at once (docs/llm.md): the
-// outputs are those of one step after another, byte for byte. GPT-2 small's 32 decode steps in
-// batches of 3 end with a partial batch.
+// outputs are those of one step after another, byte for byte. GPT-2 small's layers with 7 decode
+// steps: batches of 3, 3 and a partial one of 1.
 TEST_F(Cli, AnLlmRunIsTheSameOnOneThreadAsInBatchesOfThree) {
   const char* saved = std::getenv("NPUSIM_THREADS");
   const std::string restore = saved != nullptr ? saved : "";
+  const fs::path model = npusim::test::llm_with_tokens(kSource / "models/llm/gpt2_small.json",
+                                                       dir_ / "gpt2_7_steps.json", 16, 7);
   std::vector<std::string> stats, summaries;
   for (const char* threads : {"1", "3"}) {
     ::setenv("NPUSIM_THREADS", threads, 1);
     const fs::path out = dir_ / (std::string("llm") + threads);
-    const Result r = npusim({"run", "-m", (kSource / "models/llm/gpt2_small.json").string(), "-c",
-                             "server", "-o", out.string(), "-q", "--stats-level", "40"});
+    const Result r = npusim({"run", "-m", model.string(), "-c", "server", "-o", out.string(), "-q",
+                             "--stats-level", "40"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     stats.push_back(read_file(out / "stats.json"));
     summaries.push_back(read_file(out / "summary.txt"));

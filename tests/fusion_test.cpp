@@ -537,8 +537,9 @@ TEST(Fusion, DenseNetScaleLayersFuseIntoConvsAndChains) {
 // of each block that keeps its size, 3 + 7 + 3 = 13 of them, as PyTorch exports channel_shuffle:
 // Reshape [C/2*N, 2, H*W] -> Transpose [1, 0, 2] -> Reshape [2, N, C/2, H, W] -> Gather 0 and
 // Gather 1 (the halves). Each Transpose keeps the H*W rows whole and each Gather takes one
-// index, so none of the 13 + 26 copies a byte; the head's Transpose [0, 2, 3, 1] (NCHW -> NHWC)
-// moves the last axis and stays a copy.
+// index, so none of the 13 + 26 copies a byte. The head's Transpose [0, 2, 3, 1] (NCHW -> NHWC)
+// reads a Concat of element-wise outputs (a Mul, a Sigmoid, a Softmax), row-major tensors and not
+// an NHWC image (nhwc_of_image), so it moves the last axis and stays a copy.
 TEST(Fusion, FastestDetsChannelShufflesMoveNoData) {
   const Graph g = import_onnx(kShared + "fastestdet.onnx", {});
   std::size_t shuffles = 0, halves = 0, copies = 0;

@@ -131,6 +131,41 @@ TEST(Stats, AVectorUnitCountsTheCyclesItRanBesideItsSlicesArray) {
   EXPECT_EQ(s.engines[3].array_overlap_cycles, 0u);
 }
 
+// With two devices each vector unit is measured against its own device's array of its slice, and
+// an engine's commands may come in any order, with empty ones between.
+TEST(Stats, AVectorUnitsOverlapIsWithItsOwnDevicesArray) {
+  Workload w;
+  w.device.slices = 1;
+  w.engines = {{"SLICE0.ARRAY", EngineKind::kArray, 1, 0, 0, ""},
+               {"SLICE0.VECTOR", EngineKind::kVector, 1, 0, 0, ""},
+               {"DEV1.SLICE0.VECTOR", EngineKind::kVector, 1, 0, 1, ""},
+               {"DEV1.SLICE0.ARRAY", EngineKind::kArray, 1, 0, 1, ""}};
+  w.programs = {{"p0", ""}};
+  const auto on = [](const char* id, std::uint32_t engine) {
+    CommandInfo c{};
+    c.id = id;
+    c.engine = engine;
+    return c;
+  };
+  w.commands = {on("S0", 0), on("S1", 1), on("S2", 3), on("S3", 3),
+                on("S4", 2), on("S5", 2), on("S6", 2)};
+  Timeline t;
+  // Device 0: array [0, 100), vector [50, 210).
+  // Device 1: array [400, 500) and [200, 300), given in that order; vector [250, 450), [0, 60)
+  // and an empty command at 150, in the gap between them.
+  t.commands = {{0, 100}, {50, 210}, {400, 500}, {200, 300}, {250, 450}, {0, 60}, {150, 150}};
+  const RunStats s = compute_stats(w, t);
+  // Device 0's vector: busy 210 - 50 = 160, beside its array [50, 100) = 50 (device 1's array
+  // would give [200, 210) = 10).
+  EXPECT_EQ(s.engines[1].busy_cycles, 160u);
+  EXPECT_EQ(s.engines[1].array_overlap_cycles, 50u);
+  // Device 1's vector: busy 60 + 200 = 260, beside its array [250, 300) + [400, 450) = 100
+  // (device 0's array would give [0, 60) = 60).
+  EXPECT_EQ(s.engines[2].busy_cycles, 260u);
+  EXPECT_EQ(s.engines[2].array_overlap_cycles, 100u);
+  EXPECT_EQ(s.engines[3].busy_cycles, 200u);
+}
+
 TEST(Stats, LocalMemoryFreesBeforeAllocationsInTheSameCycle) {
   // DI0 takes 600 at 0, DI1 300 at 50 (peak 900), S0 frees 900 at 550.
   const RunStats s = compute_stats(two_engine_workload(), two_engine_timeline());

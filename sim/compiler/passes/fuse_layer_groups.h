@@ -1,9 +1,13 @@
 // Pass: cuts the graph's layers into layer groups, the unit the compiler tiles and emits. A group
 // is one layer, or an array layer with the layers it fuses into its epilogue, in this order: a
-// Conv's BatchNormalization or a MatMul's Add of a constant bias; a MatMul's Mul/Div by a scalar
-// constant; a Conv's Mul/Div then Add/Sub of per-channel constants (Caffe's Scale); a Conv's
+// Cast of its output to any dtype (the output stage converts every element on its way out, as
+// ConvInteger/MatMulInteger's int32 -> float); a Conv's BatchNormalization or a MatMul's Add of a
+// bias (per output column, or a scalar); a MatMul's Mul/Div by a scalar constant, and a bias
+// after it; a Conv's Mul/Div then Add/Sub of per-channel constants (Caffe's Scale); a Conv's
 // residual Add of an earlier activation; one activation, or x * sigmoid(x) / x * hardsigmoid(x)
-// (SiLU, HardSwish, the Mul reading x a second time); a Quantize. An element-wise vector layer
+// (SiLU, HardSwish, the Mul reading x a second time); a Quantize, and after a Conv's Quantize
+// with no residual yet, a residual Add, an activation and a second Quantize (QDQ models
+// requantise before the residual). An element-wise vector layer
 // takes a chain of element-wise layers whose other operands are constants, which may end with a
 // Softmax or LayerNorm over the last axis of a row-major tensor; a vector layer's group may end
 // with a Quantize.
