@@ -1,8 +1,11 @@
 #include "sim/util/heap_pages.h"
 
+#include <sys/mman.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 namespace npusim {
@@ -24,6 +27,28 @@ void use_huge_pages_for_the_heap(char** argv) {
   self[length] = '\0';
   if (::setenv("GLIBC_TUNABLES", value.c_str(), 1) != 0) return;
   ::execv(self, argv);  // returns only if it failed: run on as is
+}
+
+void use_huge_pages_in_this_thread() {
+  static const bool heap_on_huge_pages = [] {
+    const char* set = std::getenv("GLIBC_TUNABLES");
+    return set != nullptr && std::strstr(set, "glibc.malloc.hugetlb=1") != nullptr;
+  }();
+  thread_local bool done = false;
+  if (!heap_on_huge_pages || done) return;
+  done = true;
+  // A block this size comes from the top of the thread's arena (below the 4 GiB mmap threshold
+  // heap_pages.h sets, and within a glibc arena's 64 MiB heap); freed, it stays the arena's top.
+  constexpr std::size_t kBlockBytes = std::size_t{32} << 20;
+  constexpr std::uintptr_t kHugePageBytes = std::uintptr_t{2} << 20;
+  void* block = std::malloc(kBlockBytes);
+  if (block == nullptr) return;
+  const auto at = reinterpret_cast<std::uintptr_t>(block);
+  const std::uintptr_t from = (at + kHugePageBytes - 1) & ~(kHugePageBytes - 1);
+  const std::uintptr_t to = (at + kBlockBytes) & ~(kHugePageBytes - 1);
+  // NOLINTNEXTLINE(performance-no-int-to-ptr): an address of our own block, page aligned
+  if (to > from) ::madvise(reinterpret_cast<void*>(from), to - from, MADV_HUGEPAGE);
+  std::free(block);
 }
 
 }  // namespace npusim

@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include "sim/util/heap_pages.h"
+
 namespace npusim {
 
 // Threads parallel_map uses at most: the cores this process may run on, or NPUSIM_THREADS when
@@ -53,7 +55,10 @@ auto parallel_map(std::size_t n, Fn fn) -> std::vector<decltype(fn(std::size_t{0
   pool.reserve(helpers);
   for (unsigned t = 0; t < helpers; ++t) {
     try {
-      pool.emplace_back(work);
+      pool.emplace_back([&] {
+        use_huge_pages_in_this_thread();
+        work();
+      });
     } catch (const std::system_error&) {  // no more threads (EAGAIN): the ones there do the rest
       break;
     }
