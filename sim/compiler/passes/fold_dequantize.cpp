@@ -43,8 +43,12 @@ std::size_t fold_dequantize(Graph& g) {
   std::map<std::uint32_t, std::uint32_t> replace;  // dequantised tensor -> the integer one
   std::set<std::uint32_t> removed_outputs;
   std::set<std::uint32_t> integers;  // the tensors readers now read instead, and views of them
-  std::vector<Layer> layers;
-  for (Layer& l : g.layers) {
+  // Layers stay in place until the end: moves_no_data walks back through the writers of a
+  // view's input, which must all still be there (the folded Dequantizes too: no reader reads
+  // their outputs any more, so no walk passes them).
+  std::vector<bool> keep(g.layers.size(), true);
+  for (std::size_t i = 0; i < g.layers.size(); ++i) {
+    Layer& l = g.layers[i];
     for (std::uint32_t& t : l.inputs) {
       const auto it = replace.find(t);
       if (it != replace.end()) t = it->second;
@@ -56,6 +60,7 @@ std::size_t fold_dequantize(Graph& g) {
       // One that writes a graph output stays, for that output alone.
       if (!is_graph_output(g, l.outputs[0])) {
         removed_outputs.insert(l.outputs[0]);
+        keep[i] = false;
         continue;
       }
     }
@@ -75,7 +80,10 @@ std::size_t fold_dequantize(Graph& g) {
         }
       }
     }
-    layers.push_back(std::move(l));
+  }
+  std::vector<Layer> layers;
+  for (std::size_t i = 0; i < g.layers.size(); ++i) {
+    if (keep[i]) layers.push_back(std::move(g.layers[i]));
   }
   const std::size_t folded = g.layers.size() - layers.size();
   g.layers = std::move(layers);
