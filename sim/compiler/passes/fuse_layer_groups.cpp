@@ -129,10 +129,9 @@ class Grouper {
     const std::uint32_t b = l.inputs[0] == group.output ? l.inputs[1] : l.inputs[0];
     const Tensor& bt = g_.tensors[b];
     const Tensor& y = g_.tensors[group.output];
-    // A scalar is a bias too (the same value for every column); [N, 1] is one value per row.
-    const bool per_column = !y.shape.empty() && bt.elements() == y.shape.back() &&
-                            (bt.shape.empty() || bt.shape.back() == y.shape.back());
-    if (!bt.constant || (!per_column && bt.elements() != 1)) return false;
+    // One value per column: b's dims, leading 1s dropped, are y's last one ([N], [1, N]). A
+    // scalar is a bias too (the same value for every column); [N, 1] is one value per row.
+    if (!bt.constant || (bt.elements() != 1 && broadcast_dims(bt, y) != 1)) return false;
     group.extra_constants.push_back(b);
     append(group, *next);
     return true;
@@ -200,14 +199,22 @@ class Grouper {
   // with the weights however large they are.
   bool small_constant(std::uint32_t c, std::uint32_t y) const {
     const Tensor& ct = g_.tensors[c];
-    const Tensor& yt = g_.tensors[y];
     if (!ct.constant) return false;
-    if (ct.elements() == 1 || per_channel_constant(c, y)) return true;
-    auto first =
-        std::find_if(ct.shape.begin(), ct.shape.end(), [](std::uint64_t d) { return d != 1; });
-    const auto dims = static_cast<std::size_t>(ct.shape.end() - first);
-    return dims <= yt.shape.size() &&
-           std::equal(first, ct.shape.end(), yt.shape.end() - static_cast<std::ptrdiff_t>(dims));
+    return ct.elements() == 1 || per_channel_constant(c, y) ||
+           broadcast_dims(ct, g_.tensors[y]).has_value();
+  }
+
+  // When `c`'s dims, leading 1s dropped, are `y`'s last ones (c broadcasts over y's leading
+  // dimensions), how many they are; nullopt when they are not.
+  static std::optional<std::size_t> broadcast_dims(const Tensor& c, const Tensor& y) {
+    const auto first =
+        std::find_if(c.shape.begin(), c.shape.end(), [](std::uint64_t d) { return d != 1; });
+    const auto dims = static_cast<std::size_t>(c.shape.end() - first);
+    if (dims > y.shape.size() ||
+        !std::equal(first, c.shape.end(), y.shape.end() - static_cast<std::ptrdiff_t>(dims))) {
+      return std::nullopt;
+    }
+    return dims;
   }
 
   // An element-wise vector head, then each element-wise layer that is the only reader of the
