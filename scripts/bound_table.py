@@ -9,6 +9,11 @@ Achievable bound = the larger of
     channel moves at most its port's bytes per cycle, and at most dma.max_outstanding bursts per
     round trip (a burst's DRAM service on one DRAM channel plus dram.latency_ns), as stats.json's
     dma_*_port bounds count (docs/outputs.md, "Lower bounds").
+Each row also shows the split floor (split_floor): each array layer alone, cut evenly over the
+slices as well as SCALE-Sim's folds allow, one layer after another. It is what a schedule that
+runs the layers in turn could at best reach under the cost model, and so shows how much of the
+gap to the bound is the folds' fill and drain once a layer is spread over many slices. It is no
+lower bound: layers that overlap (chains, branches) or uneven cuts can beat it.
 Each row also says where the cycles go (where_cycles_go): per slice, on average, the compute
 term, the array's tiling overhead beyond it, vector work beside an idle array, and idle time, in
 % of the cycles (they add up to 100); and the DRAM traffic over the compulsory traffic.
@@ -83,8 +88,42 @@ def row(npusim, model, config, tmp):
          "binding": stats["bounds"]["binding"],
          # DRAM bytes moved over the compulsory bytes: what tensors not kept on chip cost.
          "traffic_x": (stats["dram_read_bytes"] + stats["dram_write_bytes"]) / max(reads + writes, 1)}
+    floor = split_floor(rt.get("layers", []), dev)
+    r["split_floor"] = floor
+    r["floor_ratio"] = cycles / max(floor, memory, 1)
     r.update(where_cycles_go(rt["engines"], dev["slices"], compute, cycles))
     return r
+
+
+def parts_up_to(slices):
+    """Every way (a, b, c, d) to cut four dimensions into parts, a * b * c * d <= slices."""
+    return [(a, b, c, d) for a in range(1, slices + 1) for b in range(1, slices // a + 1)
+            for c in range(1, slices // (a * b) + 1) for d in range(1, slices // (a * b * c) + 1)]
+
+
+def layer_split_floor(gemms, sr, sc, t, rows, cols, load, slices):
+    """The fewest cycles one array layer takes alone on up to `slices` slices, its `gemms`
+    independent GEMMs and each GEMM's SCALE-Sim dimensions (sr on the array's rows, sc on its
+    columns, t streamed) cut into equal parts, one part of each per slice. A slice's part costs
+    SCALE-Sim's closed form per GEMM, ceil(sr'/rows) * ceil(sc'/cols) * (load + rows + cols - 2
+    + t') - 1 (docs/cost-model.md), load = rows for ws and is, 0 for os. Cutting sr (a conv's
+    reduction, for ws) leaves partial sums to add, which are not counted."""
+    best = None
+    for a, b, c, d in parts_up_to(slices):
+        per_gemm = (math.ceil(math.ceil(sr / a) / rows) * math.ceil(math.ceil(sc / b) / cols)
+                    * (load + rows + cols - 2 + math.ceil(t / c)) - 1)
+        cycles = math.ceil(gemms / d) * max(per_gemm, 1)
+        best = cycles if best is None else min(best, cycles)
+    return best
+
+
+def split_floor(layers, dev):
+    """The array layers' split floors (layer_split_floor), summed."""
+    rows, cols = dev["array_rows"], dev["array_cols"]
+    load = 0 if dev["dataflow"] == "os" else rows
+    return sum(layer_split_floor(l["gemms"], l["sr"], l["sc"], l["t"], rows, cols, load,
+                                 dev["slices"])
+               for l in layers if l.get("sr"))
 
 
 def where_cycles_go(engines, slices, compute, cycles):
@@ -121,6 +160,7 @@ def main():
     models, configs = rest[:split], rest[split + 1:]
     rows = {}
     print(f"{'model':<34} {'config':<8} {'cycles':>12} {'bound':>12} {'ratio':>7} "
+          f"{'floor':>12} {'xfloor':>7} "
           f"{'MAC %':>7} {'ideal%':>7} {'+tile%':>7} {'+vec%':>6} {'+idle%':>7} {'traffic':>8}"
           f"  bound of / binding")
     with tempfile.TemporaryDirectory() as tmp:
@@ -133,7 +173,8 @@ def main():
                     print(f"{name:<34} {config:<8} {r['error']}")
                     continue
                 print(f"{name:<34} {config:<8} {r['cycles']:>12} {r['bound']:>12} "
-                      f"{r['ratio']:>7.2f} {r['mac_util_pct']:>7.2f} {r['compute_pct']:>7.1f} "
+                      f"{r['ratio']:>7.2f} {r['split_floor']:>12} {r['floor_ratio']:>7.2f} "
+                      f"{r['mac_util_pct']:>7.2f} {r['compute_pct']:>7.1f} "
                       f"{r['tiling_pct']:>7.1f} {r['vector_alone_pct']:>6.1f} {r['idle_pct']:>7.1f} "
                       f"{r['traffic_x']:>7.2f}x  {r['bound_kind']} / {r['binding']}")
     json.dump(rows, open(out_json, "w"), indent=1, sort_keys=True)
