@@ -6,7 +6,7 @@
 #
 # Usage: scripts/sanitize.sh [ctest args...]   e.g. scripts/sanitize.sh -R Schedule
 # Environment: NPUSIM_ASAN_BUILD (default build-asan); CXX (default: the system c++, gcc; see
-#   below why gcc).
+#   below why gcc); NPUSIM_ASAN_ALL=1 runs the two sweeps left out below too.
 #
 # SystemC and ASan. libsystemc runs SC_THREADs as QuickThreads coroutines on stacks of its own and
 # tells ASan about each switch (__sanitizer_start_switch_fiber, weak references in sc_cor_qt.cpp).
@@ -83,8 +83,16 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
 rc=0
 # Not the browser checks: they test what Chromium makes of trace.json, which .ci/run has already
-# checked with the normal build.
-(cd "$BUILD" && ctest --output-on-failure -j "$(nproc)" -LE browser "$@") || rc=$?
+# checked with the normal build. Nor, unless NPUSIM_ASAN_ALL=1, the two invariant sweeps that
+# compile whole models over many configs (ResNet-50 and BERT at 16 slice and memory settings;
+# MobileNetV2 at 12 slice counts): 214 s and 162 s under the sanitizers, a fifth of the run, for
+# code that the other compile tests run under them on both configs (every zoo, shared ONNX and
+# SCALE-Sim model, fewer slices, K-splits, chains); the normal suite runs them.
+skip=()
+if [ "${NPUSIM_ASAN_ALL:-0}" != 1 ]; then
+  skip=(-E '^(Compiler\.TilesFitLocalMemoryAcrossSlicesAndCapacities|CostSearch\.MoreSlicesAreNeverSlower)$')
+fi
+(cd "$BUILD" && ctest --output-on-failure -j "$(nproc)" -LE browser "${skip[@]}" "$@") || rc=$?
 T2=$(date +%s)
 echo "sanitize: tests took $((T2 - T1)) s, total $((T2 - T0)) s: $([ $rc -eq 0 ] && echo clean || echo FAILED)"
 exit $rc
