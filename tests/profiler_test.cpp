@@ -99,27 +99,35 @@ TEST(Stats, BusyCyclesAreTheUnionOfChannelIntervals) {
   EXPECT_EQ(s.programs[1].start, 150u);
 }
 
+// A workload of `engines` and one program whose commands S0, S1, ... run on the engines
+// `command_engines` names by index: what busy-time statistics need.
+Workload on_engines(std::vector<EngineInfo> engines, std::uint32_t slices,
+                    const std::vector<std::uint32_t>& command_engines) {
+  Workload w;
+  w.device.slices = slices;
+  w.engines = std::move(engines);
+  w.programs = {{"p0", ""}};
+  w.commands.reserve(command_engines.size());
+  for (std::size_t i = 0; i < command_engines.size(); ++i) {
+    CommandInfo c{};
+    c.id = "S" + std::to_string(i);
+    c.engine = command_engines[i];
+    w.commands.push_back(c);
+  }
+  return w;
+}
+
 // Two slices, their units listed out of order (slice 1's vector unit before its array), so the
 // match is by slice. By hand:
 //   SLICE0.ARRAY busy [0, 100) u [150, 300); SLICE0.VECTOR busy [50, 200) u [250, 400) and a
 //   command of no cycles at 300: both busy in [50, 100), [150, 200) and [250, 300): 150 of its 300.
 //   SLICE1.VECTOR busy [0, 50), its array [100, 200): never at once, 0.
 TEST(Stats, AVectorUnitCountsTheCyclesItRanBesideItsSlicesArray) {
-  Workload w;
-  w.device.slices = 2;
-  w.engines = {{"SLICE0.ARRAY", EngineKind::kArray, 1, 0, 0, ""},
-               {"SLICE0.VECTOR", EngineKind::kVector, 1, 0, 0, ""},
-               {"SLICE1.VECTOR", EngineKind::kVector, 1, 1, 0, ""},
-               {"SLICE1.ARRAY", EngineKind::kArray, 1, 1, 0, ""}};
-  w.programs = {{"p0", ""}};
-  const auto on = [](const char* id, std::uint32_t engine) {
-    CommandInfo c{};
-    c.id = id;
-    c.engine = engine;
-    return c;
-  };
-  w.commands = {on("S0", 0), on("S1", 0), on("S2", 1), on("S3", 1),
-                on("S4", 1), on("S5", 2), on("S6", 3)};
+  const Workload w = on_engines({{"SLICE0.ARRAY", EngineKind::kArray, 1, 0, 0, ""},
+                                 {"SLICE0.VECTOR", EngineKind::kVector, 1, 0, 0, ""},
+                                 {"SLICE1.VECTOR", EngineKind::kVector, 1, 1, 0, ""},
+                                 {"SLICE1.ARRAY", EngineKind::kArray, 1, 1, 0, ""}},
+                                2, {0, 0, 1, 1, 1, 2, 3});
   Timeline t;
   t.commands = {{0, 100}, {150, 300}, {50, 200}, {250, 400}, {300, 300}, {0, 50}, {100, 200}};
   const RunStats s = compute_stats(w, t);
@@ -134,21 +142,11 @@ TEST(Stats, AVectorUnitCountsTheCyclesItRanBesideItsSlicesArray) {
 // With two devices each vector unit is measured against its own device's array of its slice, and
 // an engine's commands may come in any order, with empty ones between.
 TEST(Stats, AVectorUnitsOverlapIsWithItsOwnDevicesArray) {
-  Workload w;
-  w.device.slices = 1;
-  w.engines = {{"SLICE0.ARRAY", EngineKind::kArray, 1, 0, 0, ""},
-               {"SLICE0.VECTOR", EngineKind::kVector, 1, 0, 0, ""},
-               {"DEV1.SLICE0.VECTOR", EngineKind::kVector, 1, 0, 1, ""},
-               {"DEV1.SLICE0.ARRAY", EngineKind::kArray, 1, 0, 1, ""}};
-  w.programs = {{"p0", ""}};
-  const auto on = [](const char* id, std::uint32_t engine) {
-    CommandInfo c{};
-    c.id = id;
-    c.engine = engine;
-    return c;
-  };
-  w.commands = {on("S0", 0), on("S1", 1), on("S2", 3), on("S3", 3),
-                on("S4", 2), on("S5", 2), on("S6", 2)};
+  const Workload w = on_engines({{"SLICE0.ARRAY", EngineKind::kArray, 1, 0, 0, ""},
+                                 {"SLICE0.VECTOR", EngineKind::kVector, 1, 0, 0, ""},
+                                 {"DEV1.SLICE0.VECTOR", EngineKind::kVector, 1, 0, 1, ""},
+                                 {"DEV1.SLICE0.ARRAY", EngineKind::kArray, 1, 0, 1, ""}},
+                                1, {0, 1, 3, 3, 2, 2, 2});
   Timeline t;
   // Device 0: array [0, 100), vector [50, 210).
   // Device 1: array [400, 500) and [200, 300), given in that order; vector [250, 450), [0, 60)
