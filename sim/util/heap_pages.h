@@ -25,7 +25,8 @@ void use_huge_pages_for_the_heap(char** argv);
 // page faults: ResNet-50's compile on `default` took 7,800 faults on two threads against 1,600
 // on one, and was no faster. It allocates a block, advises the kernel to back it with huge pages
 // (madvise MADV_HUGEPAGE, which stays with the mapping) and frees it: the arena's later
-// allocations come from those pages. Best effort: nothing happens where that cannot be done.
+// allocations come from those pages. Best effort: nothing happens where that cannot be done, nor
+// under AddressSanitizer (its own allocator).
 void use_huge_pages_in_this_thread();
 
 }  // namespace npusim
