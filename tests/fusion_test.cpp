@@ -645,9 +645,13 @@ TEST(Fusion, AttentionScoresTakeTheirScaleAndReadKTransposedInPlace) {
 }
 
 // fold_dequantize retypes the outputs of views of integer tensors only, as moves_no_data judges
-// them on the graph it leaves: the Reshape of q is a view, so r holds int8; a Transpose behind a
-// Reshape of an NHWC image that keeps its last axis (W) but not the H x W plane moves data, so its
-// output stays float32 (the copy converts).
+// them on the graph it leaves. The Reshape of q is a view, so r holds q's int8 elements. The
+// Transpose behind it keeps its last axis (W) but not the H x W plane of the NHWC image q is, so
+// it moves data (its output t was declared int8, so the dtype rule does not decide it), and the
+// Reshape of t is a view of no integer tensor of the pass's: u stays float32. (The pass once
+// judged each layer with the layers before it moved out of the graph: the walk from the
+// Transpose back to the image found no writer of r, the Transpose passed for a view, and u was
+// retyped int8.)
 TEST(Fusion, FoldedDequantizesRetypeOnlyTheViewsOfTheirIntegers) {
   Graph g = parse_graph_json(Json::parse(R"({"format": "npusim-graph", "version": 1, "name": "q",
     "tensors": [{"name": "x", "shape": [1, 4, 2, 3], "dtype": "float32"},
@@ -656,29 +660,30 @@ TEST(Fusion, FoldedDequantizesRetypeOnlyTheViewsOfTheirIntegers) {
                 {"name": "q", "shape": [1, 6, 2, 3], "dtype": "int8"},
                 {"name": "d", "shape": [1, 6, 2, 3], "dtype": "float32"},
                 {"name": "r", "shape": [1, 6, 2, 3], "dtype": "float32"},
-                {"name": "t", "shape": [1, 2, 6, 3], "dtype": "float32"}],
-    "inputs": ["x"], "outputs": ["t"],
+                {"name": "t", "shape": [1, 2, 6, 3], "dtype": "int8"},
+                {"name": "u", "shape": [1, 36], "dtype": "float32"}],
+    "inputs": ["x"], "outputs": ["u"],
     "layers": [{"name": "conv", "op": "Conv", "inputs": ["x", "w"], "outputs": ["c"], "attrs": {"kernel_shape": [1, 1]}},
                {"name": "quantize", "op": "Quantize", "inputs": ["c"], "outputs": ["q"]},
                {"name": "dequantize", "op": "Dequantize", "inputs": ["q"], "outputs": ["d"]},
                {"name": "reshape", "op": "Reshape", "inputs": ["d"], "outputs": ["r"]},
-               {"name": "swap", "op": "Transpose", "inputs": ["r"], "outputs": ["t"], "attrs": {"perm": [0, 2, 1, 3]}}]})"),
+               {"name": "swap", "op": "Transpose", "inputs": ["r"], "outputs": ["t"], "attrs": {"perm": [0, 2, 1, 3]}},
+               {"name": "flatten", "op": "Reshape", "inputs": ["t"], "outputs": ["u"]}]})"),
                              "q.json");
   EXPECT_EQ(fold_dequantize(g), 1u);
-  ASSERT_EQ(g.layers.size(), 4u);
+  ASSERT_EQ(g.layers.size(), 5u);
   const auto tensor = [&](const std::string& name) -> const Tensor& {
     for (const Tensor& t : g.tensors) {
       if (t.name == name) return t;
     }
     throw std::runtime_error("no tensor " + name);
   };
-  // The Reshape reads q itself now, a view: r holds q's int8 elements.
   EXPECT_EQ(g.layers[2].op, "Reshape");
   EXPECT_EQ(g.tensors[g.layers[2].inputs[0]].name, "q");
   EXPECT_EQ(tensor("r").dtype, DType::kInt8);
-  // The Transpose copies (trailing axes [3] in place, not the plane of 2 x 3): float32 out.
+  EXPECT_EQ(g.layers[3].op, "Transpose");
   EXPECT_FALSE(moves_no_data(g, g.layers[3]));
-  EXPECT_EQ(tensor("t").dtype, DType::kFloat32);
+  EXPECT_EQ(tensor("u").dtype, DType::kFloat32);
 }
 
 // A real QDQ export (tf2onnx, MobileNet-EdgeTPU, three inverted-residual blocks on a

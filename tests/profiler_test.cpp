@@ -142,8 +142,8 @@ TEST(Stats, AVectorUnitCountsTheCyclesItRanBesideItsSlicesArray) {
 // With two devices each vector unit is measured against its own device's array of its slice, and
 // an engine's commands may come in any order, with empty ones between.
 TEST(Stats, AVectorUnitsOverlapIsWithItsOwnDevicesArray) {
-  const Workload w = on_engines({{"SLICE0.ARRAY", EngineKind::kArray, 1, 0, 0, ""},
-                                 {"SLICE0.VECTOR", EngineKind::kVector, 1, 0, 0, ""},
+  const Workload w = on_engines({{"DEV0.SLICE0.ARRAY", EngineKind::kArray, 1, 0, 0, ""},
+                                 {"DEV0.SLICE0.VECTOR", EngineKind::kVector, 1, 0, 0, ""},
                                  {"DEV1.SLICE0.VECTOR", EngineKind::kVector, 1, 0, 1, ""},
                                  {"DEV1.SLICE0.ARRAY", EngineKind::kArray, 1, 0, 1, ""}},
                                 1, {0, 1, 3, 3, 2, 2, 2});

@@ -559,7 +559,7 @@ TEST_F(Check, FailsPassesImprovesAndUpdates) {
 // own stats.json has them; decode tokens/s is batch (1) x 1000 / TPOT in ms, by definition.
 TEST_F(Sweep, LlmPointsHaveTtftTpotAndTokensPerSecond) {
   const fs::path out = dir_ / "llm";
-  // GPT-2 small's layers with 16 tokens of prefill and 4 of decode: the same figures, sooner.
+  // GPT-2 small's layers with 16 tokens of prefill and 4 of decode: the same fields, sooner.
   const fs::path model = npusim::test::llm_with_tokens(kSource / "models/llm/gpt2_small.json",
                                                        dir_ / "gpt2_short.json", 16, 4);
   const Result r = npusim({"sweep", "--model", model.string(), "--config", "server", "--clock-mhz",

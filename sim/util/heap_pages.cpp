@@ -8,6 +8,16 @@
 #include <cstring>
 #include <string>
 
+// clang names AddressSanitizer by __has_feature; gcc defines __SANITIZE_ADDRESS__.
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define NPUSIM_HAS_ASAN_FEATURE 1
+#endif
+#endif
+#ifndef NPUSIM_HAS_ASAN_FEATURE
+#define NPUSIM_HAS_ASAN_FEATURE 0
+#endif
+
 namespace npusim {
 
 void use_huge_pages_for_the_heap(char** argv) {
@@ -31,17 +41,21 @@ void use_huge_pages_for_the_heap(char** argv) {
 
 void use_huge_pages_in_this_thread() {
   // (Not under AddressSanitizer: its allocator reads no glibc tunables, and a block per thread
-  // would only cost it shadow memory and quarantine.)
-#if !defined(__SANITIZE_ADDRESS__)
+  // would only cost it shadow memory and quarantine. Nor where madvise has no MADV_HUGEPAGE.)
+#if !defined(__SANITIZE_ADDRESS__) && !NPUSIM_HAS_ASAN_FEATURE && defined(MADV_HUGEPAGE)
+  // Only as use_huge_pages_for_the_heap set it up: huge pages, and an mmap threshold above the
+  // block, which then comes from the arena's heap (below it, glibc would map the block apart and
+  // unmap it on free, and the advice would go with it).
   static const bool heap_on_huge_pages = [] {
     const char* set = std::getenv("GLIBC_TUNABLES");
-    return set != nullptr && std::strstr(set, "glibc.malloc.hugetlb=1") != nullptr;
+    return set != nullptr && std::strstr(set, "glibc.malloc.hugetlb=1") != nullptr &&
+           std::strstr(set, "glibc.malloc.mmap_threshold=4294967296") != nullptr;
   }();
-  thread_local bool done = false;
-  if (!heap_on_huge_pages || done) return;
-  done = true;
-  // A block this size comes from the top of the thread's arena (below the 4 GiB mmap threshold
-  // heap_pages.h sets, and within a glibc arena's 64 MiB heap); freed, it stays the arena's top.
+  if (!heap_on_huge_pages) return;
+  // Within a glibc arena's 64 MiB heap; freed, it stays the arena's top (the trim threshold
+  // use_huge_pages_for_the_heap sets). parallel_map starts its threads anew each call, and a new
+  // thread mostly takes over an ended one's arena: the block then comes from pages already
+  // advised, and costs a malloc, an madvise and a free.
   constexpr std::size_t kBlockBytes = std::size_t{32} << 20;
   constexpr std::uintptr_t kHugePageBytes = std::uintptr_t{2} << 20;
   void* block = std::malloc(kBlockBytes);

@@ -36,6 +36,14 @@ def test_a_small_layer_on_a_large_array_pays_its_fill_on_every_slice():
     assert b.layer_split_floor(1, 64, 64, 3136, 128, 128, 128, 1) == 3517
 
 
+def test_uneven_cuts_round_up():
+    # T = 101 rows over 2 slices: the larger part has ceil(101 / 2) = 51: 46 + 51 - 1 = 96
+    # (one slice: 46 + 101 - 1 = 146). 15 GEMMs over 2 slices: ceil(15 / 2) = 8 on one, each
+    # 46 + 10 - 1 = 55: 440 (T = 10 cut instead: 15 * (46 + 5 - 1) = 750).
+    assert b.layer_split_floor(1, 9, 1, 101, 16, 16, 16, 2) == 96
+    assert b.layer_split_floor(15, 9, 1, 10, 16, 16, 16, 2) == 440
+
+
 def test_independent_gemms_are_shared_out_whole():
     # 16 GEMMs of Sr 9, Sc 1, T 100 on 16 x 16 ws, 2 slices: one GEMM is 46 + 100 - 1 = 145;
     # 8 each: 1160; T cut instead: 16 * (46 + 50 - 1) = 1520.
