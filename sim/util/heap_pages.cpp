@@ -19,16 +19,25 @@
 #endif
 
 namespace npusim {
+namespace {
+
+// The tunables use_huge_pages_for_the_heap sets, as it writes them into GLIBC_TUNABLES.
+constexpr const char* kHugePages = "glibc.malloc.hugetlb=1";
+constexpr const char* kMmapThreshold = "glibc.malloc.mmap_threshold";
+constexpr const char* kTrimThreshold = "glibc.malloc.trim_threshold";
+constexpr const char* kKeepBytes = "=4294967296";
+
+}  // namespace
 
 void use_huge_pages_for_the_heap(char** argv) {
   const char* set = std::getenv("GLIBC_TUNABLES");
   const std::string tunables = set != nullptr ? set : "";
   if (tunables.find("glibc.malloc.hugetlb") != std::string::npos) return;
-  std::string value = (tunables.empty() ? "" : tunables + ":") + "glibc.malloc.hugetlb=1";
+  std::string value = (tunables.empty() ? "" : tunables + ":") + kHugePages;
   // Freed memory stays in the heap for reuse: no allocation is given its own mapping, and the
   // heap's top is not given back (heap_pages.h).
-  for (const char* keep : {"glibc.malloc.mmap_threshold", "glibc.malloc.trim_threshold"}) {
-    if (tunables.find(keep) == std::string::npos) value += std::string(":") + keep + "=4294967296";
+  for (const char* keep : {kMmapThreshold, kTrimThreshold}) {
+    if (tunables.find(keep) == std::string::npos) value += std::string(":") + keep + kKeepBytes;
   }
   // The program's own path, as the kernel (or valgrind, which virtualises this link) knows it.
   char self[4096];
@@ -48,8 +57,9 @@ void use_huge_pages_in_this_thread() {
   // unmap it on free, and the advice would go with it).
   static const bool heap_on_huge_pages = [] {
     const char* set = std::getenv("GLIBC_TUNABLES");
-    return set != nullptr && std::strstr(set, "glibc.malloc.hugetlb=1") != nullptr &&
-           std::strstr(set, "glibc.malloc.mmap_threshold=4294967296") != nullptr;
+    const std::string threshold = std::string(kMmapThreshold) + kKeepBytes;
+    return set != nullptr && std::strstr(set, kHugePages) != nullptr &&
+           std::strstr(set, threshold.c_str()) != nullptr;
   }();
   if (!heap_on_huge_pages) return;
   // Within a glibc arena's 64 MiB heap; freed, it stays the arena's top (the trim threshold
