@@ -97,12 +97,14 @@ class Sweep : public ::testing::Test {
 // ---- sweep --------------------------------------------------------------------------------------
 
 // Every point's row holds exactly what a single `npusim run` of that point writes to its
-// stats.json (which the sweep runs at --stats-level 40, the run here at the default 70).
+// stats.json (which the sweep runs at --stats-level 40, the run here at the default 70). The BERT
+// layer: array and vector work on several slices, and the cheapest zoo model to compile (eight
+// compiles here, slow under the sanitizers).
 TEST_F(Sweep, PointFiguresEqualSingleRuns) {
   const fs::path out = dir_ / "sw";
   const Result r =
-      npusim({"sweep", "--model", zoo("resnet50"), "--config", "server", "--clock-mhz", "500,1000",
-              "--slices", "4,8", "--jobs", "2", "--out", out.string(), "-q"});
+      npusim({"sweep", "--model", zoo("bert_base_layer"), "--config", "server", "--clock-mhz",
+              "500,1000", "--slices", "4,8", "--jobs", "2", "--out", out.string(), "-q"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const Json sweep = Json::parse(read_file(out / "sweep.json"));
   const auto csv = lines_of(read_file(out / "sweep.csv"));
@@ -119,8 +121,8 @@ TEST_F(Sweep, PointFiguresEqualSingleRuns) {
   for (std::size_t i = 0; i < grid.size(); ++i) {
     SCOPED_TRACE("point " + std::to_string(i));
     const fs::path single = dir_ / ("single" + std::to_string(i));
-    const Result run = npusim({"run", "--model", zoo("resnet50"), "--config", "server", "--set",
-                               "clock_mhz=" + grid[i].first, "--set",
+    const Result run = npusim({"run", "--model", zoo("bert_base_layer"), "--config", "server",
+                               "--set", "clock_mhz=" + grid[i].first, "--set",
                                "slices.count=" + grid[i].second, "--out", single.string(), "-q"});
     ASSERT_EQ(run.exit_code, 0) << run.err;
     const Json stats = Json::parse(read_file(single / "stats.json"));
@@ -425,8 +427,8 @@ TEST_F(Sweep, PlotScriptWritesPngs) {
   const std::string script = (kSource / "scripts" / "plot_sweep.py").string();
   EXPECT_EQ(shell(quote(script) + " --help").exit_code, 0);
   const fs::path out = dir_ / "sw";
-  ASSERT_EQ(npusim({"sweep", "-m", zoo("resnet50"), "-c", "server", "--clock-mhz", "500,1000",
-                    "--slices", "4,8", "-o", out.string(), "-q"})
+  ASSERT_EQ(npusim({"sweep", "-m", zoo("bert_base_layer"), "-c", "server", "--clock-mhz",
+                    "500,1000", "--slices", "4,8", "-o", out.string(), "-q"})
                 .exit_code,
             0);
   const Result r =
