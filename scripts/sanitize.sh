@@ -49,7 +49,7 @@ T1=$(date +%s)
 echo "sanitize: built in $((T1 - T0)) s"
 
 # The shim described above.
-SHIM="$PWD/$BUILD/systemc_asan_shim.so"
+SHIM="$(cd "$BUILD" && pwd)/systemc_asan_shim.so"  # NPUSIM_ASAN_BUILD may be absolute
 cat >"$BUILD/systemc_asan_shim.c" <<'EOF'
 // Gives ASan the main thread's real stack when SystemC switches back to its main coroutine with
 // stack 0/0 (scripts/sanitize.sh explains why).
