@@ -1489,10 +1489,10 @@ TEST(CompilerParts, AChainEndsAtAMemberWithAFusedResidual) {
   EXPECT_EQ(chains[0].mappings.size(), 2u);
 }
 
-TEST(CompilerParts, AChainWaitsForItsReaderToFreeRowsBeforeRunningAhead) {
-  // conv_a (1x1, 8 -> 16, 8x8) and a depthwise 3x3 conv, stride 2, pad 1 (-> 4x4), as a chain of
-  // 1-row tiles on `default` (2 slices): depthwise row t reads conv_a's rows [2t - 1, 2t + 2).
-  const Graph g = parse_graph_json(Json::parse(R"({"format": "npusim-graph", "version": 1,
+// conv_a (1x1, 8 -> 16, 8x8) and a depthwise 3x3 conv, stride 2, pad 1 (-> 4x4), int8: depthwise
+// row t reads conv_a's rows [2t - 1, 2t + 2).
+Graph conv_then_strided_depthwise() {
+  return parse_graph_json(Json::parse(R"({"format": "npusim-graph", "version": 1,
     "name": "dw",
     "tensors": [{"name": "x", "shape": [1, 8, 8, 8]},
                 {"name": "wa", "shape": [16, 8, 1, 1], "constant": true},
@@ -1506,7 +1506,12 @@ TEST(CompilerParts, AChainWaitsForItsReaderToFreeRowsBeforeRunningAhead) {
       {"name": "dw", "op": "Conv", "inputs": ["a", "wd"], "outputs": ["y"],
        "attrs": {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1],
                  "group": 16}}]})"),
-                                   "dw.json");
+                          "dw.json");
+}
+
+TEST(CompilerParts, AChainWaitsForItsReaderToFreeRowsBeforeRunningAhead) {
+  // conv_then_strided_depthwise as a chain of 1-row tiles on `default` (2 slices).
+  const Graph g = conv_then_strided_depthwise();
   const HwConfig config = parse_hw_config("{}", "default.json");
   const std::vector<LayerGroup> groups = fuse_layer_groups(g);
   const TensorLayouts layouts = assign_layouts(g, groups);
@@ -1566,6 +1571,57 @@ TEST(CompilerParts, AChainWaitsForItsReaderToFreeRowsBeforeRunningAhead) {
   Diagnostics diag("dw.json");
   finalize_schedule(s, config, diag);
   ASSERT_TRUE(diag.empty());
+}
+
+// The same chain with 3 KiB of local memory: the reservation may hold 3/8 of it, 1152 bytes. With
+// frees 2 steps late (one per slice) it would hold 7 of conv_a's 1-row tiles (above): weights
+// 16 x 8 = 128 and 16 x 9 = 144, plus 7 x (8 x 16) = 896, 1168 bytes, which does not fit. So its
+// frees come 1 step late, and it still runs on both slices (not on one, leaving the other idle).
+// Its depthwise tiles read 3 rows of conv_a, 3 x 128 bytes, and write 4 x 16 = 64: more than a
+// tile may hold on 2 slices (3072 / (4 x 2) = 384 bytes), but those rows are the reservation's;
+// only the first member's input rows (8 x 8 = 64 bytes) and the last one's output are on the ring.
+TEST(CompilerParts, AChainThatHoldsTooMuchWithFreesASliceRoundLateFreesSooner) {
+  const Graph g = conv_then_strided_depthwise();
+  const HwConfig config = parse_hw_config(R"({"lram_kib": 3})", "small.json");
+  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
+  const TensorLayouts layouts = assign_layouts(g, groups);
+  const ChainCost chain_cost = [](const Chain& c) {
+    return std::optional<std::uint64_t>(c.mappings[0].tile_rows == 1 && c.slices == 0 ? 1 : 10);
+  };
+  const std::vector<Chain> chains = plan_two(g, config, groups, layouts, chain_cost);
+  ASSERT_EQ(chains.size(), 1u);
+  const Chain& chain = chains[0];
+  EXPECT_EQ(chain.slices, 0u);  // both
+  EXPECT_EQ(chain.free_delay, 1u);
+  // Row t frees what row t - 1 left: after row 0, conv_a's tile 0 (no later row reads row 0);
+  // after row 1, tiles 0-2. So row 1 frees 1, row 2 frees up to 3, row 3 (the last) all 8; and
+  // conv_a has at most 5 tiles live (tiles 1-5 before row 2's free).
+  std::vector<std::string> steps;
+  for (const ChainStep& st : chain.order) {
+    steps.push_back(std::to_string(st.member) + ":" + std::to_string(st.tile) + "/" +
+                    std::to_string(st.freed_before));
+  }
+  EXPECT_EQ(steps,
+            (std::vector<std::string>{"0:0/0", "0:1/0", "1:0/0", "0:2/0", "0:3/0", "1:1/1", "0:4/0",
+                                      "0:5/0", "1:2/3", "0:6/0", "0:7/0", "1:3/8"}));
+  EXPECT_EQ(chain.live_tiles[0], 5u);
+  EXPECT_EQ(chain.reserved_bytes, 128u + 144u + 5u * 128u);
+
+  Emitter emitter(g, config, layouts);
+  emitter.emit_chain({&groups[0], &groups[1]}, chain);
+  Schedule s = emitter.finish();
+  Diagnostics diag("dw.json");
+  finalize_schedule(s, config, diag);
+  ASSERT_TRUE(diag.empty());
+  std::set<std::uint32_t> slices;
+  for (const Command& c : s.commands) {
+    if (on_slice(c.engine)) slices.insert(c.slice);
+  }
+  EXPECT_EQ(slices, (std::set<std::uint32_t>{0, 1}));
+  const profiler::RunStats stats =
+      profiler::compute_stats(make_workload(s, config), estimate(s, config));
+  EXPECT_LE(stats.lram.peak_bytes, config.lram_bytes);
+  EXPECT_FALSE(stats.lram.overflow.has_value());
 }
 
 // conv1 of two_convs as one tile of 8 x 8 pixels and 32 channels, input outer, its 16 input

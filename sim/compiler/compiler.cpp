@@ -525,7 +525,10 @@ class DeviceCompiler {
                std::to_string(c.mappings.front().tile_rows) +
                (c.ahead == 0 ? "" : " ahead " + std::to_string(c.ahead)) +
                (c.reuse_halo ? " halo" : "") +
-               (c.slices == 0 ? "" : " slices " + std::to_string(c.slices));
+               (c.slices == 0 ? "" : " slices " + std::to_string(c.slices)) +
+               (c.free_delay == (c.slices == 0 ? config_.slices.count : c.slices)
+                    ? ""
+                    : " frees " + std::to_string(c.free_delay) + " back");
     }
     e.report = "chains\t" + std::to_string(chains.size()) + " chain(s) of " +
                std::to_string(members) + " groups: " + figure_of(e.cycles) +

@@ -37,6 +37,10 @@ struct Chain {
   std::vector<ChainStep> order;
   // How many tiles each member produces ahead of what its reader's tile needs (chain_order).
   std::uint64_t ahead = 0;
+  // How many tiles later than it could a reader frees the tiles it has done with (chain_order):
+  // the chain's slice count, so that the free seldom waits on a reader still running on another
+  // slice, or fewer when that holds more than the reservation may.
+  std::uint64_t free_delay = 1;
   // Whether the first member, reading its input from DRAM, loads each input row once: a tile
   // loads the rows the tiles before it did not, and keeps those a later tile reads too.
   bool reuse_halo = false;
