@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "sim/compiler/compiler.h"
+#include "sim/compiler/passes/assign_layouts.h"
 #include "sim/compiler/passes/fold_dequantize.h"
 #include "sim/compiler/passes/fuse_layer_groups.h"
 #include "sim/estimator/estimator.h"
@@ -825,6 +826,57 @@ TEST(Fusion, AnIntegerConvOrMatMulTakesItsCastScaleAndBiasIntoItsEpilogue) {
   for (const LayerGroup& group : fuse_layer_groups(llm)) llm_groups.push_back(group.name);
   EXPECT_THAT(llm_groups, ::testing::Contains("fused(self_attn.scores+self_attn.scale_mul)"));
   EXPECT_THAT(llm_groups, ::testing::Contains("self_attn.mask"));
+}
+
+// FastestDet's ShuffleNetV2 blocks that keep their size (stage2.1-2.3, stage3.1-3.7, stage4.1-4.3)
+// run their main branch, 1x1 conv + ReLU -> 3x3 depthwise conv -> 1x1 conv + ReLU, on one half of
+// the shuffled channels: a Gather of a Reshape of a Transpose, a view, not an NHWC image. On
+// `default` the whole branch is one chain, so the 1x1 conv's output never goes to DRAM: it stores
+// nothing, it loads its half once plus its weights, and the depthwise conv loads only its
+// weights. (Until chains could start at an input that is no image, the chain began at the
+// depthwise conv, and the 1x1 conv stored its 44 x 44 x 24 x 4 = 185,856 bytes for it to load.)
+TEST(Chains, AShuffleBlocksBranchIsOneChainFromItsHalfOfTheChannels) {
+  const Graph g = import_onnx(kShared + "fastestdet.onnx", {});
+  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
+  const TensorLayouts layouts = assign_layouts(g, groups);
+  const Schedule s = compile_schedule(g, load_hw_config("default"));
+  std::map<std::string, std::uint64_t> loaded, stored;
+  for (const Command& c : s.commands) {
+    if (c.engine == EngineKind::kDmaIn) loaded[c.layer] += c.bytes;
+    if (c.engine == EngineKind::kDmaOut) stored[c.layer] += c.bytes;
+  }
+  std::size_t blocks = 0;
+  for (const char* stage : {"stage2", "stage3"}) {
+    const int count = std::string(stage) == "stage2" ? 3 : 7;
+    for (int b = 1; b <= count; ++b) {
+      const std::string block = "/backbone/" + std::string(stage) + "/" + stage + "." +
+                                std::to_string(b) + "/branch_main/branch_main.";
+      SCOPED_TRACE(block);
+      const auto head = std::find_if(groups.begin(), groups.end(), [&](const LayerGroup& gr) {
+        return gr.name.find(block + "0/Conv+") != std::string::npos;
+      });
+      ASSERT_NE(head, groups.end());
+      const std::uint32_t half = g.layers[head->layers.front()].inputs[0];
+      const auto producer = std::find_if(g.layers.begin(), g.layers.end(), [&](const Layer& l) {
+        return std::find(l.outputs.begin(), l.outputs.end(), half) != l.outputs.end();
+      });
+      ASSERT_NE(producer, g.layers.end());
+      EXPECT_EQ(producer->op, "Gather");
+      EXPECT_FALSE(layouts.is_image(half));
+      // stage2: 44 x 44 pixels x 24 channels; stage3: 22 x 22 x 48; float32.
+      const std::uint64_t hw = std::string(stage) == "stage2" ? 44 : 22;
+      const std::uint64_t c = std::string(stage) == "stage2" ? 24 : 48;
+      EXPECT_EQ(stored[head->name], 0u);
+      // Its half, hw x hw x c x 4, its c x c weights and c biases.
+      EXPECT_EQ(loaded[head->name], (hw * hw * c + c * c + c) * 4);
+      // The depthwise conv: its c x 9 weights and c biases.
+      EXPECT_EQ(loaded[block + "3/Conv"], (c * 9 + c) * 4);
+      EXPECT_EQ(stored[block + "3/Conv"], 0u);
+      ++blocks;
+    }
+  }
+  EXPECT_EQ(blocks, 10u);
+  EXPECT_EQ(schedule_macs(s), graph_macs(g));
 }
 
 // The light ResNet-50 on `server`: its 7 chains win before remapping (407,287 cycles estimated

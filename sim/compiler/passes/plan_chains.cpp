@@ -207,8 +207,9 @@ std::vector<Chain> plan_chains(const Graph& graph, const HwConfig& config,
   while (i + 1 < mappings.size()) {
     std::vector<SpatialLayer> members(1);
     // A fused residual is loaded by the last member's tiles only: a member with one ends a chain.
-    if (!chain_member(graph, groups[i], budgets, members[0]) ||
-        !layouts.is_image(members[0].input) || groups[i].residual) {
+    // The first member's input may be any layout (a view, as ShuffleNet's channel halves): its
+    // tiles load it as a plain tile of the group would, waiting for its writers.
+    if (!chain_member(graph, groups[i], budgets, members[0]) || groups[i].residual) {
       ++i;
       continue;
     }
@@ -267,7 +268,8 @@ std::vector<Chain> plan_chains(const Graph& graph, const HwConfig& config,
       // The cheapest with the first member reusing its halo, when its windows overlap: it loads
       // each input row once but holds rows longer, which costs some chains more than it saves.
       const SpatialLayer& head = run.front();
-      if (head.span_h > head.stride_h && cheapest->mappings.front().tile_rows < head.oh) {
+      if (head.span_h > head.stride_h && cheapest->mappings.front().tile_rows < head.oh &&
+          layouts.is_image(head.input)) {
         Chain option = *cheapest;
         option.reuse_halo = true;
         const std::optional<std::uint64_t> cycles = chain_cost(option);
