@@ -1157,11 +1157,11 @@ static std::vector<std::string> chain_steps(const Chain& chain) {
 // The chains of a two-group graph under `chain_cost`, against 100 cycles for the two plain.
 static std::vector<Chain> plan_two(const Graph& g, const HwConfig& config,
                                    const std::vector<LayerGroup>& groups,
-                                   const TensorLayouts& layouts, const ChainCost& chain_cost) {
+                                   const ChainCost& chain_cost) {
   const PlainCost plain_cost = [](std::size_t, std::size_t) {
     return std::optional<std::uint64_t>(100);
   };
-  return plan_chains(g, config, groups, layouts, std::vector<Mapping>(2), chain_cost, plain_cost);
+  return plan_chains(g, config, groups, std::vector<Mapping>(2), chain_cost, plain_cost);
 }
 
 TEST(CompilerParts, AChainComputesTwoConvsDepthFirstWithoutTheirIntermediateInDram) {
@@ -1180,8 +1180,7 @@ TEST(CompilerParts, AChainComputesTwoConvsDepthFirstWithoutTheirIntermediateInDr
   const PlainCost plain_cost = [](std::size_t, std::size_t) {
     return std::optional<std::uint64_t>(100);
   };
-  const std::vector<Chain> chains =
-      plan_chains(g, config, groups, layouts, mapped, chain_cost, plain_cost);
+  const std::vector<Chain> chains = plan_chains(g, config, groups, mapped, chain_cost, plain_cost);
   ASSERT_EQ(chains.size(), 1u);
   const Chain& chain = chains[0];
   ASSERT_EQ(chain.mappings.size(), 2u);
@@ -1246,7 +1245,7 @@ TEST(CompilerParts, AChainMemberRunsAheadOfItsReaderWhenThatEstimatesFaster) {
     const bool two_rows = c.mappings[0].tile_rows == 2 && c.slices == 0;
     return std::optional<std::uint64_t>(two_rows ? (c.ahead == 1 ? 1 : 5) : 10);
   };
-  const std::vector<Chain> chains = plan_two(g, config, groups, layouts, chain_cost);
+  const std::vector<Chain> chains = plan_two(g, config, groups, chain_cost);
   ASSERT_EQ(chains.size(), 1u);
   const Chain& chain = chains[0];
   EXPECT_EQ(chain.ahead, 1u);
@@ -1286,7 +1285,7 @@ TEST(CompilerParts, AChainsFirstMemberLoadsEachInputRowOnceWhenItReusesTheHalo) 
         c.mappings[0].tile_rows == 2 && c.slices == 0 && c.ahead == 0 ? (c.reuse_halo ? 1 : 2)
                                                                       : 10);
   };
-  const std::vector<Chain> chains = plan_two(g, config, groups, layouts, chain_cost);
+  const std::vector<Chain> chains = plan_two(g, config, groups, chain_cost);
   ASSERT_EQ(chains.size(), 1u);
   ASSERT_TRUE(chains[0].reuse_halo);
   Emitter emitter(g, config, layouts);
@@ -1422,7 +1421,7 @@ TEST(CompilerParts, AChainStepGoesToTheSliceWhereItWouldEndFirst) {
     return std::optional<std::uint64_t>(
         c.mappings[0].tile_rows == 2 && c.slices == 0 && c.ahead == 0 ? 1 : 10);
   };
-  const std::vector<Chain> chains = plan_two(g, config, groups, layouts, chain_cost);
+  const std::vector<Chain> chains = plan_two(g, config, groups, chain_cost);
   ASSERT_EQ(chains.size(), 1u);
   ASSERT_EQ(chains[0].live_tiles[0], 3u);  // dw's tile 3 waits for pw's tile 2, which frees tile 0
   Emitter emitter(g, config, layouts);
@@ -1483,7 +1482,7 @@ TEST(CompilerParts, AChainEndsAtAMemberWithAFusedResidual) {
     return std::optional<std::uint64_t>(100 * count);
   };
   const std::vector<Chain> chains =
-      plan_chains(g, config, groups, layouts, std::vector<Mapping>(3), chain_cost, plain_cost);
+      plan_chains(g, config, groups, std::vector<Mapping>(3), chain_cost, plain_cost);
   ASSERT_EQ(chains.size(), 1u);
   EXPECT_EQ(chains[0].first, 0u);
   EXPECT_EQ(chains[0].mappings.size(), 2u);
@@ -1519,7 +1518,7 @@ TEST(CompilerParts, AChainWaitsForItsReaderToFreeRowsBeforeRunningAhead) {
   const ChainCost chain_cost = [](const Chain& c) {
     return std::optional<std::uint64_t>(c.mappings[0].tile_rows == 1 && c.slices == 0 ? 1 : 10);
   };
-  const std::vector<Chain> chains = plan_two(g, config, groups, layouts, chain_cost);
+  const std::vector<Chain> chains = plan_two(g, config, groups, chain_cost);
   ASSERT_EQ(chains.size(), 1u);
   const Chain& chain = chains[0];
   // Depthwise row 0 reads conv_a's rows [0, 2), row 1 [1, 4), row 2 [3, 6), row 3 (the last)
@@ -1588,7 +1587,7 @@ TEST(CompilerParts, AChainThatHoldsTooMuchWithFreesASliceRoundLateFreesSooner) {
   const ChainCost chain_cost = [](const Chain& c) {
     return std::optional<std::uint64_t>(c.mappings[0].tile_rows == 1 && c.slices == 0 ? 1 : 10);
   };
-  const std::vector<Chain> chains = plan_two(g, config, groups, layouts, chain_cost);
+  const std::vector<Chain> chains = plan_two(g, config, groups, chain_cost);
   ASSERT_EQ(chains.size(), 1u);
   const Chain& chain = chains[0];
   EXPECT_EQ(chain.slices, 0u);  // both

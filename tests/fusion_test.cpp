@@ -879,6 +879,36 @@ TEST(Chains, AShuffleBlocksBranchIsOneChainFromItsHalfOfTheChannels) {
   EXPECT_EQ(schedule_macs(s), graph_macs(g));
 }
 
+// ShuffleNet (v1) shuffles channels as Reshape -> Transpose -> Reshape; the depthwise 3x3 conv
+// after (n10, stride 2, pad 1, 112 channels of 56 x 56, float32) reads the last Reshape's output
+// r9, a view, not an NHWC image. As the first member of its chain on `default` it reuses its
+// halo all the same (every read of a view waits for all its writers, so the lent rows need no
+// byte ranges): each of its 56 input rows, 56 x 112 x 4 = 25,088 bytes, loads once. Without the
+// reuse its 28 one-row tiles would load rows [2t - 1, 2t + 2), 83 rows in all.
+TEST(Chains, AChainFromAViewReusesItsHalo) {
+  const Graph g = import_onnx(kShared + "light_shufflenet.onnx", {});
+  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
+  const TensorLayouts layouts = assign_layouts(g, groups);
+  const auto n10 = std::find_if(groups.begin(), groups.end(),
+                                [](const LayerGroup& gr) { return gr.name == "fused(n10+n11)"; });
+  ASSERT_NE(n10, groups.end());
+  EXPECT_EQ(g.tensors[g.layers[n10->layers.front()].inputs[0]].name, "r9");
+  EXPECT_FALSE(layouts.is_image(g.layers[n10->layers.front()].inputs[0]));
+  std::vector<std::string> explain;
+  const Schedule s = compile_schedule(g, load_hw_config("default"), &explain);
+  EXPECT_NE(test::explain_line(explain, "chains\t").find("fused(n10+n11) x2 rows 1 halo"),
+            std::string::npos);
+  std::uint64_t rows = 0;
+  for (const Command& c : s.commands) {
+    if (c.engine != EngineKind::kDmaIn || c.layer != "fused(n10+n11)") continue;
+    if (c.bytes == 112 * 9 * 4) continue;  // its weights
+    EXPECT_EQ(c.bytes % 25088, 0u) << c.bytes;
+    rows += c.bytes / 25088;
+  }
+  EXPECT_EQ(rows, 56u);
+  EXPECT_EQ(schedule_macs(s), graph_macs(g));
+}
+
 // The light ResNet-50 on `server`: its 7 chains win before remapping (407,287 cycles estimated
 // against 436,468), the plain model wins after it (377,263 against 400,796 with the chains), and
 // the remapped plain model with one of the chains added beats both (347,346 on 2026-11-24).

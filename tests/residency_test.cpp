@@ -414,8 +414,8 @@ static ChainedFour chained_four(const HwConfig& config) {
   const PlainCost plain_cost = [](std::size_t first, std::size_t) {
     return std::optional<std::uint64_t>(first == 1 ? 100 : 1);
   };
-  const std::vector<Chain> chains = plan_chains(f.g, config, f.groups, f.layouts,
-                                                std::vector<Mapping>(4), chain_cost, plain_cost);
+  const std::vector<Chain> chains =
+      plan_chains(f.g, config, f.groups, std::vector<Mapping>(4), chain_cost, plain_cost);
   EXPECT_EQ(chains.size(), 1u);
   if (!chains.empty()) f.chain = chains[0];
   return f;

@@ -497,7 +497,7 @@ class DeviceCompiler {
       return costs.plain(first, count);
     };
     const std::vector<Chain> chains =
-        plan_chains(graph_, config_, groups_, layouts_, m.mappings, chain_cost, plain_cost);
+        plan_chains(graph_, config_, groups_, m.mappings, chain_cost, plain_cost);
     if (chains.empty()) return std::nullopt;
     return emit_with_chains(m, chains);
   }

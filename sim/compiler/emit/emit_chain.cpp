@@ -96,10 +96,13 @@ bool Emitter::begin_chain_output(const std::vector<const LayerGroup*>& members,
 Emitter::ChainInput Emitter::chain_input(const Chain& chain, const SpatialLayer& first) const {
   ChainInput in;
   const std::uint64_t rows = chain.mappings.front().tile_rows;
-  // Only windows that overlap have a halo; an input on chip is read where it is; rows lent
-  // between tiles are an image's rows (as emit_spatial_halo's).
+  // Only windows that overlap have a halo; an input on chip is read where it is. The rows lent
+  // between tiles wait for the writers of their bytes as an image lays them out: so the input is
+  // an image, or a tensor whose every read waits for all its writers anyway (a view, as
+  // ShuffleNet's channel halves).
   in.reuse_halo = chain.reuse_halo && first.span_h > first.stride_h && rows < first.oh &&
-                  !on_chip(first.input) && layouts_.is_image(first.input);
+                  !on_chip(first.input) &&
+                  (layouts_.is_image(first.input) || writers_.written_whole(first.input));
   if (in.reuse_halo) in.halo = first.halo_pieces(rows);
   return in;
 }

@@ -198,7 +198,7 @@ std::vector<std::uint64_t> chain_fields(const Chain& chain) {
 }
 
 std::vector<Chain> plan_chains(const Graph& graph, const HwConfig& config,
-                               const std::vector<LayerGroup>& groups, const TensorLayouts& layouts,
+                               const std::vector<LayerGroup>& groups,
                                const std::vector<Mapping>& mappings, const ChainCost& chain_cost,
                                const PlainCost& plain_cost) {
   const Budgets budgets = budgets_of(config);
@@ -267,9 +267,10 @@ std::vector<Chain> plan_chains(const Graph& graph, const HwConfig& config,
       }
       // The cheapest with the first member reusing its halo, when its windows overlap: it loads
       // each input row once but holds rows longer, which costs some chains more than it saves.
+      // (The emitter reuses it only where the rows' writers are known: emit_chain's chain_input.
+      // Where it does not, the option costs the same and is not kept.)
       const SpatialLayer& head = run.front();
-      if (head.span_h > head.stride_h && cheapest->mappings.front().tile_rows < head.oh &&
-          layouts.is_image(head.input)) {
+      if (head.span_h > head.stride_h && cheapest->mappings.front().tile_rows < head.oh) {
         Chain option = *cheapest;
         option.reuse_halo = true;
         const std::optional<std::uint64_t> cycles = chain_cost(option);

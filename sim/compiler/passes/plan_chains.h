@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "sim/compiler/mapping/mapping.h"
-#include "sim/compiler/passes/assign_layouts.h"
 #include "sim/compiler/passes/fuse_layer_groups.h"
 #include "sim/config/hw_config.h"
 #include "sim/ir/graph.h"
@@ -72,14 +71,14 @@ using PlainCost = std::function<std::optional<std::uint64_t>(std::size_t first, 
 
 // The chains of `groups` (of which the first mappings.size() are mapped), earliest first, none
 // overlapping. Members: spatial groups of one image, not cut within a group (the first member's
-// input in any layout; it reuses its halo only from an image); each member after the first reads
-// the one before as its spatial input and nothing else reads that; only the last may have a fused
-// residual. From each group, every run length from two members up and every row and slice count
-// that fits (fitting_chains in plan_chains.cpp) is costed alone, and the one that saves the most
-// against the members one after another is kept, if any saves. Fewer slices are among the options,
-// so that more slices never make a chain slower.
+// input in any layout; it reuses its halo where emit_chain knows its rows' writers); each member
+// after the first reads the one before as its spatial input and nothing else reads that; only the
+// last may have a fused residual. From each group, every run length from two members up and every
+// row and slice count that fits (fitting_chains in plan_chains.cpp) is costed alone, and the one
+// that saves the most against the members one after another is kept, if any saves. Fewer slices are
+// among the options, so that more slices never make a chain slower.
 std::vector<Chain> plan_chains(const Graph& graph, const HwConfig& config,
-                               const std::vector<LayerGroup>& groups, const TensorLayouts& layouts,
+                               const std::vector<LayerGroup>& groups,
                                const std::vector<Mapping>& mappings, const ChainCost& chain_cost,
                                const PlainCost& plain_cost);
 
