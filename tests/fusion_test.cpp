@@ -901,7 +901,7 @@ TEST(Chains, AChainFromAViewReusesItsHalo) {
   std::uint64_t rows = 0;
   for (const Command& c : s.commands) {
     if (c.engine != EngineKind::kDmaIn || c.layer != "fused(n10+n11)") continue;
-    if (c.bytes == 112 * 9 * 4) continue;  // its weights
+    if (c.bytes == std::uint64_t{112} * 9 * 4) continue;  // its weights
     EXPECT_EQ(c.bytes % 25088, 0u) << c.bytes;
     rows += c.bytes / 25088;
   }
