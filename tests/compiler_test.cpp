@@ -1526,12 +1526,7 @@ TEST(CompilerParts, AChainWaitsForItsReaderToFreeRowsBeforeRunningAhead) {
   // tile 0, after row 1 tiles 0-2. Row t frees what row t - 2 (the chain's 2 slices back) left:
   // row 2 frees tile 0; row 3, the last, all 8. So 7 of conv_a's tiles are live at most (tiles
   // 0-6 before row 2's free), and conv_a's tile 7 waits for row 2.
-  std::vector<std::string> steps;
-  for (const ChainStep& st : chain.order) {
-    steps.push_back(std::to_string(st.member) + ":" + std::to_string(st.tile) + "/" +
-                    std::to_string(st.freed_before));
-  }
-  EXPECT_EQ(steps,
+  EXPECT_EQ(chain_steps(chain),
             (std::vector<std::string>{"0:0/0", "0:1/0", "1:0/0", "0:2/0", "0:3/0", "1:1/0", "0:4/0",
                                       "0:5/0", "1:2/1", "0:6/0", "0:7/0", "1:3/8"}));
   ASSERT_EQ(chain.live_tiles[0], 7u);
@@ -1595,12 +1590,7 @@ TEST(CompilerParts, AChainThatHoldsTooMuchWithFreesASliceRoundLateFreesSooner) {
   // Row t frees what row t - 1 left: after row 0, conv_a's tile 0 (no later row reads row 0);
   // after row 1, tiles 0-2. So row 1 frees 1, row 2 frees up to 3, row 3 (the last) all 8; and
   // conv_a has at most 5 tiles live (tiles 1-5 before row 2's free).
-  std::vector<std::string> steps;
-  for (const ChainStep& st : chain.order) {
-    steps.push_back(std::to_string(st.member) + ":" + std::to_string(st.tile) + "/" +
-                    std::to_string(st.freed_before));
-  }
-  EXPECT_EQ(steps,
+  EXPECT_EQ(chain_steps(chain),
             (std::vector<std::string>{"0:0/0", "0:1/0", "1:0/0", "0:2/0", "0:3/0", "1:1/1", "0:4/0",
                                       "0:5/0", "1:2/3", "0:6/0", "0:7/0", "1:3/8"}));
   EXPECT_EQ(chain.live_tiles[0], 5u);
