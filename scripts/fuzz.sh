@@ -70,12 +70,13 @@ if [ -z "$CXX_FUZZ" ]; then
 fi
 
 # Configures DIR with clang at -O1 with CXXFLAGS and LDFLAGS, and builds the fuzz targets; WHAT
-# names the build in the error.
+# names the build in the error. -g1: line tables only, enough for the reports' file:line (as
+# sanitize.sh), and quicker to build than -g (compiler.cpp: 26 s against 32 s).
 build_fuzz_targets() {
   local dir=$1 cxxflags=$2 ldflags=$3 what=$4
   mkdir -p "$dir"
   cmake -S . -B "$dir" -DCMAKE_CXX_COMPILER="$CXX_FUZZ" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_CXX_FLAGS="$cxxflags" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
+    -DCMAKE_CXX_FLAGS="$cxxflags" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \
     -DCMAKE_EXE_LINKER_FLAGS="$ldflags" \
     -DNPUSIM_FUZZ=ON >"$dir/configure.log" 2>&1 || { cat "$dir/configure.log"; exit 2; }
   local targets=()
