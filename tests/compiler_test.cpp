@@ -1490,7 +1490,7 @@ TEST(CompilerParts, AChainEndsAtAMemberWithAFusedResidual) {
 
 // conv_a (1x1, 8 -> 16, 8x8) and a depthwise 3x3 conv, stride 2, pad 1 (-> 4x4), int8: depthwise
 // row t reads conv_a's rows [2t - 1, 2t + 2).
-Graph conv_then_strided_depthwise() {
+static Graph conv_then_strided_depthwise() {
   return parse_graph_json(Json::parse(R"({"format": "npusim-graph", "version": 1,
     "name": "dw",
     "tensors": [{"name": "x", "shape": [1, 8, 8, 8]},

@@ -10,6 +10,7 @@
 #include "sim/compiler/emit/epilogue.h"
 #include "sim/compiler/mapping/spatial.h"
 #include "sim/cost/compute.h"
+#include "sim/ir/graph.h"
 #include "sim/util/math.h"
 
 namespace npusim {
@@ -60,6 +61,20 @@ class StepClock {
   std::uint64_t last_end_ = 0;
 };
 
+// Whether every read of `t` from DRAM waits for all its writers, whatever byte range it names: a
+// graph input (it has none) or a view's output (emit_view: every writer of what it views). Told
+// from the graph, not the writers so far, so that a chain costed alone (an emitter with none yet)
+// decides as the model's emission does.
+bool read_whole_always(const Graph& g, std::uint32_t t) {
+  if (std::find(g.inputs.begin(), g.inputs.end(), t) != g.inputs.end()) return true;
+  for (const Layer& l : g.layers) {
+    if (std::find(l.outputs.begin(), l.outputs.end(), t) != l.outputs.end()) {
+      return moves_no_data(g, l);
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 // Checks a chain's `residency` (one per member, or none) against the chain and the emitter's
@@ -102,7 +117,7 @@ Emitter::ChainInput Emitter::chain_input(const Chain& chain, const SpatialLayer&
   // ShuffleNet's channel halves).
   in.reuse_halo = chain.reuse_halo && first.span_h > first.stride_h && rows < first.oh &&
                   !on_chip(first.input) &&
-                  (layouts_.is_image(first.input) || writers_.written_whole(first.input));
+                  (layouts_.is_image(first.input) || read_whole_always(g_, first.input));
   if (in.reuse_halo) in.halo = first.halo_pieces(rows);
   return in;
 }

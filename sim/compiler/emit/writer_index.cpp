@@ -13,7 +13,6 @@ void WriterIndex::add(std::uint32_t tensor, std::uint64_t lo, std::uint64_t hi,
   // A tensor is written before it is read, so this only happens in unusual graphs; the joins
   // already made stay valid (they only add waits), and the index is rebuilt on the next read.
   t.indexed = false;
-  t.ranged = true;
   t.raw.push_back({lo, hi, store});
 }
 

@@ -43,9 +43,6 @@ class WriterIndex {
   // `tensor` holds what every writer of `source` wrote (a view, a second output): a reader of any
   // part of it waits for all of them.
   void add_all_of(std::uint32_t tensor, std::uint32_t source);
-  // Whether every read of `tensor` waits for the same writers, whatever its byte range: it was
-  // written only whole (a view of other tensors) or not at all (a graph input).
-  bool written_whole(std::uint32_t tensor) const { return !tensors_[tensor].ranged; }
   // Appends to `deps` commands whose ends imply that every writer of [lo, hi) of `tensor` ended.
   void wait_for(std::uint32_t tensor, std::uint64_t lo, std::uint64_t hi,
                 std::vector<CommandIndex>& deps);
@@ -67,7 +64,6 @@ class WriterIndex {
   struct Tensor {
     std::vector<Writer> raw;
     bool indexed = false;
-    bool ranged = false;  // some writer wrote a byte range of it (add), not all of a source
     std::vector<Segment> segments;
     std::vector<std::vector<CommandIndex>> levels;  // levels[j][i]: node (j, i), kNone until made
   };

@@ -142,10 +142,10 @@ std::optional<Chain> make_chain(const HwConfig& config, const std::vector<Spatia
 std::uint64_t chain_cap(const HwConfig& config) { return config.lram_bytes * 3 / 8; }
 
 // The chains of members `s` from group `first`, none ahead, at every row count (the halvings of
-// the tallest member) and slice count k at which every tile fits the tile budget T of k slices
-// and the reservation fits chain_cap; most rows and slices first. Each frees its tiles k tiles
-// late, or, when that holds more than fits, the most of k's halvings that fits: on 2 slices the
-// frees then wait on the other slice's reader more often, but both slices work. (Chains that
+// the tallest member) and slice count k at which the ring tiles fit the tile budget T of k
+// slices and the reservation fits chain_cap; most rows and slices first. Each frees its tiles k
+// tiles late, or, when that holds more than fits, the most of k's halvings that fits: on 2 slices
+// the frees then wait on the other slice's reader more often, but both slices work. (Chains that
 // fitted only on one slice left the other idle: ultraface's first chain on `default`, 385,000
 // cycles, 29 % of the run.)
 std::vector<Chain> fitting_chains(const HwConfig& config, const std::vector<SpatialLayer>& s,
@@ -267,8 +267,9 @@ std::vector<Chain> plan_chains(const Graph& graph, const HwConfig& config,
       }
       // The cheapest with the first member reusing its halo, when its windows overlap: it loads
       // each input row once but holds rows longer, which costs some chains more than it saves.
-      // (The emitter reuses it only where the rows' writers are known: emit_chain's chain_input.
-      // Where it does not, the option costs the same and is not kept.)
+      // (The emitter reuses it only where the rows' writers are known: emit_chain's chain_input,
+      // which decides from the graph, alone as in the model. Where it does not, the option costs
+      // the same and is not kept.)
       const SpatialLayer& head = run.front();
       if (head.span_h > head.stride_h && cheapest->mappings.front().tile_rows < head.oh) {
         Chain option = *cheapest;
