@@ -6,7 +6,7 @@
 #
 # Usage: scripts/sanitize.sh [ctest args...]   e.g. scripts/sanitize.sh -R Schedule
 # Environment: NPUSIM_ASAN_BUILD (default build-asan); CXX (default: the system c++, gcc; see
-#   below why gcc); NPUSIM_ASAN_ALL=1 runs the two sweeps left out below too.
+#   below why gcc); NPUSIM_ASAN_ALL=1 runs the five sweeps left out below too.
 #
 # SystemC and ASan. libsystemc runs SC_THREADs as QuickThreads coroutines on stacks of its own and
 # tells ASan about each switch (__sanitizer_start_switch_fiber, weak references in sc_cor_qt.cpp).
