@@ -167,15 +167,14 @@ bool is_elementwise_op(std::string_view op) {
   return std::find(ops.begin(), ops.end(), op) != ops.end();
 }
 
-namespace {
-
-// The layer that writes `t`, or nullptr (a graph input or a constant).
 const Layer* writer_of(const Graph& g, std::uint32_t t) {
   for (const Layer& l : g.layers) {
     if (std::find(l.outputs.begin(), l.outputs.end(), t) != l.outputs.end()) return &l;
   }
   return nullptr;
 }
+
+namespace {
 
 // Whether every reader of `t` is a MatMul that takes it as its right operand (B) only, and `t`
 // is no graph output. A MatMul reads B by columns: column n of a Transpose that makes its input's

@@ -113,6 +113,9 @@ bool keeps_input_layout(std::string_view op);
 std::uint32_t layout_driver(const Graph& graph, const std::vector<std::uint32_t>& inputs,
                             std::uint32_t output);
 
+// The layer that writes `t`, or nullptr (a graph input or a constant). A scan of the layers.
+const Layer* writer_of(const Graph& g, std::uint32_t t);
+
 // Whether a layer moves no data: no command runs it, and its readers' DMA fetches the producers'
 // bytes in the order it describes (docs/compiler.md, "Views"). These are the views (Reshape, ...),
 // Concat, Split and Slice; a Gather of one constant index on an axis before the last, of a

@@ -67,12 +67,8 @@ class StepClock {
 // decides as the model's emission does.
 bool read_whole_always(const Graph& g, std::uint32_t t) {
   if (std::find(g.inputs.begin(), g.inputs.end(), t) != g.inputs.end()) return true;
-  for (const Layer& l : g.layers) {
-    if (std::find(l.outputs.begin(), l.outputs.end(), t) != l.outputs.end()) {
-      return moves_no_data(g, l);
-    }
-  }
-  return false;
+  const Layer* w = writer_of(g, t);
+  return w != nullptr && moves_no_data(g, *w);
 }
 
 }  // namespace
