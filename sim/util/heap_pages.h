@@ -16,7 +16,7 @@ namespace npusim {
 // it off), adds glibc.malloc.hugetlb=1, and the mmap and trim thresholds the user did not set,
 // and executes the program again with the same arguments: the same process (pid), a fresh heap.
 // If that cannot be done, returns and the program runs on as it is. Without transparent huge
-// pages (or with another libc) the settings do nothing.
+// pages (or with another libc) the settings do nothing. Under AddressSanitizer it returns at once.
 void use_huge_pages_for_the_heap(char** argv);
 
 // Call first thing in a thread that allocates (parallel_map's helpers): when the heap is on huge
