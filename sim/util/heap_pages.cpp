@@ -17,8 +17,14 @@
 #ifndef NPUSIM_HAS_ASAN_FEATURE
 #define NPUSIM_HAS_ASAN_FEATURE 0
 #endif
+#if defined(__SANITIZE_ADDRESS__) || NPUSIM_HAS_ASAN_FEATURE
+#define NPUSIM_UNDER_ASAN 1
+#else
+#define NPUSIM_UNDER_ASAN 0
+#endif
 
 namespace npusim {
+#if !NPUSIM_UNDER_ASAN
 namespace {
 
 // The tunables use_huge_pages_for_the_heap sets, as it writes them into GLIBC_TUNABLES.
@@ -28,9 +34,10 @@ constexpr const char* kTrimThreshold = "glibc.malloc.trim_threshold";
 constexpr const char* kKeepBytes = "=4294967296";
 
 }  // namespace
+#endif
 
 void use_huge_pages_for_the_heap(char** argv) {
-#if defined(__SANITIZE_ADDRESS__) || NPUSIM_HAS_ASAN_FEATURE
+#if NPUSIM_UNDER_ASAN
   // ASan's allocator reads no glibc tunables, and a second start of a sanitized program costs
   // about 0.27 s (its shadow memory and runtime set up again), in every test that runs npusim.
   (void)argv;
@@ -58,7 +65,7 @@ void use_huge_pages_for_the_heap(char** argv) {
 void use_huge_pages_in_this_thread() {
   // (Not under AddressSanitizer: its allocator reads no glibc tunables, and a block per thread
   // would only cost it shadow memory and quarantine. Nor where madvise has no MADV_HUGEPAGE.)
-#if !defined(__SANITIZE_ADDRESS__) && !NPUSIM_HAS_ASAN_FEATURE && defined(MADV_HUGEPAGE)
+#if !NPUSIM_UNDER_ASAN && defined(MADV_HUGEPAGE)
   // Only as use_huge_pages_for_the_heap set it up: huge pages, and an mmap threshold above the
   // block, which then comes from the arena's heap (below it, glibc would map the block apart and
   // unmap it on free, and the advice would go with it).
