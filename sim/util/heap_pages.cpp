@@ -8,18 +8,16 @@
 #include <cstring>
 #include <string>
 
-// clang names AddressSanitizer by __has_feature; gcc defines __SANITIZE_ADDRESS__.
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define NPUSIM_HAS_ASAN_FEATURE 1
-#endif
-#endif
-#ifndef NPUSIM_HAS_ASAN_FEATURE
-#define NPUSIM_HAS_ASAN_FEATURE 0
-#endif
-#if defined(__SANITIZE_ADDRESS__) || NPUSIM_HAS_ASAN_FEATURE
+// Whether AddressSanitizer is on: gcc defines __SANITIZE_ADDRESS__, clang names it by
+// __has_feature.
+#if defined(__SANITIZE_ADDRESS__)
 #define NPUSIM_UNDER_ASAN 1
-#else
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define NPUSIM_UNDER_ASAN 1
+#endif
+#endif
+#ifndef NPUSIM_UNDER_ASAN
 #define NPUSIM_UNDER_ASAN 0
 #endif
 
