@@ -521,12 +521,14 @@ class DeviceCompiler {
     std::string which;
     for (const Chain& c : chains) {
       which += (which.empty() ? "" : "; ") + groups_[c.first].name + " x" +
-               std::to_string(c.mappings.size()) + " rows " +
-               std::to_string(c.mappings.front().tile_rows) +
+               std::to_string(c.mappings.size()) +
+               (c.channel_block > 0 ? " channels " + std::to_string(c.channel_block)
+                                    : " rows " + std::to_string(c.mappings.front().tile_rows)) +
                (c.ahead == 0 ? "" : " ahead " + std::to_string(c.ahead)) +
                (c.reuse_halo ? " halo" : "") +
                (c.slices == 0 ? "" : " slices " + std::to_string(c.slices)) +
-               (c.free_delay == (c.slices == 0 ? config_.slices.count : c.slices)
+               (c.channel_block > 0 ||
+                        c.free_delay == (c.slices == 0 ? config_.slices.count : c.slices)
                     ? ""
                     : " frees " + std::to_string(c.free_delay) + " back");
     }
@@ -540,20 +542,27 @@ class DeviceCompiler {
   // When all of `chained`'s chains together lose to `plain_cycles`, some may still win in the
   // model (each was costed alone, as the plan would find it, but together they hold room and
   // serialise what the plain model overlaps): they are added one at a time, in order, each kept
-  // if the model estimates faster with it. Returns the best so found, if any beats the plain one.
+  // if the model estimates faster with it (a channel chain that is not, its run's chain of rows
+  // if that is). Returns the best so found, if any beats the plain one.
   std::optional<Final> chains_one_by_one(const Mapped& m, const std::vector<Chain>& chains,
                                          std::uint64_t plain_cycles) const {
     std::optional<Final> best;
     std::uint64_t best_cycles = plain_cycles;
     std::vector<Chain> kept;
-    for (const Chain& c : chains) {
-      std::vector<Chain> trial = kept;
-      trial.push_back(c);
-      Final f = emit_with_chains(m, trial);
-      if (f.e.cycles && *f.e.cycles < best_cycles) {
-        best_cycles = *f.e.cycles;
-        kept = std::move(trial);
-        best = std::move(f);
+    for (const Chain& planned : chains) {
+      // A channel chain that loses here gives way to its run's chain of rows (Chain::instead).
+      std::vector<const Chain*> options = {&planned};
+      for (const Chain& c : planned.instead) options.push_back(&c);
+      for (const Chain* c : options) {
+        std::vector<Chain> trial = kept;
+        trial.push_back(*c);
+        Final f = emit_with_chains(m, trial);
+        if (f.e.cycles && *f.e.cycles < best_cycles) {
+          best_cycles = *f.e.cycles;
+          kept = std::move(trial);
+          best = std::move(f);
+          break;
+        }
       }
     }
     return best;

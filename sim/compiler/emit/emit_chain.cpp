@@ -195,6 +195,10 @@ std::vector<Emitter::CommandIndex> Emitter::load_chain_weights(
 //    the reservation as its from there.
 void Emitter::emit_chain(const std::vector<const LayerGroup*>& members, const Chain& chain,
                          const std::vector<Residency>& residency) {
+  if (chain.channel_block > 0) {
+    emit_channel_chain(members, chain, residency);
+    return;
+  }
   const std::size_t k = members.size();
   group_ = members.front();
   const bool output_resident = begin_chain_output(members, residency);

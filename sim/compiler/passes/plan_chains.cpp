@@ -179,6 +179,91 @@ std::vector<Chain> fitting_chains(const HwConfig& config, const std::vector<Spat
   return out;
 }
 
+// Whether `s` (three members) is an inverted residual block a channel chain can run: an ungrouped
+// 1 x 1 conv of stride 1 (no residual), a depthwise conv of multiplier 1 over all its output
+// channels, and an ungrouped 1 x 1 conv of stride 1 over all of those (its K-split steps).
+bool channel_chain_members(const std::vector<SpatialLayer>& s) {
+  if (s.size() != 3) return false;
+  const SpatialLayer& e = s[0];
+  const SpatialLayer& d = s[1];
+  const SpatialLayer& p = s[2];
+  auto pointwise = [](const SpatialLayer& m) {
+    return m.conv && !m.depthwise && m.k_split_allowed() && m.kernel_h == 1 && m.kernel_w == 1 &&
+           m.stride_h == 1 && m.stride_w == 1 && m.pad_top == 0 && m.pad_left == 0 &&
+           m.out_per_unit == 1 && m.units == m.k && m.oh == m.h && m.ow == m.w;
+  };
+  return pointwise(e) && pointwise(p) && e.residual_elem_bytes == 0 && d.depthwise &&
+         d.out_per_unit == 1 && d.in_per_unit == 1 && d.units == d.c && d.c == e.k &&
+         d.h == e.oh && d.w == e.ow && p.c == d.k && p.h == d.oh && p.w == d.ow;
+}
+
+// The channel chain of members `s` (channel_chain_members) from group `first`: `block` channels
+// per step, on `slices` slices, each slice's expand `ahead` blocks ahead of its project; nullopt
+// when what it holds passes `cap`. Per slice it holds its project's accumulator (the whole map
+// at kPartialElemBytes), up to ahead + 2 blocks of the expand's and the depthwise conv's outputs
+// and two steps' weights of each member; once, the input map, and at the end the residual and,
+// when the slices' partial sums are added (more than one slice has blocks), the output.
+std::optional<Chain> make_channel_chain(const HwConfig& config, const std::vector<SpatialLayer>& s,
+                                        std::size_t first, std::uint64_t block,
+                                        std::uint32_t slices, std::uint64_t ahead,
+                                        std::uint64_t cap) {
+  const SpatialLayer& e = s[0];
+  const SpatialLayer& d = s[1];
+  const SpatialLayer& p = s[2];
+  const std::uint64_t blocks = ceil_div(e.k, block);
+  // Fewer blocks than slices: the slices without one are the fewer-slices option's.
+  if (blocks < slices) return std::nullopt;
+  const std::uint64_t per_slice =
+      p.partial_bytes(p.oh, p.ow, p.units) +
+      (ahead + 2) * (e.output_bytes(e.oh, e.ow, block) + d.output_bytes(d.oh, d.ow, block)) +
+      2 * (e.chunk_weight_bytes(block) + d.chunk_weight_bytes(block) +
+           p.part_weight_bytes(p.units, block));
+  Chain c;
+  c.first = first;
+  c.slices = slices == config.slices.count ? 0 : slices;
+  c.channel_block = block;
+  c.ahead = ahead;
+  c.reserved_bytes = e.input_bytes(e.oh, e.ow, e.c) + slices * per_slice +
+                     p.residual_bytes(p.oh, p.ow, p.units) +
+                     (slices > 1 ? p.output_bytes(p.oh, p.ow, p.units) : 0);
+  if (c.reserved_bytes > cap) return std::nullopt;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    Mapping m;
+    m.kind = MappingKind::kSpatial;
+    m.tile_rows = s[i].oh;
+    m.tile_cols = s[i].ow;
+    m.tile_channel_units = i + 1 < s.size() ? block : s[i].units;
+    // On one slice the project's accumulator is its output (a K-split tile's, which cannot stay
+    // resident: plan_residency's tiles_output); on several, PartialSums write it as tiles do.
+    m.k_step = i + 1 < s.size() || slices > 1 ? 0 : block;
+    m.slices = c.slices;
+    c.mappings.push_back(m);
+  }
+  return c;
+}
+
+// The channel chains of `s` that fit: blocks of one and two array widths (so that every step
+// fills the array's folds), every slice count, expands 1 and 2 blocks ahead. Nothing else of the
+// chain is on the ring, so it may reserve the tiles' half.
+std::vector<Chain> channel_chains(const HwConfig& config, const std::vector<SpatialLayer>& s,
+                                  std::size_t first) {
+  std::vector<Chain> out;
+  if (!channel_chain_members(s)) return out;
+  const std::uint64_t width = std::max(config.slices.rows, config.slices.cols);
+  for (const std::uint64_t block : {width, 2 * width}) {
+    if (block >= s.front().k) continue;  // one block is no chain
+    for (const std::uint32_t slices : slice_options(config.slices.count)) {
+      for (std::uint64_t ahead = 1; ahead <= 2; ++ahead) {
+        if (std::optional<Chain> c = make_channel_chain(config, s, first, block, slices, ahead,
+                                                        config.lram_bytes / 2)) {
+          out.push_back(std::move(*c));
+        }
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<std::uint64_t> chain_fields(const Chain& chain) {
@@ -193,7 +278,7 @@ std::vector<std::uint64_t> chain_fields(const Chain& chain) {
   }
   f.insert(f.end(), chain.live_tiles.begin(), chain.live_tiles.end());
   f.insert(f.end(), {chain.ahead, chain.reuse_halo ? 1u : 0u, chain.reserved_bytes, chain.slices,
-                     chain.ring_bytes, chain.free_delay});
+                     chain.ring_bytes, chain.free_delay, chain.channel_block});
   return f;
 }
 
@@ -225,13 +310,15 @@ std::vector<Chain> plan_chains(const Graph& graph, const HwConfig& config,
     }
     // Of every length from 2 members up, the cheapest rows and slices; the length that saves
     // the most against the members one after another.
-    std::optional<Chain> best;
-    std::uint64_t best_saving = 0;
+    std::optional<Chain> best, best_rows;
+    std::uint64_t best_saving = 0, best_rows_saving = 0;
     for (std::size_t count = 2; count <= members.size(); ++count) {
       const std::vector<SpatialLayer> run(members.begin(),
                                           members.begin() + static_cast<std::ptrdiff_t>(count));
       std::vector<Chain> options = fitting_chains(config, run, i);
-      if (options.empty()) continue;  // the plain cost is the dear part: emitted only if needed
+      const std::vector<Chain> by_channels = channel_chains(config, run, i);
+      // (The plain cost is the dear part: emitted only if needed.)
+      if (options.empty() && by_channels.empty()) continue;
       const std::optional<std::uint64_t> plain = plain_cost(i, count);
       if (!plain) continue;
       // Every tiling with no member ahead, then the kAheadTried cheapest of them with members
@@ -245,9 +332,10 @@ std::vector<Chain> plan_chains(const Graph& graph, const HwConfig& config,
       }
       std::stable_sort(costed.begin(), costed.end(),
                        [](const auto& x, const auto& y) { return x.first < y.first; });
-      if (costed.empty()) continue;
-      cheapest_cycles = costed.front().first;
-      cheapest = options[costed.front().second];
+      if (!costed.empty()) {
+        cheapest_cycles = costed.front().first;
+        cheapest = options[costed.front().second];
+      }
       for (std::size_t n = 0; n < std::min(costed.size(), kAheadTried); ++n) {
         const Chain& base = options[costed[n].second];
         // Its row count: each member's rows are min(rows, its height).
@@ -271,7 +359,8 @@ std::vector<Chain> plan_chains(const Graph& graph, const HwConfig& config,
       // which decides from the graph, alone as in the model. Where it does not, the option costs
       // the same and is not kept.)
       const SpatialLayer& head = run.front();
-      if (head.span_h > head.stride_h && cheapest->mappings.front().tile_rows < head.oh) {
+      if (cheapest && head.span_h > head.stride_h &&
+          cheapest->mappings.front().tile_rows < head.oh) {
         Chain option = *cheapest;
         option.reuse_halo = true;
         const std::optional<std::uint64_t> cycles = chain_cost(option);
@@ -280,6 +369,19 @@ std::vector<Chain> plan_chains(const Graph& graph, const HwConfig& config,
           cheapest = std::move(option);
         }
       }
+      if (cheapest && cheapest_cycles < *plain && *plain - cheapest_cycles > best_rows_saving) {
+        best_rows_saving = *plain - cheapest_cycles;
+        best_rows = cheapest;
+      }
+      // The channel chains, against the rows' best (the first on a tie).
+      for (const Chain& option : by_channels) {
+        const std::optional<std::uint64_t> cycles = chain_cost(option);
+        if (cycles && (!cheapest || *cycles < cheapest_cycles)) {
+          cheapest_cycles = *cycles;
+          cheapest = option;
+        }
+      }
+      if (!cheapest) continue;
       if (cheapest_cycles < *plain && (*plain - cheapest_cycles) > best_saving) {
         best_saving = *plain - cheapest_cycles;
         best = std::move(cheapest);
@@ -290,6 +392,7 @@ std::vector<Chain> plan_chains(const Graph& graph, const HwConfig& config,
       continue;
     }
     i += best->mappings.size();
+    if (best->channel_block > 0 && best_rows) best->instead.push_back(std::move(*best_rows));
     chains.push_back(std::move(*best));
   }
   return chains;

@@ -54,6 +54,19 @@ struct Chain {
   // What its tiles need of the ring at the least (as ring_need): a first member's input or a
   // last member's output, on each slice.
   std::uint64_t ring_bytes = 0;
+  // A channel chain (docs/compiler.md, "Channel chains"): 0 for a chain of row bands, else the
+  // channels per step. An expand 1 x 1 conv, a depthwise conv and a project 1 x 1 conv run block
+  // by block of the expand's output channels over the whole map: the expand computes a block
+  // (array), the depthwise conv filters it (vector) while the array computes the next, and the
+  // project conv accumulates it (a K-split step). `ahead` is how many of a slice's blocks its
+  // expand runs ahead of its project; `order` and `live_tiles` are empty, and everything the
+  // chain holds is in `reserved_bytes` (`ring_bytes` is 0).
+  std::uint64_t channel_block = 0;
+  // For a channel chain, the run's best chain of row bands, if any saved cycles alone: where the
+  // channel chain loses in the model, the driver tries it instead (chains_one_by_one). Costed
+  // alone, a channel chain may beat the rows yet hold more of the memory the model's other groups
+  // would use (MobileNetV2 on `server`). At most one; never part of chain_fields.
+  std::vector<Chain> instead;
 };
 
 // Every field of `chain` but `first`: chains alike apart from where they start have the same.

@@ -1,0 +1,306 @@
+// Channel chains (docs/compiler.md, "Channel chains"): an inverted residual block's expand,
+// depthwise and project convs run block by block of channels. Expected values are worked by hand
+// from the block's shapes and SCALE-Sim's fold count (cost/compute.cpp's systolic_gemm_cycles:
+// per fold, rows + rows + cols - 2 + T cycles on a ws array; a layer's total less 1).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/compiler/compiler.h"
+#include "sim/compiler/emit/emitter.h"
+#include "sim/compiler/passes/assign_layouts.h"
+#include "sim/compiler/passes/fuse_layer_groups.h"
+#include "sim/compiler/passes/plan_chains.h"
+#include "sim/config/hw_config.h"
+#include "sim/cost/compute.h"
+#include "sim/estimator/estimator.h"
+#include "sim/frontend/graph_json.h"
+#include "sim/ir/engines.h"
+#include "sim/ir/ops.h"
+#include "sim/util/error.h"
+
+namespace npusim {
+namespace {
+
+// x [1, 32, 7, 7] int8 -> expand (1x1, 32 -> 64) + Relu -> depthwise (3x3, 64, pad 1) + Relu ->
+// project (1x1, 64 -> 32) + Add x: MobileNetV2's inverted residual block at a small size.
+Graph inverted_residual(std::uint64_t channels = 32, std::uint64_t expanded = 64,
+                        std::uint64_t size = 7) {
+  const std::string c = std::to_string(channels), e = std::to_string(expanded),
+                    h = std::to_string(size);
+  const std::string doc = R"({
+    "format": "npusim-graph", "version": 1, "name": "block",
+    "tensors": [
+      {"name": "x", "dtype": "int8", "shape": [1, )" + c + ", " + h + ", " + h + R"(]},
+      {"name": "we", "dtype": "int8", "shape": [)" + e + ", " + c + R"(, 1, 1], "constant": true},
+      {"name": "e", "dtype": "int8", "shape": [1, )" + e + ", " + h + ", " + h + R"(]},
+      {"name": "er", "dtype": "int8", "shape": [1, )" + e + ", " + h + ", " + h + R"(]},
+      {"name": "wd", "dtype": "int8", "shape": [)" + e + R"(, 1, 3, 3], "constant": true},
+      {"name": "d", "dtype": "int8", "shape": [1, )" + e + ", " + h + ", " + h + R"(]},
+      {"name": "dr", "dtype": "int8", "shape": [1, )" + e + ", " + h + ", " + h + R"(]},
+      {"name": "wp", "dtype": "int8", "shape": [)" + c + ", " + e + R"(, 1, 1], "constant": true},
+      {"name": "p", "dtype": "int8", "shape": [1, )" + c + ", " + h + ", " + h + R"(]},
+      {"name": "y", "dtype": "int8", "shape": [1, )" + c + ", " + h + ", " + h + R"(]}
+    ],
+    "inputs": ["x"], "outputs": ["y"],
+    "layers": [
+      {"name": "expand", "op": "Conv", "inputs": ["x", "we"], "outputs": ["e"],
+       "attrs": {"kernel_shape": [1, 1]}},
+      {"name": "expand.relu", "op": "Relu", "inputs": ["e"], "outputs": ["er"]},
+      {"name": "dw", "op": "Conv", "inputs": ["er", "wd"], "outputs": ["d"],
+       "attrs": {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "group": )" + e + R"(}},
+      {"name": "dw.relu", "op": "Relu", "inputs": ["d"], "outputs": ["dr"]},
+      {"name": "project", "op": "Conv", "inputs": ["dr", "wp"], "outputs": ["p"],
+       "attrs": {"kernel_shape": [1, 1]}},
+      {"name": "add", "op": "Add", "inputs": ["p", "x"], "outputs": ["y"]}
+    ]})";
+  return parse_graph_json(Json::parse(doc), "block.json");
+}
+
+std::uint64_t graph_macs(const Graph& g) {
+  std::uint64_t macs = 0;
+  for (const Layer& l : g.layers) macs += layer_macs(g, l);
+  return macs;
+}
+
+// The chains plan_chains finds in `g`'s three groups when a chain costs `chain_cost` and the
+// groups one after another 100.
+std::vector<Chain> plan_block(const Graph& g, const HwConfig& config,
+                              const std::vector<LayerGroup>& groups, const ChainCost& chain_cost) {
+  const PlainCost plain_cost = [](std::size_t, std::size_t) {
+    return std::optional<std::uint64_t>(100);
+  };
+  return plan_chains(g, config, groups, std::vector<Mapping>(groups.size()), chain_cost,
+                     plain_cost);
+}
+
+// The channel chain of 16 channels per block on both slices, expands one block ahead.
+const ChainCost kPreferChannels16 = [](const Chain& c) {
+  return std::optional<std::uint64_t>(
+      c.channel_block == 16 && c.slices == 0 && c.ahead == 1 ? 1 : 10);
+};
+
+TEST(ChannelChains, AnInvertedResidualBlockIsPlannedByBlocksOfChannels) {
+  const Graph g = inverted_residual();
+  const HwConfig config = load_hw_config("default");  // 2 slices of 16 x 16, 512 KiB
+  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
+  ASSERT_EQ(groups.size(), 3u);
+  const std::vector<Chain> chains = plan_block(g, config, groups, kPreferChannels16);
+  ASSERT_EQ(chains.size(), 1u);
+  const Chain& chain = chains[0];
+  EXPECT_EQ(chain.channel_block, 16u);
+  ASSERT_EQ(chain.mappings.size(), 3u);
+  // Every member over the whole 7 x 7 map; the expand and depthwise by 16 channels, the project
+  // over all 32 (its steps are the blocks; on two slices PartialSums write its output).
+  for (const Mapping& m : chain.mappings) {
+    EXPECT_EQ(m.tile_rows, 7u);
+    EXPECT_EQ(m.tile_cols, 7u);
+  }
+  EXPECT_EQ(chain.mappings[0].tile_channel_units, 16u);
+  EXPECT_EQ(chain.mappings[1].tile_channel_units, 16u);
+  EXPECT_EQ(chain.mappings[2].tile_channel_units, 32u);
+  EXPECT_EQ(chain.mappings[2].k_step, 0u);
+  // Reserved: the input map once, 7 x 7 x 32 = 1568 bytes; per slice the accumulator,
+  // 7 x 7 x 32 x 4 = 6272, 3 (ahead + 2) blocks of the expand's and the depthwise conv's
+  // outputs, 3 x 2 x 7 x 7 x 16 = 4704, and two steps' weights of each member,
+  // 2 x (16 x 32 + 16 x 9 + 16 x 32) = 2336; then the residual and the output, 1568 each.
+  EXPECT_EQ(chain.reserved_bytes, 1568u + 2 * (6272u + 4704u + 2336u) + 1568u + 1568u);
+  EXPECT_EQ(chain.ring_bytes, 0u);
+}
+
+TEST(ChannelChains, OnlyAnExpandDepthwiseProjectRunIsChainedByChannels) {
+  // Two 3 x 3 convs (two_convs' shape): no channel chain among the options.
+  const std::string doc = R"({
+    "format": "npusim-graph", "version": 1, "name": "two",
+    "tensors": [
+      {"name": "x", "dtype": "int8", "shape": [1, 16, 8, 8]},
+      {"name": "w1", "dtype": "int8", "shape": [32, 16, 3, 3], "constant": true},
+      {"name": "c1", "dtype": "int8", "shape": [1, 32, 8, 8]},
+      {"name": "w2", "dtype": "int8", "shape": [8, 32, 1, 1], "constant": true},
+      {"name": "y", "dtype": "int8", "shape": [1, 8, 8, 8]}
+    ],
+    "inputs": ["x"], "outputs": ["y"],
+    "layers": [
+      {"name": "conv1", "op": "Conv", "inputs": ["x", "w1"], "outputs": ["c1"],
+       "attrs": {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}},
+      {"name": "conv2", "op": "Conv", "inputs": ["c1", "w2"], "outputs": ["y"],
+       "attrs": {"kernel_shape": [1, 1]}}
+    ]})";
+  const Graph g = parse_graph_json(Json::parse(doc), "two.json");
+  const HwConfig config = load_hw_config("default");
+  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
+  bool any_by_channels = false;
+  const ChainCost cost = [&](const Chain& c) {
+    any_by_channels = any_by_channels || c.channel_block > 0;
+    return std::optional<std::uint64_t>(1);
+  };
+  EXPECT_EQ(plan_block(g, config, groups, cost).size(), 1u);  // a chain of rows
+  EXPECT_FALSE(any_by_channels);
+  // One block of channels is no chain: an expand to 16 channels, one array width, has none.
+  const Graph narrow = inverted_residual(8, 16, 7);
+  const std::vector<LayerGroup> narrow_groups = fuse_layer_groups(narrow);
+  any_by_channels = false;
+  plan_block(narrow, config, narrow_groups, cost);
+  EXPECT_FALSE(any_by_channels);
+}
+
+TEST(ChannelChains, TheBlocksAlternateSlicesAndTheArrayComputesTheNextExpandFirst) {
+  const Graph g = inverted_residual();
+  const HwConfig config = load_hw_config("default");
+  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
+  const TensorLayouts layouts = assign_layouts(g, groups);
+  const std::vector<Chain> chains = plan_block(g, config, groups, kPreferChannels16);
+  ASSERT_EQ(chains.size(), 1u);
+  Emitter emitter(g, config, layouts);
+  emitter.emit_chain({&groups[0], &groups[1], &groups[2]}, chains[0]);
+  Schedule s = emitter.finish();
+  Diagnostics diag("block.json");
+  finalize_schedule(s, config, diag);
+  ASSERT_TRUE(diag.empty());
+
+  // The computes in order, "member block @ slice". 64 / 16 = 4 blocks, block j on slice j mod 2;
+  // with one block ahead on each of 2 slices, the expands of blocks 0 to 2 come before the first
+  // depthwise conv, and block j + 2's before block j + 1's depthwise conv; then the PartialSums
+  // of rows [0, 4) on slice 0 and [4, 7) on slice 1.
+  std::vector<std::string> computes;
+  std::vector<std::uint32_t> index;  // of each compute in s.commands
+  std::map<std::string, std::uint64_t> loads;  // DMA_IN bytes by program
+  std::uint64_t in = 0, out = 0;
+  for (std::uint32_t i = 0; i < s.commands.size(); ++i) {
+    const Command& c = s.commands[i];
+    if (c.engine == EngineKind::kDmaIn) in += c.bytes;
+    if (c.engine == EngineKind::kDmaOut) out += c.bytes;
+    if (!on_slice(c.engine)) continue;
+    computes.push_back(std::string(op_table()[c.op].name) + "@" + std::to_string(c.slice));
+    index.push_back(i);
+  }
+  EXPECT_EQ(computes, (std::vector<std::string>{
+                          "Conv@0", "Conv@1", "Conv@0",                  // expand 0, 1, 2
+                          "DepthwiseConv@0", "Conv@0",                   // block 0
+                          "Conv@1", "DepthwiseConv@1", "Conv@1",         // expand 3, block 1
+                          "DepthwiseConv@0", "Conv@0",                   // block 2
+                          "DepthwiseConv@1", "Conv@1",                   // block 3
+                          "PartialSum@0", "PartialSum@1"}));
+  // Each program is a member: expand, depthwise, project (the PartialSums are the project's).
+  EXPECT_EQ(s.programs.size(), 3u);
+  const std::vector<std::uint32_t> program_of = {0, 0, 0, 1, 2, 0, 1, 2, 1, 2, 1, 2, 2, 2};
+  for (std::size_t k = 0; k < index.size(); ++k) {
+    EXPECT_EQ(s.commands[index[k]].program, program_of[k]) << k;
+  }
+  // Block 0's depthwise conv waits for its expand; its project step for its depthwise conv; block
+  // 2's project step accumulates onto block 0's (same slice, same accumulator).
+  auto deps_of = [&](std::size_t k) { return s.commands[index[k]].deps; };
+  EXPECT_THAT(deps_of(3), ::testing::Contains(index[0]));
+  EXPECT_THAT(deps_of(4), ::testing::Contains(index[3]));
+  EXPECT_THAT(deps_of(9), ::testing::Contains(index[4]));
+  EXPECT_THAT(deps_of(11), ::testing::Contains(index[7]));
+  // Each PartialSum waits for both slices' last steps.
+  for (const std::size_t k : {12, 13}) {
+    EXPECT_THAT(deps_of(k), ::testing::Contains(index[9]));
+    EXPECT_THAT(deps_of(k), ::testing::Contains(index[11]));
+  }
+
+  // Shapes: each expand is 7 x 7 pixels x 32 input channels x 16 output channels; each project
+  // step 7 x 7 x 16 input channels x 32 output channels; each depthwise conv 16 channels.
+  for (const std::size_t k : {0, 1, 2, 5}) {
+    const auto& c = std::get<ConvShape>(s.commands[index[k]].shape);
+    EXPECT_EQ(c.in_c, 32u);
+    EXPECT_EQ(c.out_c, 16u);
+  }
+  for (const std::size_t k : {4, 7, 9, 11}) {
+    const auto& c = std::get<ConvShape>(s.commands[index[k]].shape);
+    EXPECT_EQ(c.in_c, 16u);
+    EXPECT_EQ(c.out_c, 32u);
+  }
+  // A PartialSum adds the other slice's partial sums and the residual: 2 passes over its rows'
+  // 7 x 32 elements, 4 rows on slice 0 and 3 on slice 1.
+  EXPECT_EQ(std::get<ElementsShape>(s.commands[index[12]].shape).elements, 2u * 4 * 7 * 32);
+  EXPECT_EQ(std::get<ElementsShape>(s.commands[index[13]].shape).elements, 2u * 3 * 7 * 32);
+
+  // Cycles: the folds are the untiled layers' in another order. An expand block is a GEMM of
+  // T = 49 pixels, K = 32, N = 16: ceil(32/16) x ceil(16/16) = 2 folds of 16 + 16 + 16 - 2 + 49
+  // = 95 cycles, 189 less SCALE-Sim's 1; a project step, K = 16, N = 32, the same. The untiled
+  // expand (K = 32, N = 64) is 8 folds, 759: the four blocks take 4 x 189 = 756, a cycle less per
+  // extra command. A depthwise block: 49 x 16 x 9 = 7056 MACs over 16 lanes, 441 cycles.
+  for (const std::size_t k : {0, 1, 2, 5, 4, 7, 9, 11}) {
+    EXPECT_EQ(s.commands[index[k]].compute_cycles, 189u) << k;
+  }
+  for (const std::size_t k : {3, 6, 8, 10}) EXPECT_EQ(s.commands[index[k]].compute_cycles, 441u) << k;
+
+  // DRAM traffic: the input once (1568 bytes) and as the residual (4 and 3 rows: 896 + 672), the
+  // weights once (2048 + 576 + 2048); the output once (1568), in two stores. Nothing between the
+  // members reaches DRAM.
+  EXPECT_EQ(in, 1568u + 1568u + 2048u + 576u + 2048u);
+  EXPECT_EQ(out, 1568u);
+  // MACs: 49 x 32 x 64 + 49 x 64 x 9 + 49 x 64 x 32 = 100352 + 28224 + 100352, the graph's.
+  std::uint64_t macs = 0;
+  for (const Command& c : s.commands) macs += c.macs + c.vector_macs;
+  EXPECT_EQ(macs, 228928u);
+  EXPECT_EQ(macs, graph_macs(g));
+}
+
+TEST(ChannelChains, OnOneSliceTheAccumulatorIsStoredWithNoPartialSum) {
+  const Graph g = inverted_residual();
+  const HwConfig config = load_hw_config("default");
+  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
+  const TensorLayouts layouts = assign_layouts(g, groups);
+  const ChainCost one_slice = [](const Chain& c) {
+    return std::optional<std::uint64_t>(
+        c.channel_block == 16 && c.slices == 1 && c.ahead == 1 ? 1 : 10);
+  };
+  const std::vector<Chain> chains = plan_block(g, config, groups, one_slice);
+  ASSERT_EQ(chains.size(), 1u);
+  ASSERT_EQ(chains[0].slices, 1u);
+  // On one slice the project's mapping is K-split (its accumulator is its output), and nothing
+  // holds a second accumulator, the PartialSum's output or a second slice's blocks:
+  // 1568 + (6272 + 4704 + 2336) + 1568 (the residual).
+  EXPECT_EQ(chains[0].mappings[2].k_step, 16u);
+  EXPECT_EQ(chains[0].reserved_bytes, 1568u + 6272u + 4704u + 2336u + 1568u);
+  Emitter emitter(g, config, layouts);
+  emitter.emit_chain({&groups[0], &groups[1], &groups[2]}, chains[0]);
+  Schedule s = emitter.finish();
+  Diagnostics diag("block.json");
+  finalize_schedule(s, config, diag);
+  ASSERT_TRUE(diag.empty());
+  std::uint64_t sums = 0, stores = 0, out = 0;
+  for (const Command& c : s.commands) {
+    if (on_slice(c.engine)) {
+      EXPECT_EQ(c.slice, 0u);
+      if (c.op == find_op("PartialSum")) ++sums;
+    }
+    if (c.engine == EngineKind::kDmaOut) {
+      ++stores;
+      out += c.bytes;
+    }
+  }
+  EXPECT_EQ(sums, 0u);
+  EXPECT_EQ(stores, 1u);
+  EXPECT_EQ(out, 1568u);
+}
+
+TEST(ChannelChains, TheCompilerChoosesThemWhereTheyEstimateFaster) {
+  // A block of MobileNetV2's 14 x 14 stage (64 -> 384 -> 64) on `default`. The expand is a GEMM
+  // of T = 196 pixels, K = 64, N = 384: 4 x 24 = 96 folds of 16 + 16 + 16 - 2 + 196 = 242
+  // cycles, 23231 (less SCALE-Sim's 1); the project (K = 384, N = 64) the same. The depthwise
+  // conv is 196 x 384 x 9 = 677376 MACs over 16 lanes, 42336 cycles on the vector unit. Per slice
+  // (of 2): 23231 on the array and 21168 on the vector unit; one after another at least their
+  // sum, 44399; by channels at least the larger, 23231, and the compiler takes the chain.
+  const Graph g = inverted_residual(64, 384, 14);
+  const HwConfig config = load_hw_config("default");
+  std::vector<std::string> explain;
+  const Schedule s = compile_schedule(g, config, &explain);
+  EXPECT_THAT(explain, ::testing::Contains(::testing::HasSubstr(" channels 16")));
+  const std::uint64_t cycles = estimate(s, config).total_cycles();
+  EXPECT_GE(cycles, 23231u);
+  EXPECT_LT(cycles, 44399u);
+  std::uint64_t macs = 0;
+  for (const Command& c : s.commands) macs += c.macs + c.vector_macs;
+  EXPECT_EQ(macs, graph_macs(g));
+}
+
+}  // namespace
+}  // namespace npusim
