@@ -81,7 +81,7 @@ std::vector<Chain> plan_block(const Graph& g, const HwConfig& config,
 // The channel chain of 16 channels per block on both slices, expands one block ahead.
 const ChainCost kPreferChannels16 = [](const Chain& c) {
   return std::optional<std::uint64_t>(
-      c.channel_block == 16 && c.slices == 0 && c.ahead == 1 ? 1 : 10);
+      c.channel_block == 16 && c.slices == 0 && c.ahead == 1 && !c.split_outputs ? 1 : 10);
 };
 
 TEST(ChannelChains, AnInvertedResidualBlockIsPlannedByBlocksOfChannels) {
@@ -240,6 +240,70 @@ TEST(ChannelChains, TheBlocksAlternateSlicesAndTheArrayComputesTheNextExpandFirs
   std::uint64_t macs = 0;
   for (const Command& c : s.commands) macs += c.macs + c.vector_macs;
   EXPECT_EQ(macs, 228928u);
+  EXPECT_EQ(macs, graph_macs(g));
+}
+
+TEST(ChannelChains, SplitOutputsNeedNoPartialSumAndHalfTheAccumulators) {
+  const Graph g = inverted_residual();
+  const HwConfig config = load_hw_config("default");
+  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
+  const TensorLayouts layouts = assign_layouts(g, groups);
+  const ChainCost split = [](const Chain& c) {
+    return std::optional<std::uint64_t>(
+        c.channel_block == 16 && c.slices == 0 && c.ahead == 1 && c.split_outputs ? 1 : 10);
+  };
+  const std::vector<Chain> chains = plan_block(g, config, groups, split);
+  ASSERT_EQ(chains.size(), 1u);
+  ASSERT_TRUE(chains[0].split_outputs);
+  // Per slice: 16 of the 32 output channels, an accumulator of 7 x 7 x 16 x 4 = 3136 bytes and
+  // an output of 784; 3 blocks each of the expand's and the depthwise conv's outputs, 4704; two
+  // steps' weights, 2 x (16 x 32 + 16 x 9 + 16 x 16) = 1824. Once: the input and the residual.
+  EXPECT_EQ(chains[0].reserved_bytes, 1568u + 2 * (3136u + 784u + 4704u + 1824u) + 1568u);
+  Emitter emitter(g, config, layouts);
+  emitter.emit_chain({&groups[0], &groups[1], &groups[2]}, chains[0]);
+  Schedule s = emitter.finish();
+  Diagnostics diag("block.json");
+  finalize_schedule(s, config, diag);
+  ASSERT_TRUE(diag.empty());
+  std::vector<std::string> computes;
+  std::vector<std::uint32_t> index;
+  std::uint64_t in = 0, out = 0, stores = 0;
+  for (std::uint32_t i = 0; i < s.commands.size(); ++i) {
+    const Command& c = s.commands[i];
+    if (c.engine == EngineKind::kDmaIn) in += c.bytes;
+    if (c.engine == EngineKind::kDmaOut) {
+      out += c.bytes;
+      ++stores;
+    }
+    if (!on_slice(c.engine)) continue;
+    computes.push_back(std::string(op_table()[c.op].name) + "@" + std::to_string(c.slice));
+    index.push_back(i);
+  }
+  // Every block's project step runs on both slices, the block's own slice last; no PartialSum.
+  EXPECT_EQ(computes, (std::vector<std::string>{
+                          "Conv@0", "Conv@1", "Conv@0",                    // expand 0, 1, 2
+                          "DepthwiseConv@0", "Conv@1", "Conv@0",           // block 0
+                          "Conv@1", "DepthwiseConv@1", "Conv@0", "Conv@1",  // expand 3, block 1
+                          "DepthwiseConv@0", "Conv@1", "Conv@0",           // block 2
+                          "DepthwiseConv@1", "Conv@0", "Conv@1"}));        // block 3
+  // Block 0's step on slice 0 frees its depthwise block after slice 1's step read it.
+  EXPECT_THAT(s.commands[index[5]].deps, ::testing::Contains(index[4]));
+  EXPECT_EQ(s.commands[index[4]].free.size(), 1u);  // its weights only
+  EXPECT_EQ(s.commands[index[5]].free.size(), 2u);  // its weights and the depthwise block
+  // A step: T = 49 pixels, K = 16, N = 16, one fold of 16 + 16 + 16 - 2 + 49 = 95, 94 cycles.
+  for (const std::size_t k : {4, 5, 8, 9, 11, 12, 14, 15}) {
+    const auto& c = std::get<ConvShape>(s.commands[index[k]].shape);
+    EXPECT_EQ(c.in_c, 16u);
+    EXPECT_EQ(c.out_c, 16u);
+    EXPECT_EQ(s.commands[index[k]].compute_cycles, 94u) << k;
+  }
+  // The same bytes as with partial sums: the input and its residual share per slice (2 x 784),
+  // the weights once (the project's 2048 as 8 shares of 256); each slice stores its channels.
+  EXPECT_EQ(in, 1568u + 1568u + 2048u + 576u + 2048u);
+  EXPECT_EQ(out, 1568u);
+  EXPECT_EQ(stores, 2u);
+  std::uint64_t macs = 0;
+  for (const Command& c : s.commands) macs += c.macs + c.vector_macs;
   EXPECT_EQ(macs, graph_macs(g));
 }
 

@@ -522,7 +522,8 @@ class DeviceCompiler {
     for (const Chain& c : chains) {
       which += (which.empty() ? "" : "; ") + groups_[c.first].name + " x" +
                std::to_string(c.mappings.size()) +
-               (c.channel_block > 0 ? " channels " + std::to_string(c.channel_block)
+               (c.channel_block > 0 ? " channels " + std::to_string(c.channel_block) +
+                                          (c.split_outputs ? " split" : "")
                                     : " rows " + std::to_string(c.mappings.front().tile_rows)) +
                (c.ahead == 0 ? "" : " ahead " + std::to_string(c.ahead)) +
                (c.reuse_halo ? " halo" : "") +

@@ -3,6 +3,7 @@
 // output channels, so that each slice's vector unit filters one block while its array computes
 // the next.
 #include <algorithm>
+#include <iterator>
 #include <stdexcept>
 
 #include "sim/compiler/emit/emitter.h"
@@ -17,14 +18,17 @@ namespace npusim {
 // 2. Block j (of `block` channels) runs on slice j mod S: the expand of those output channels
 //    over the whole map (a Conv of all input channels), the depthwise conv of them (which frees
 //    the expand's block), and the project conv's step over them, accumulating onto the slice's
-//    earlier steps (which frees the depthwise block). Each loads its own share of its member's
-//    weights; a member's weight load waits for that member's compute two of the slice's blocks
-//    back, so that at most two are held per slice. The expand of a slice's block n + ahead is
-//    emitted before the project step of its block n: the array queue is in order, and so the
-//    array computes the next expand while the vector unit filters this block.
-// 3. One slice with blocks: its last step loads the residual and its accumulator is stored.
-//    Several: PartialSums add the slices' accumulators (and the residual), a piece of rows each
-//    on its slice (emit_split_tile's reduction), and each piece is stored.
+//    earlier steps (which frees the depthwise block). With split outputs every slice runs a step
+//    over block j, for its share of the output channels; the block's own slice runs its step last
+//    and frees the block after the others' steps. Each loads its own share of its member's
+//    weights; a weight load waits for the same member's compute two of the slice's steps back,
+//    so that at most two are held per slice. The expand of a slice's block n + ahead is emitted
+//    before the project step of its block n: the array queue is in order, and so the array
+//    computes the next expand while the vector unit filters this block.
+// 3. One slice, or split outputs: the last steps load the residual, and each slice's output is
+//    stored (split, the last step writes it apart from the accumulator, which it frees). Else
+//    PartialSums add the slices' accumulators (and the residual), a piece of rows each on its
+//    slice (emit_split_tile's reduction), and each piece is stored.
 // 4. The last store frees the input and the accumulators, waits for every compute, and gives the
 //    reservation back to the ring.
 void Emitter::emit_channel_chain(const std::vector<const LayerGroup*>& members, const Chain& chain,
@@ -61,7 +65,7 @@ void Emitter::emit_channel_chain(const std::vector<const LayerGroup*>& members, 
   load_piece(*members[0], spatial_input(e, 0, e.window(0, e.oh, e.ow), e.c), after_room,
              frees_at_end, input_loads);
   // 2. The blocks. Per member and block: its compute (kNone until emitted) and its output buffer.
-  std::vector<std::vector<CommandIndex>> computes(3, std::vector<CommandIndex>(blocks, kNone));
+  std::vector<std::vector<CommandIndex>> computes(2, std::vector<CommandIndex>(blocks, kNone));
   std::vector<std::vector<std::string>> outputs(2, std::vector<std::string>(blocks));
   std::vector<std::string> accumulators(slices);
   std::vector<CommandIndex> last_step(slices, kNone);
@@ -77,7 +81,6 @@ void Emitter::emit_channel_chain(const std::vector<const LayerGroup*>& members, 
     load.alloc.push_back({frees.back(), load.bytes});
     deps.push_back(emit(std::move(load), "DI", di_, *members[i], std::move(waits)));
   };
-  const std::uint64_t partial = p.partial_bytes(p.oh, p.ow, p.units);
   auto emit_expand = [&](std::uint64_t j) {
     program_ = programs[0];
     const std::uint64_t u = block_units(j);
@@ -103,37 +106,80 @@ void Emitter::emit_channel_chain(const std::vector<const LayerGroup*>& members, 
     c.free = std::move(frees);
     computes[1][j] = emit(std::move(c), "S", s_, *members[1], std::move(deps));
   };
-  auto emit_project = [&](std::uint64_t j) {
+  // The project's step over block j on slice q (of the chain's): split, its share of the output
+  // channels; else all of them, on the block's slice. Each slice accumulates its steps in place.
+  const bool split = chain.split_outputs && slices > 1;
+  std::vector<std::uint64_t> out_units(slices, p.units);  // per slice
+  if (split) {
+    for (std::uint64_t q = 0; q < slices; ++q) {
+      out_units[q] = p.units / slices + (q < p.units % slices ? 1 : 0);
+    }
+  }
+  std::vector<std::vector<CommandIndex>> steps(blocks, std::vector<CommandIndex>(slices, kNone));
+  std::vector<std::string> outs(slices);  // split: each slice's output, written by its last step
+  auto emit_project = [&](std::uint64_t j, std::uint64_t q, bool frees_block) {
     program_ = programs[2];
-    const std::uint64_t u = block_units(j);
-    const std::uint64_t q = j % slices;
-    std::vector<std::string> frees = {outputs[1][j]};
+    const std::uint64_t u = block_units(j), n = out_units[q];
+    std::vector<std::string> frees;
     std::vector<CommandIndex> deps = {computes[1][j]};
-    load_weights_of(2, j, p.part_weight_bytes(p.units, u), frees, deps);
-    // One slice: its last step applies the residual, as a K-split tile's does.
-    if (slices == 1 && j + 1 == blocks) {
+    // The step that frees the depthwise block waits for every other slice's read of it.
+    if (frees_block) {
+      frees.push_back(outputs[1][j]);
+      for (const CommandIndex other : steps[j]) {
+        if (other != kNone) deps.push_back(other);
+      }
+    }
+    // Its weights, after the slice's step two back (which freed that step's).
+    if (const std::uint64_t bytes = p.part_weight_bytes(n, u); bytes > 0) {
+      std::vector<CommandIndex> waits = after_room;
+      const std::uint64_t back = split ? 2 : 2 * slices;
+      if (j >= back) waits.push_back(steps[j - back][split ? q : j % slices]);
+      Command load = dma(EngineKind::kDmaIn, bytes);
+      frees.push_back(buffer_name());
+      load.alloc.push_back({frees.back(), load.bytes});
+      deps.push_back(emit(std::move(load), "DI", di_, *members[2], std::move(waits)));
+    }
+    // The last step applies the residual, as a K-split tile's does, when no PartialSum will.
+    const bool last = split ? j + 1 == blocks : slices == 1 && j + 1 == blocks;
+    if (last) {
       for (const Piece& r :
-           with_residual(g_, *members[2], layouts_, p, {}, 0, 0, p.oh, 0, p.ow, p.k)) {
+           with_residual(g_, *members[2], layouts_, p, {}, 0, 0, p.oh, 0, p.ow, n)) {
         if (r.bytes > 0) load_piece(*members[2], r, after_room, frees, deps);
       }
     }
     if (last_step[q] != kNone) deps.push_back(last_step[q]);  // accumulates onto it
-    ConvShape shape = p.tile_shape(p.oh, p.ow, p.units);
+    ConvShape shape = p.tile_shape(p.oh, p.ow, n);
     shape.in_c = u;
-    Command c = compute(p.op, slice_of(j), shape);
+    Command c = compute(p.op, split ? static_cast<std::uint32_t>((group_base_ + q) % slices_)
+                                    : slice_of(j),
+                        shape);
     if (last_step[q] == kNone) {
       accumulators[q] = buffer_name();
-      c.alloc.push_back({accumulators[q], partial});
+      c.alloc.push_back({accumulators[q], p.partial_bytes(p.oh, p.ow, n)});
+    }
+    // Split, the last step writes the output apart from the accumulator, which it frees.
+    if (split && last) {
+      outs[q] = buffer_name();
+      c.alloc.push_back({outs[q], std::max<std::uint64_t>(p.output_bytes(p.oh, p.ow, n), 1)});
+      frees.push_back(accumulators[q]);
     }
     c.free = std::move(frees);
-    last_step[q] = computes[2][j] = emit(std::move(c), "S", s_, *members[2], std::move(deps));
+    last_step[q] = steps[j][q] = emit(std::move(c), "S", s_, *members[2], std::move(deps));
   };
   const std::uint64_t lead = chain.ahead * slices;
   std::uint64_t expanded = 0;
   for (std::uint64_t j = 0; j < blocks; ++j) {
     for (; expanded < blocks && expanded <= j + lead; ++expanded) emit_expand(expanded);
     emit_depthwise(j);
-    emit_project(j);
+    if (!split) {
+      emit_project(j, j % slices, true);
+      continue;
+    }
+    // The other slices' steps first; the block's own slice frees it.
+    for (std::uint64_t n = 1; n <= slices; ++n) {
+      const std::uint64_t q = (j + n) % slices;
+      emit_project(j, q, q == j % slices);
+    }
   }
   // 3. The output.
   program_ = programs[2];
@@ -141,7 +187,14 @@ void Emitter::emit_channel_chain(const std::vector<const LayerGroup*>& members, 
   const std::uint64_t y_row_bytes = p.ow * p.k * p.out_elem_bytes;
   std::vector<CommandIndex> ends;  // the stores (or, kept on chip, the last computes)
   std::vector<CommandIndex> reductions;
-  if (slices == 1) {
+  if (split) {
+    // Each slice's channels of every row: the store's range is the rows it writes into.
+    for (std::uint64_t q = 0; q < slices; ++q) {
+      ends.push_back(store_tile(tail, {last_step[q]}, outs[q],
+                                p.output_bytes(p.oh, p.ow, out_units[q]), 0, p.oh * y_row_bytes,
+                                nullptr));
+    }
+  } else if (slices == 1) {
     ends.push_back(store_tile(tail, {last_step[0]}, accumulators[0],
                               p.output_bytes(p.oh, p.ow, p.units), 0, p.oh * y_row_bytes,
                               nullptr));
@@ -153,14 +206,14 @@ void Emitter::emit_channel_chain(const std::vector<const LayerGroup*>& members, 
       const std::uint64_t r1 = std::min(p.oh, r0 + piece_rows);
       std::vector<CommandIndex> deps = last_step;
       std::vector<std::string> frees;
-      for (const Piece& r :
-           with_residual(g_, tail, layouts_, p, {}, 0, r0, r1, 0, p.ow, p.k)) {
+      for (const Piece& r : with_residual(g_, tail, layouts_, p, {}, 0, r0, r1, 0, p.ow, p.k)) {
         if (r.bytes > 0) load_piece(tail, r, after_room, frees, deps);
       }
-      Command add = compute("PartialSum", slice_of(i),
-                            ElementsShape{passes * (r1 - r0) * p.ow * p.k});
+      Command add =
+          compute("PartialSum", slice_of(i), ElementsShape{passes * (r1 - r0) * p.ow * p.k});
       const std::string out = buffer_name();
-      add.alloc.push_back({out, std::max<std::uint64_t>(p.output_bytes(r1 - r0, p.ow, p.units), 1)});
+      add.alloc.push_back(
+          {out, std::max<std::uint64_t>(p.output_bytes(r1 - r0, p.ow, p.units), 1)});
       add.free = std::move(frees);
       reductions.push_back(emit(std::move(add), "S", s_, tail, std::move(deps)));
       ends.push_back(store_tile(tail, {reductions.back()}, out,
@@ -172,7 +225,11 @@ void Emitter::emit_channel_chain(const std::vector<const LayerGroup*>& members, 
   // 4. The last of them frees what is left and waits for every compute.
   const CommandIndex last = *std::max_element(ends.begin(), ends.end());
   std::vector<CommandIndex> all;
-  for (const std::vector<CommandIndex>& member : computes) all.insert(all.end(), member.begin(), member.end());
+  for (std::size_t i = 0; i < 2; ++i) all.insert(all.end(), computes[i].begin(), computes[i].end());
+  for (const std::vector<CommandIndex>& block_steps : steps) {
+    std::copy_if(block_steps.begin(), block_steps.end(), std::back_inserter(all),
+                 [](CommandIndex c) { return c != kNone; });
+  }
   std::vector<CommandIndex> after = last_per_queue(all);
   after.insert(after.end(), reductions.begin(), reductions.end());
   after.insert(after.end(), ends.begin(), ends.end());

@@ -206,26 +206,32 @@ bool channel_chain_members(const std::vector<SpatialLayer>& s) {
 std::optional<Chain> make_channel_chain(const HwConfig& config, const std::vector<SpatialLayer>& s,
                                         std::size_t first, std::uint64_t block,
                                         std::uint32_t slices, std::uint64_t ahead,
-                                        std::uint64_t cap) {
+                                        bool split_outputs, std::uint64_t cap) {
   const SpatialLayer& e = s[0];
   const SpatialLayer& d = s[1];
   const SpatialLayer& p = s[2];
   const std::uint64_t blocks = ceil_div(e.k, block);
-  // Fewer blocks than slices: the slices without one are the fewer-slices option's.
-  if (blocks < slices) return std::nullopt;
+  // Fewer blocks (or output channels, split) than slices: the slices without any are the
+  // fewer-slices option's.
+  if (blocks < slices || (split_outputs && (slices < 2 || p.units < slices))) return std::nullopt;
+  // Split, a slice's project holds its share of the output channels: its accumulator, its output
+  // (the last step writes it apart, so that it may stay resident) and its weights' share.
+  const std::uint64_t out_units = split_outputs ? ceil_div(p.units, slices) : p.units;
   const std::uint64_t per_slice =
-      p.partial_bytes(p.oh, p.ow, p.units) +
+      p.partial_bytes(p.oh, p.ow, out_units) +
+      (split_outputs ? p.output_bytes(p.oh, p.ow, out_units) : 0) +
       (ahead + 2) * (e.output_bytes(e.oh, e.ow, block) + d.output_bytes(d.oh, d.ow, block)) +
       2 * (e.chunk_weight_bytes(block) + d.chunk_weight_bytes(block) +
-           p.part_weight_bytes(p.units, block));
+           p.part_weight_bytes(out_units, block));
   Chain c;
   c.first = first;
   c.slices = slices == config.slices.count ? 0 : slices;
   c.channel_block = block;
+  c.split_outputs = split_outputs;
   c.ahead = ahead;
   c.reserved_bytes = e.input_bytes(e.oh, e.ow, e.c) + slices * per_slice +
                      p.residual_bytes(p.oh, p.ow, p.units) +
-                     (slices > 1 ? p.output_bytes(p.oh, p.ow, p.units) : 0);
+                     (slices > 1 && !split_outputs ? p.output_bytes(p.oh, p.ow, p.units) : 0);
   if (c.reserved_bytes > cap) return std::nullopt;
   for (std::size_t i = 0; i < s.size(); ++i) {
     Mapping m;
@@ -234,7 +240,8 @@ std::optional<Chain> make_channel_chain(const HwConfig& config, const std::vecto
     m.tile_cols = s[i].ow;
     m.tile_channel_units = i + 1 < s.size() ? block : s[i].units;
     // On one slice the project's accumulator is its output (a K-split tile's, which cannot stay
-    // resident: plan_residency's tiles_output); on several, PartialSums write it as tiles do.
+    // resident: plan_residency's tiles_output); on several, PartialSums or the last steps write
+    // it as tiles do.
     m.k_step = i + 1 < s.size() || slices > 1 ? 0 : block;
     m.slices = c.slices;
     c.mappings.push_back(m);
@@ -243,8 +250,9 @@ std::optional<Chain> make_channel_chain(const HwConfig& config, const std::vecto
 }
 
 // The channel chains of `s` that fit: blocks of one and two array widths (so that every step
-// fills the array's folds), every slice count, expands 1 and 2 blocks ahead. Nothing else of the
-// chain is on the ring, so it may reserve the tiles' half.
+// fills the array's folds), every slice count, expands 1 and 2 blocks ahead, on several slices
+// with partial sums or split outputs. Nothing else of the chain is on the ring, so it may reserve
+// the tiles' half.
 std::vector<Chain> channel_chains(const HwConfig& config, const std::vector<SpatialLayer>& s,
                                   std::size_t first) {
   std::vector<Chain> out;
@@ -254,9 +262,11 @@ std::vector<Chain> channel_chains(const HwConfig& config, const std::vector<Spat
     if (block >= s.front().k) continue;  // one block is no chain
     for (const std::uint32_t slices : slice_options(config.slices.count)) {
       for (std::uint64_t ahead = 1; ahead <= 2; ++ahead) {
-        if (std::optional<Chain> c = make_channel_chain(config, s, first, block, slices, ahead,
-                                                        config.lram_bytes / 2)) {
-          out.push_back(std::move(*c));
+        for (const bool split : {false, true}) {
+          if (std::optional<Chain> c = make_channel_chain(config, s, first, block, slices, ahead,
+                                                          split, config.lram_bytes / 2)) {
+            out.push_back(std::move(*c));
+          }
         }
       }
     }
@@ -278,7 +288,8 @@ std::vector<std::uint64_t> chain_fields(const Chain& chain) {
   }
   f.insert(f.end(), chain.live_tiles.begin(), chain.live_tiles.end());
   f.insert(f.end(), {chain.ahead, chain.reuse_halo ? 1u : 0u, chain.reserved_bytes, chain.slices,
-                     chain.ring_bytes, chain.free_delay, chain.channel_block});
+                     chain.ring_bytes, chain.free_delay, chain.channel_block,
+                     chain.split_outputs ? 1u : 0u});
   return f;
 }
 

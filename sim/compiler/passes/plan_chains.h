@@ -62,6 +62,11 @@ struct Chain {
   // expand runs ahead of its project; `order` and `live_tiles` are empty, and everything the
   // chain holds is in `reserved_bytes` (`ring_bytes` is 0).
   std::uint64_t channel_block = 0;
+  // On several slices, whether each slice's project computes its share of the output channels
+  // from every slice's depthwise blocks (read across slices from the shared local memory), so that
+  // no PartialSum adds the slices' partial sums; else each slice accumulates all output channels
+  // over its own blocks and PartialSums add them up.
+  bool split_outputs = false;
   // For a channel chain, the run's best chain of row bands, if any saved cycles alone: where the
   // channel chain loses in the model, the driver tries it instead (chains_one_by_one). Costed
   // alone, a channel chain may beat the rows yet hold more of the memory the model's other groups
