@@ -21,6 +21,7 @@
 #include "sim/frontend/graph_json.h"
 #include "sim/ir/engines.h"
 #include "sim/ir/ops.h"
+#include "profiler/stats.h"
 #include "sim/util/error.h"
 
 namespace npusim {
@@ -29,9 +30,14 @@ namespace {
 // x [1, 32, 7, 7] int8 -> expand (1x1, 32 -> 64) + Relu -> depthwise (3x3, 64, pad 1) + Relu ->
 // project (1x1, 64 -> 32) + Add x: MobileNetV2's inverted residual block at a small size.
 Graph inverted_residual(std::uint64_t channels = 32, std::uint64_t expanded = 64,
-                        std::uint64_t size = 7) {
+                        std::uint64_t size = 7, std::uint64_t stride = 1, bool residual = true,
+                        std::uint64_t out_channels = 0) {
+  if (out_channels == 0) out_channels = channels;
+  const std::uint64_t out_size = (size + 2 - 3) / stride + 1;  // the depthwise conv's, pad 1
+  residual = residual && stride == 1 && out_channels == channels;
   const std::string c = std::to_string(channels), e = std::to_string(expanded),
-                    h = std::to_string(size);
+                    h = std::to_string(size), o = std::to_string(out_size),
+                    k = std::to_string(out_channels), st = std::to_string(stride);
   const std::string doc = R"({
     "format": "npusim-graph", "version": 1, "name": "block",
     "tensors": [
@@ -40,23 +46,27 @@ Graph inverted_residual(std::uint64_t channels = 32, std::uint64_t expanded = 64
       {"name": "e", "dtype": "int8", "shape": [1, )" + e + ", " + h + ", " + h + R"(]},
       {"name": "er", "dtype": "int8", "shape": [1, )" + e + ", " + h + ", " + h + R"(]},
       {"name": "wd", "dtype": "int8", "shape": [)" + e + R"(, 1, 3, 3], "constant": true},
-      {"name": "d", "dtype": "int8", "shape": [1, )" + e + ", " + h + ", " + h + R"(]},
-      {"name": "dr", "dtype": "int8", "shape": [1, )" + e + ", " + h + ", " + h + R"(]},
-      {"name": "wp", "dtype": "int8", "shape": [)" + c + ", " + e + R"(, 1, 1], "constant": true},
-      {"name": "p", "dtype": "int8", "shape": [1, )" + c + ", " + h + ", " + h + R"(]},
-      {"name": "y", "dtype": "int8", "shape": [1, )" + c + ", " + h + ", " + h + R"(]}
+      {"name": "d", "dtype": "int8", "shape": [1, )" + e + ", " + o + ", " + o + R"(]},
+      {"name": "dr", "dtype": "int8", "shape": [1, )" + e + ", " + o + ", " + o + R"(]},
+      {"name": "wp", "dtype": "int8", "shape": [)" + k + ", " + e + R"(, 1, 1], "constant": true},
+      {"name": "p", "dtype": "int8", "shape": [1, )" + k + ", " + o + ", " + o + R"(]},
+      {"name": "y", "dtype": "int8", "shape": [1, )" + k + ", " + o + ", " + o + R"(]}
     ],
-    "inputs": ["x"], "outputs": ["y"],
+    "inputs": ["x"], "outputs": [")" + std::string(residual ? "y" : "p") + R"("],
     "layers": [
       {"name": "expand", "op": "Conv", "inputs": ["x", "we"], "outputs": ["e"],
        "attrs": {"kernel_shape": [1, 1]}},
       {"name": "expand.relu", "op": "Relu", "inputs": ["e"], "outputs": ["er"]},
       {"name": "dw", "op": "Conv", "inputs": ["er", "wd"], "outputs": ["d"],
-       "attrs": {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "group": )" + e + R"(}},
+       "attrs": {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "strides": [)" + st + ", " +
+                           st + R"(], "group": )" + e + R"(}},
       {"name": "dw.relu", "op": "Relu", "inputs": ["d"], "outputs": ["dr"]},
       {"name": "project", "op": "Conv", "inputs": ["dr", "wp"], "outputs": ["p"],
-       "attrs": {"kernel_shape": [1, 1]}},
-      {"name": "add", "op": "Add", "inputs": ["p", "x"], "outputs": ["y"]}
+       "attrs": {"kernel_shape": [1, 1]}})" +
+                          std::string(residual ? R"(,
+      {"name": "add", "op": "Add", "inputs": ["p", "x"], "outputs": ["y"]})"
+                                               : "") +
+                          R"(
     ]})";
   return parse_graph_json(Json::parse(doc), "block.json");
 }
@@ -105,10 +115,10 @@ TEST(ChannelChains, AnInvertedResidualBlockIsPlannedByBlocksOfChannels) {
   EXPECT_EQ(chain.mappings[2].tile_channel_units, 32u);
   EXPECT_EQ(chain.mappings[2].k_step, 0u);
   // Reserved: the input map once, 7 x 7 x 32 = 1568 bytes; per slice the accumulator,
-  // 7 x 7 x 32 x 4 = 6272, 3 (ahead + 2) blocks of the expand's and the depthwise conv's
-  // outputs, 3 x 2 x 7 x 7 x 16 = 4704, and two steps' weights of each member,
+  // 7 x 7 x 32 x 4 = 6272, 2 (ahead + 1) blocks of the expand's and the depthwise conv's
+  // outputs, 2 x 2 x 7 x 7 x 16 = 3136, and two steps' weights of each member,
   // 2 x (16 x 32 + 16 x 9 + 16 x 32) = 2336; then the residual and the output, 1568 each.
-  EXPECT_EQ(chain.reserved_bytes, 1568u + 2 * (6272u + 4704u + 2336u) + 1568u + 1568u);
+  EXPECT_EQ(chain.reserved_bytes, 1568u + 2 * (6272u + 3136u + 2336u) + 1568u + 1568u);
   EXPECT_EQ(chain.ring_bytes, 0u);
 }
 
@@ -256,9 +266,9 @@ TEST(ChannelChains, SplitOutputsNeedNoPartialSumAndHalfTheAccumulators) {
   ASSERT_EQ(chains.size(), 1u);
   ASSERT_TRUE(chains[0].split_outputs);
   // Per slice: 16 of the 32 output channels, an accumulator of 7 x 7 x 16 x 4 = 3136 bytes and
-  // an output of 784; 3 blocks each of the expand's and the depthwise conv's outputs, 4704; two
+  // an output of 784; 2 blocks each of the expand's and the depthwise conv's outputs, 3136; two
   // steps' weights, 2 x (16 x 32 + 16 x 9 + 16 x 16) = 1824. Once: the input and the residual.
-  EXPECT_EQ(chains[0].reserved_bytes, 1568u + 2 * (3136u + 784u + 4704u + 1824u) + 1568u);
+  EXPECT_EQ(chains[0].reserved_bytes, 1568u + 2 * (3136u + 784u + 3136u + 1824u) + 1568u);
   Emitter emitter(g, config, layouts);
   emitter.emit_chain({&groups[0], &groups[1], &groups[2]}, chains[0]);
   Schedule s = emitter.finish();
@@ -321,9 +331,9 @@ TEST(ChannelChains, OnOneSliceTheAccumulatorIsStoredWithNoPartialSum) {
   ASSERT_EQ(chains[0].slices, 1u);
   // On one slice the project's mapping is K-split (its accumulator is its output), and nothing
   // holds a second accumulator, the PartialSum's output or a second slice's blocks:
-  // 1568 + (6272 + 4704 + 2336) + 1568 (the residual).
+  // 1568 + (6272 + 3136 + 2336) + 1568 (the residual).
   EXPECT_EQ(chains[0].mappings[2].k_step, 16u);
-  EXPECT_EQ(chains[0].reserved_bytes, 1568u + 6272u + 4704u + 2336u + 1568u);
+  EXPECT_EQ(chains[0].reserved_bytes, 1568u + 6272u + 3136u + 2336u + 1568u);
   Emitter emitter(g, config, layouts);
   emitter.emit_chain({&groups[0], &groups[1], &groups[2]}, chains[0]);
   Schedule s = emitter.finish();
@@ -364,6 +374,72 @@ TEST(ChannelChains, TheCompilerChoosesThemWhereTheyEstimateFaster) {
   std::uint64_t macs = 0;
   for (const Command& c : s.commands) macs += c.macs + c.vector_macs;
   EXPECT_EQ(macs, graph_macs(g));
+}
+
+TEST(ChannelChains, EveryOptionChecksHoldsItsReservationAndKeepsTheGraphsMacs) {
+  // Blocks of MobileNetV2's shapes and odd ones (an expand of 40 channels: a last block of 8;
+  // a stride-2 depthwise conv; no residual; a project that widens), on both built-in configs and
+  // on `default` with a small local memory. Every channel chain plan_chains offers is emitted
+  // alone: its schedule checks, the estimate runs it to the end, its MACs are the graph's, and
+  // the local memory it holds at any time (as the estimate frees and allocates) is within what it
+  // reserved, for nothing else is on chip.
+  struct Shape {
+    std::uint64_t channels, expanded, size, stride, out_channels;
+  };
+  const std::vector<Shape> shapes = {{32, 64, 7, 1, 32},    {24, 144, 14, 2, 32},
+                                     {64, 384, 14, 1, 64},  {96, 576, 14, 1, 96},
+                                     {160, 960, 7, 1, 160}, {160, 960, 7, 1, 320},
+                                     {16, 40, 5, 1, 16},    {8, 48, 9, 2, 24}};
+  HwConfig small = load_hw_config("default");
+  small.lram_bytes = 128 * 1024;
+  std::size_t emitted = 0;
+  for (const HwConfig& config : {load_hw_config("default"), load_hw_config("server"), small}) {
+    for (const Shape& shape : shapes) {
+      const Graph g =
+          inverted_residual(shape.channels, shape.expanded, shape.size, shape.stride, true,
+                            shape.out_channels);
+      const std::vector<LayerGroup> groups = fuse_layer_groups(g);
+      ASSERT_EQ(groups.size(), 3u);
+      const TensorLayouts layouts = assign_layouts(g, groups);
+      std::vector<Chain> options;
+      const ChainCost collect = [&](const Chain& c) {
+        if (c.channel_block > 0) options.push_back(c);
+        return std::optional<std::uint64_t>(10);
+      };
+      plan_block(g, config, groups, collect);
+      for (const Chain& chain : options) {
+        const std::string what = std::to_string(shape.expanded) + " at " +
+                                 std::to_string(shape.size) + ", block " +
+                                 std::to_string(chain.channel_block) + ", slices " +
+                                 std::to_string(chain.slices) + ", ahead " +
+                                 std::to_string(chain.ahead) +
+                                 (chain.split_outputs ? " split" : "");
+        EXPECT_LE(chain.reserved_bytes, config.lram_bytes / 2) << what;
+        Emitter emitter(g, config, layouts);
+        emitter.emit_chain({&groups[0], &groups[1], &groups[2]}, chain);
+        Schedule s = emitter.finish();
+        Diagnostics diag("block.json");
+        finalize_schedule(s, config, diag);
+        ASSERT_TRUE(diag.empty()) << what;
+        const profiler::Timeline t = estimate(s, config);
+        std::uint64_t in_use = 0, peak = 0;
+        for (const profiler::LramChange& c : profiler::lram_changes(make_workload(s, config), t)) {
+          const Command& cmd = s.commands[c.command];
+          in_use = c.is_alloc ? in_use + cmd.lram_alloc_bytes
+                              : in_use - std::min(in_use, cmd.lram_free_bytes);
+          peak = std::max(peak, in_use);
+        }
+        EXPECT_GT(peak, 0u) << what;
+        EXPECT_LE(peak, chain.reserved_bytes) << what;
+        std::uint64_t macs = 0;
+        for (const Command& c : s.commands) macs += c.macs + c.vector_macs;
+        EXPECT_EQ(macs, graph_macs(g)) << what;
+        ++emitted;
+      }
+    }
+  }
+  // Options were offered: on `default` alone, 2 slice counts x 2 ahead x (1 + split) for most.
+  EXPECT_GT(emitted, 50u);
 }
 
 }  // namespace

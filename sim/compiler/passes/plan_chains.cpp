@@ -200,9 +200,14 @@ bool channel_chain_members(const std::vector<SpatialLayer>& s) {
 // The channel chain of members `s` (channel_chain_members) from group `first`: `block` channels
 // per step, on `slices` slices, each slice's expand `ahead` blocks ahead of its project; nullopt
 // when what it holds passes `cap`. Per slice it holds its project's accumulator (the whole map
-// at kPartialElemBytes), up to ahead + 2 blocks of the expand's and the depthwise conv's outputs
-// and two steps' weights of each member; once, the input map, and at the end the residual and,
-// when the slices' partial sums are added (more than one slice has blocks), the output.
+// at kPartialElemBytes), ahead + 1 blocks of the expand's outputs and as many of the depthwise
+// conv's, and two steps' weights of each member; once, the input map, and at the end the
+// residual and the output (the PartialSums', or each slice's share when split). The blocks are
+// bounded by the order, whatever the timing: a slice's expand of block n + ahead + 1 follows the
+// project's step over its block n on the in-order array queue, and that step frees the block's
+// depthwise output, whose conv freed its expand output; the depthwise conv of block
+// n + ahead + 1 waits for that expand. (ChannelChains.EveryOptionChecksHoldsItsReservation...
+// checks the peak against the reservation.)
 std::optional<Chain> make_channel_chain(const HwConfig& config, const std::vector<SpatialLayer>& s,
                                         std::size_t first, std::uint64_t block,
                                         std::uint32_t slices, std::uint64_t ahead,
@@ -220,7 +225,7 @@ std::optional<Chain> make_channel_chain(const HwConfig& config, const std::vecto
   const std::uint64_t per_slice =
       p.partial_bytes(p.oh, p.ow, out_units) +
       (split_outputs ? p.output_bytes(p.oh, p.ow, out_units) : 0) +
-      (ahead + 2) * (e.output_bytes(e.oh, e.ow, block) + d.output_bytes(d.oh, d.ow, block)) +
+      (ahead + 1) * (e.output_bytes(e.oh, e.ow, block) + d.output_bytes(d.oh, d.ow, block)) +
       2 * (e.chunk_weight_bytes(block) + d.chunk_weight_bytes(block) +
            p.part_weight_bytes(out_units, block));
   Chain c;
