@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "profiler/stats.h"
 #include "sim/compiler/compiler.h"
 #include "sim/compiler/emit/emitter.h"
 #include "sim/compiler/passes/assign_layouts.h"
@@ -21,7 +22,6 @@
 #include "sim/frontend/graph_json.h"
 #include "sim/ir/engines.h"
 #include "sim/ir/ops.h"
-#include "profiler/stats.h"
 #include "sim/util/error.h"
 
 namespace npusim {
@@ -41,25 +41,36 @@ Graph inverted_residual(std::uint64_t channels = 32, std::uint64_t expanded = 64
   const std::string doc = R"({
     "format": "npusim-graph", "version": 1, "name": "block",
     "tensors": [
-      {"name": "x", "dtype": "int8", "shape": [1, )" + c + ", " + h + ", " + h + R"(]},
-      {"name": "we", "dtype": "int8", "shape": [)" + e + ", " + c + R"(, 1, 1], "constant": true},
-      {"name": "e", "dtype": "int8", "shape": [1, )" + e + ", " + h + ", " + h + R"(]},
-      {"name": "er", "dtype": "int8", "shape": [1, )" + e + ", " + h + ", " + h + R"(]},
-      {"name": "wd", "dtype": "int8", "shape": [)" + e + R"(, 1, 3, 3], "constant": true},
-      {"name": "d", "dtype": "int8", "shape": [1, )" + e + ", " + o + ", " + o + R"(]},
-      {"name": "dr", "dtype": "int8", "shape": [1, )" + e + ", " + o + ", " + o + R"(]},
-      {"name": "wp", "dtype": "int8", "shape": [)" + k + ", " + e + R"(, 1, 1], "constant": true},
-      {"name": "p", "dtype": "int8", "shape": [1, )" + k + ", " + o + ", " + o + R"(]},
-      {"name": "y", "dtype": "int8", "shape": [1, )" + k + ", " + o + ", " + o + R"(]}
+      {"name": "x", "dtype": "int8", "shape": [1, )" +
+                          c + ", " + h + ", " + h + R"(]},
+      {"name": "we", "dtype": "int8", "shape": [)" +
+                          e + ", " + c + R"(, 1, 1], "constant": true},
+      {"name": "e", "dtype": "int8", "shape": [1, )" +
+                          e + ", " + h + ", " + h + R"(]},
+      {"name": "er", "dtype": "int8", "shape": [1, )" +
+                          e + ", " + h + ", " + h + R"(]},
+      {"name": "wd", "dtype": "int8", "shape": [)" +
+                          e + R"(, 1, 3, 3], "constant": true},
+      {"name": "d", "dtype": "int8", "shape": [1, )" +
+                          e + ", " + o + ", " + o + R"(]},
+      {"name": "dr", "dtype": "int8", "shape": [1, )" +
+                          e + ", " + o + ", " + o + R"(]},
+      {"name": "wp", "dtype": "int8", "shape": [)" +
+                          k + ", " + e + R"(, 1, 1], "constant": true},
+      {"name": "p", "dtype": "int8", "shape": [1, )" +
+                          k + ", " + o + ", " + o + R"(]},
+      {"name": "y", "dtype": "int8", "shape": [1, )" +
+                          k + ", " + o + ", " + o + R"(]}
     ],
-    "inputs": ["x"], "outputs": [")" + std::string(residual ? "y" : "p") + R"("],
+    "inputs": ["x"], "outputs": [")" +
+                          std::string(residual ? "y" : "p") + R"("],
     "layers": [
       {"name": "expand", "op": "Conv", "inputs": ["x", "we"], "outputs": ["e"],
        "attrs": {"kernel_shape": [1, 1]}},
       {"name": "expand.relu", "op": "Relu", "inputs": ["e"], "outputs": ["er"]},
       {"name": "dw", "op": "Conv", "inputs": ["er", "wd"], "outputs": ["d"],
-       "attrs": {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "strides": [)" + st + ", " +
-                           st + R"(], "group": )" + e + R"(}},
+       "attrs": {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "strides": [)" +
+                          st + ", " + st + R"(], "group": )" + e + R"(}},
       {"name": "dw.relu", "op": "Relu", "inputs": ["d"], "outputs": ["dr"]},
       {"name": "project", "op": "Conv", "inputs": ["dr", "wp"], "outputs": ["p"],
        "attrs": {"kernel_shape": [1, 1]}})" +
@@ -177,7 +188,7 @@ TEST(ChannelChains, TheBlocksAlternateSlicesAndTheArrayComputesTheNextExpandFirs
   // depthwise conv, and block j + 2's before block j + 1's depthwise conv; then the PartialSums
   // of rows [0, 4) on slice 0 and [4, 7) on slice 1.
   std::vector<std::string> computes;
-  std::vector<std::uint32_t> index;  // of each compute in s.commands
+  std::vector<std::uint32_t> index;            // of each compute in s.commands
   std::map<std::string, std::uint64_t> loads;  // DMA_IN bytes by program
   std::uint64_t in = 0, out = 0;
   for (std::uint32_t i = 0; i < s.commands.size(); ++i) {
@@ -188,13 +199,13 @@ TEST(ChannelChains, TheBlocksAlternateSlicesAndTheArrayComputesTheNextExpandFirs
     computes.push_back(std::string(op_table()[c.op].name) + "@" + std::to_string(c.slice));
     index.push_back(i);
   }
-  EXPECT_EQ(computes, (std::vector<std::string>{
-                          "Conv@0", "Conv@1", "Conv@0",                  // expand 0, 1, 2
-                          "DepthwiseConv@0", "Conv@0",                   // block 0
-                          "Conv@1", "DepthwiseConv@1", "Conv@1",         // expand 3, block 1
-                          "DepthwiseConv@0", "Conv@0",                   // block 2
-                          "DepthwiseConv@1", "Conv@1",                   // block 3
-                          "PartialSum@0", "PartialSum@1"}));
+  EXPECT_EQ(computes,
+            (std::vector<std::string>{"Conv@0", "Conv@1", "Conv@0",           // expand 0, 1, 2
+                                      "DepthwiseConv@0", "Conv@0",            // block 0
+                                      "Conv@1", "DepthwiseConv@1", "Conv@1",  // expand 3, block 1
+                                      "DepthwiseConv@0", "Conv@0",            // block 2
+                                      "DepthwiseConv@1", "Conv@1",            // block 3
+                                      "PartialSum@0", "PartialSum@1"}));
   // Each program is a member: expand, depthwise, project (the PartialSums are the project's).
   EXPECT_EQ(s.programs.size(), 3u);
   const std::vector<std::uint32_t> program_of = {0, 0, 0, 1, 2, 0, 1, 2, 1, 2, 1, 2, 2, 2};
@@ -239,7 +250,8 @@ TEST(ChannelChains, TheBlocksAlternateSlicesAndTheArrayComputesTheNextExpandFirs
   for (const std::size_t k : {0, 1, 2, 5, 4, 7, 9, 11}) {
     EXPECT_EQ(s.commands[index[k]].compute_cycles, 189u) << k;
   }
-  for (const std::size_t k : {3, 6, 8, 10}) EXPECT_EQ(s.commands[index[k]].compute_cycles, 441u) << k;
+  for (const std::size_t k : {3, 6, 8, 10})
+    EXPECT_EQ(s.commands[index[k]].compute_cycles, 441u) << k;
 
   // DRAM traffic: the input once (1568 bytes) and as the residual (4 and 3 rows: 896 + 672), the
   // weights once (2048 + 576 + 2048); the output once (1568), in two stores. Nothing between the
@@ -291,11 +303,11 @@ TEST(ChannelChains, SplitOutputsNeedNoPartialSumAndHalfTheAccumulators) {
   }
   // Every block's project step runs on both slices, the block's own slice last; no PartialSum.
   EXPECT_EQ(computes, (std::vector<std::string>{
-                          "Conv@0", "Conv@1", "Conv@0",                    // expand 0, 1, 2
-                          "DepthwiseConv@0", "Conv@1", "Conv@0",           // block 0
+                          "Conv@0", "Conv@1", "Conv@0",                     // expand 0, 1, 2
+                          "DepthwiseConv@0", "Conv@1", "Conv@0",            // block 0
                           "Conv@1", "DepthwiseConv@1", "Conv@0", "Conv@1",  // expand 3, block 1
-                          "DepthwiseConv@0", "Conv@1", "Conv@0",           // block 2
-                          "DepthwiseConv@1", "Conv@0", "Conv@1"}));        // block 3
+                          "DepthwiseConv@0", "Conv@1", "Conv@0",            // block 2
+                          "DepthwiseConv@1", "Conv@0", "Conv@1"}));         // block 3
   // Block 0's step on slice 0 frees its depthwise block after slice 1's step read it.
   EXPECT_THAT(s.commands[index[5]].deps, ::testing::Contains(index[4]));
   EXPECT_EQ(s.commands[index[4]].free.size(), 1u);  // its weights only
@@ -386,18 +398,16 @@ TEST(ChannelChains, EveryOptionChecksHoldsItsReservationAndKeepsTheGraphsMacs) {
   struct Shape {
     std::uint64_t channels, expanded, size, stride, out_channels;
   };
-  const std::vector<Shape> shapes = {{32, 64, 7, 1, 32},    {24, 144, 14, 2, 32},
-                                     {64, 384, 14, 1, 64},  {96, 576, 14, 1, 96},
-                                     {160, 960, 7, 1, 160}, {160, 960, 7, 1, 320},
-                                     {16, 40, 5, 1, 16},    {8, 48, 9, 2, 24}};
+  const std::vector<Shape> shapes = {
+      {32, 64, 7, 1, 32},    {24, 144, 14, 2, 32},  {64, 384, 14, 1, 64}, {96, 576, 14, 1, 96},
+      {160, 960, 7, 1, 160}, {160, 960, 7, 1, 320}, {16, 40, 5, 1, 16},   {8, 48, 9, 2, 24}};
   HwConfig small = load_hw_config("default");
-  small.lram_bytes = 128 * 1024;
+  small.lram_bytes = std::uint64_t{128} * 1024;
   std::size_t emitted = 0;
   for (const HwConfig& config : {load_hw_config("default"), load_hw_config("server"), small}) {
     for (const Shape& shape : shapes) {
-      const Graph g =
-          inverted_residual(shape.channels, shape.expanded, shape.size, shape.stride, true,
-                            shape.out_channels);
+      const Graph g = inverted_residual(shape.channels, shape.expanded, shape.size, shape.stride,
+                                        true, shape.out_channels);
       const std::vector<LayerGroup> groups = fuse_layer_groups(g);
       ASSERT_EQ(groups.size(), 3u);
       const TensorLayouts layouts = assign_layouts(g, groups);
@@ -408,12 +418,10 @@ TEST(ChannelChains, EveryOptionChecksHoldsItsReservationAndKeepsTheGraphsMacs) {
       };
       plan_block(g, config, groups, collect);
       for (const Chain& chain : options) {
-        const std::string what = std::to_string(shape.expanded) + " at " +
-                                 std::to_string(shape.size) + ", block " +
-                                 std::to_string(chain.channel_block) + ", slices " +
-                                 std::to_string(chain.slices) + ", ahead " +
-                                 std::to_string(chain.ahead) +
-                                 (chain.split_outputs ? " split" : "");
+        const std::string what =
+            std::to_string(shape.expanded) + " at " + std::to_string(shape.size) + ", block " +
+            std::to_string(chain.channel_block) + ", slices " + std::to_string(chain.slices) +
+            ", ahead " + std::to_string(chain.ahead) + (chain.split_outputs ? " split" : "");
         EXPECT_LE(chain.reserved_bytes, config.lram_bytes / 2) << what;
         Emitter emitter(g, config, layouts);
         emitter.emit_chain({&groups[0], &groups[1], &groups[2]}, chain);

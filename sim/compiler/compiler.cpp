@@ -520,18 +520,18 @@ class DeviceCompiler {
     // lines show the mappings they have without chains).
     std::string which;
     for (const Chain& c : chains) {
-      which += (which.empty() ? "" : "; ") + groups_[c.first].name + " x" +
-               std::to_string(c.mappings.size()) +
-               (c.channel_block > 0 ? " channels " + std::to_string(c.channel_block) +
-                                          (c.split_outputs ? " split" : "")
-                                    : " rows " + std::to_string(c.mappings.front().tile_rows)) +
-               (c.ahead == 0 ? "" : " ahead " + std::to_string(c.ahead)) +
-               (c.reuse_halo ? " halo" : "") +
-               (c.slices == 0 ? "" : " slices " + std::to_string(c.slices)) +
-               (c.channel_block > 0 ||
-                        c.free_delay == (c.slices == 0 ? config_.slices.count : c.slices)
-                    ? ""
-                    : " frees " + std::to_string(c.free_delay) + " back");
+      which +=
+          (which.empty() ? "" : "; ") + groups_[c.first].name + " x" +
+          std::to_string(c.mappings.size()) +
+          (c.channel_block > 0
+               ? " channels " + std::to_string(c.channel_block) + (c.split_outputs ? " split" : "")
+               : " rows " + std::to_string(c.mappings.front().tile_rows)) +
+          (c.ahead == 0 ? "" : " ahead " + std::to_string(c.ahead)) +
+          (c.reuse_halo ? " halo" : "") +
+          (c.slices == 0 ? "" : " slices " + std::to_string(c.slices)) +
+          (c.channel_block > 0 || c.free_delay == (c.slices == 0 ? config_.slices.count : c.slices)
+               ? ""
+               : " frees " + std::to_string(c.free_delay) + " back");
     }
     e.report = "chains\t" + std::to_string(chains.size()) + " chain(s) of " +
                std::to_string(members) + " groups: " + figure_of(e.cycles) +

@@ -182,7 +182,18 @@ std::vector<Emitter::CommandIndex> Emitter::load_chain_weights(
   return weights;
 }
 
-// Each member is a program of its own; its commands go to it however they interleave.
+// A chain of row bands (below), or of channel blocks (emit_channel_chain.cpp).
+void Emitter::emit_chain(const std::vector<const LayerGroup*>& members, const Chain& chain,
+                         const std::vector<Residency>& residency) {
+  if (chain.channel_block > 0) {
+    emit_channel_chain(members, chain, residency);
+  } else {
+    emit_row_chain(members, chain, residency);
+  }
+}
+
+// A chain of row bands. Each member is a program of its own; its commands go to it however they
+// interleave.
 // 1. Every member's weights, one load each, after the ring has room for what the chain reserves
 //    (Chain::reserved_bytes, taken from the tiles' half while the chain runs).
 // 2. The steps in order, round-robin over all slices. The first member loads its input rows as a
@@ -193,12 +204,8 @@ std::vector<Emitter::CommandIndex> Emitter::load_chain_weights(
 //    stay, and each step frees the member before's tiles that no later step reads.
 // 3. The last store frees the weights and waits for every compute of the chain; the ring counts
 //    the reservation as its from there.
-void Emitter::emit_chain(const std::vector<const LayerGroup*>& members, const Chain& chain,
-                         const std::vector<Residency>& residency) {
-  if (chain.channel_block > 0) {
-    emit_channel_chain(members, chain, residency);
-    return;
-  }
+void Emitter::emit_row_chain(const std::vector<const LayerGroup*>& members, const Chain& chain,
+                             const std::vector<Residency>& residency) {
   const std::size_t k = members.size();
   group_ = members.front();
   const bool output_resident = begin_chain_output(members, residency);

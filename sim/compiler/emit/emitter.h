@@ -171,9 +171,13 @@ class Emitter {
   // After the first member's tile `tile` was emitted as `compute`: it frees the lent rows it is
   // the last to read, once every tile that read them has ended.
   void free_chain_input(ChainInput& in, std::uint64_t tile, CommandIndex compute);
-  // A channel chain (Chain::channel_block), as emit_chain's (emit_channel_chain.cpp).
+  // A channel chain (Chain::channel_block), as emit_chain's (emit_channel_chain.cpp), and one
+  // being emitted; a chain of row bands (emit_chain.cpp).
+  struct ChannelChainRun;
   void emit_channel_chain(const std::vector<const LayerGroup*>& members, const Chain& chain,
                           const std::vector<Residency>& residency);
+  void emit_row_chain(const std::vector<const LayerGroup*>& members, const Chain& chain,
+                      const std::vector<Residency>& residency);
   // A chain's checks and its output's residency, and its weights (emit_chain.cpp).
   bool begin_chain_output(const std::vector<const LayerGroup*>& members,
                           const std::vector<Residency>& residency);

@@ -193,8 +193,8 @@ bool channel_chain_members(const std::vector<SpatialLayer>& s) {
            m.out_per_unit == 1 && m.units == m.k && m.oh == m.h && m.ow == m.w;
   };
   return pointwise(e) && pointwise(p) && e.residual_elem_bytes == 0 && d.depthwise &&
-         d.out_per_unit == 1 && d.in_per_unit == 1 && d.units == d.c && d.c == e.k &&
-         d.h == e.oh && d.w == e.ow && p.c == d.k && p.h == d.oh && p.w == d.ow;
+         d.out_per_unit == 1 && d.in_per_unit == 1 && d.units == d.c && d.c == e.k && d.h == e.oh &&
+         d.w == e.ow && p.c == d.k && p.h == d.oh && p.w == d.ow;
 }
 
 // The channel chain of members `s` (channel_chain_members) from group `first`: `block` channels
@@ -385,7 +385,7 @@ std::vector<Chain> plan_chains(const Graph& graph, const HwConfig& config,
           cheapest = std::move(option);
         }
       }
-      if (cheapest && cheapest_cycles < *plain && *plain - cheapest_cycles > best_rows_saving) {
+      if (cheapest && cheapest_cycles<*plain&& * plain - cheapest_cycles> best_rows_saving) {
         best_rows_saving = *plain - cheapest_cycles;
         best_rows = cheapest;
       }
