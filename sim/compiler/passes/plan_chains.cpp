@@ -254,10 +254,10 @@ std::optional<Chain> make_channel_chain(const HwConfig& config, const std::vecto
   return c;
 }
 
-// The channel chains of `s` that fit: blocks of one and two array widths (so that every step
-// fills the array's folds), every slice count, expands 1 and 2 blocks ahead, on several slices
-// with partial sums or split outputs. Nothing else of the chain is on the ring, so it may reserve
-// the tiles' half.
+// The channel chains of `s` that fit, their expands one block ahead: blocks of one and two array
+// widths (so that every step fills the array's folds), every slice count, on several slices with
+// partial sums or split outputs. Nothing else of the chain is on the ring, so it may reserve the
+// tiles' half.
 std::vector<Chain> channel_chains(const HwConfig& config, const std::vector<SpatialLayer>& s,
                                   std::size_t first) {
   std::vector<Chain> out;
@@ -266,17 +266,44 @@ std::vector<Chain> channel_chains(const HwConfig& config, const std::vector<Spat
   for (const std::uint64_t block : {width, 2 * width}) {
     if (block >= s.front().k) continue;  // one block is no chain
     for (const std::uint32_t slices : slice_options(config.slices.count)) {
-      for (std::uint64_t ahead = 1; ahead <= 2; ++ahead) {
-        for (const bool split : {false, true}) {
-          if (std::optional<Chain> c = make_channel_chain(config, s, first, block, slices, ahead,
-                                                          split, config.lram_bytes / 2)) {
-            out.push_back(std::move(*c));
-          }
+      for (const bool split : {false, true}) {
+        if (std::optional<Chain> c = make_channel_chain(config, s, first, block, slices, 1, split,
+                                                        config.lram_bytes / 2)) {
+          out.push_back(std::move(*c));
         }
       }
     }
   }
   return out;
+}
+
+// Of the channel chains of `run`, the cheapest under `chain_cost` (nullopt: none checks): every
+// option one block ahead, then the kAheadTried cheapest two blocks ahead (as the chains of rows).
+std::optional<std::pair<Chain, std::uint64_t>> cheapest_channel_chain(
+    const HwConfig& config, const std::vector<SpatialLayer>& run, std::size_t first,
+    const ChainCost& chain_cost) {
+  const std::vector<Chain> options = channel_chains(config, run, first);
+  std::vector<std::pair<std::uint64_t, std::size_t>> costed;  // cycles, option
+  for (std::size_t o = 0; o < options.size(); ++o) {
+    if (const std::optional<std::uint64_t> cycles = chain_cost(options[o])) {
+      costed.emplace_back(*cycles, o);
+    }
+  }
+  if (costed.empty()) return std::nullopt;
+  std::stable_sort(costed.begin(), costed.end(),
+                   [](const auto& x, const auto& y) { return x.first < y.first; });
+  std::pair<Chain, std::uint64_t> best = {options[costed.front().second], costed.front().first};
+  for (std::size_t n = 0; n < std::min(costed.size(), kAheadTried); ++n) {
+    const Chain& base = options[costed[n].second];
+    const std::optional<Chain> two_ahead =
+        make_channel_chain(config, run, first, base.channel_block,
+                           base.slices == 0 ? config.slices.count : base.slices, 2,
+                           base.split_outputs, config.lram_bytes / 2);
+    if (!two_ahead) continue;
+    const std::optional<std::uint64_t> cycles = chain_cost(*two_ahead);
+    if (cycles && *cycles < best.second) best = {*two_ahead, *cycles};
+  }
+  return best;
 }
 
 }  // namespace
@@ -332,9 +359,9 @@ std::vector<Chain> plan_chains(const Graph& graph, const HwConfig& config,
       const std::vector<SpatialLayer> run(members.begin(),
                                           members.begin() + static_cast<std::ptrdiff_t>(count));
       std::vector<Chain> options = fitting_chains(config, run, i);
-      const std::vector<Chain> by_channels = channel_chains(config, run, i);
+      const bool by_channels = channel_chain_members(run);
       // (The plain cost is the dear part: emitted only if needed.)
-      if (options.empty() && by_channels.empty()) continue;
+      if (options.empty() && !by_channels) continue;
       const std::optional<std::uint64_t> plain = plain_cost(i, count);
       if (!plain) continue;
       // Every tiling with no member ahead, then the kAheadTried cheapest of them with members
@@ -389,12 +416,13 @@ std::vector<Chain> plan_chains(const Graph& graph, const HwConfig& config,
         best_rows_saving = *plain - cheapest_cycles;
         best_rows = cheapest;
       }
-      // The channel chains, against the rows' best (the first on a tie).
-      for (const Chain& option : by_channels) {
-        const std::optional<std::uint64_t> cycles = chain_cost(option);
-        if (cycles && (!cheapest || *cycles < cheapest_cycles)) {
-          cheapest_cycles = *cycles;
-          cheapest = option;
+      // The channel chains' best, against the rows' (the rows on a tie).
+      if (by_channels) {
+        if (auto c = cheapest_channel_chain(config, run, i, chain_cost)) {
+          if (!cheapest || c->second < cheapest_cycles) {
+            cheapest_cycles = c->second;
+            cheapest = std::move(c->first);
+          }
         }
       }
       if (!cheapest) continue;
