@@ -82,6 +82,12 @@ Graph inverted_residual(std::uint64_t channels = 32, std::uint64_t expanded = 64
   return parse_graph_json(Json::parse(doc), "block.json");
 }
 
+std::uint64_t schedule_macs(const Schedule& s) {
+  std::uint64_t macs = 0;
+  for (const Command& c : s.commands) macs += c.macs + c.vector_macs;
+  return macs;
+}
+
 std::uint64_t graph_macs(const Graph& g) {
   std::uint64_t macs = 0;
   for (const Layer& l : g.layers) macs += layer_macs(g, l);
@@ -97,6 +103,37 @@ std::vector<Chain> plan_block(const Graph& g, const HwConfig& config,
   };
   return plan_chains(g, config, groups, std::vector<Mapping>(groups.size()), chain_cost,
                      plain_cost);
+}
+
+// `chain` of `g`'s three groups emitted alone and finalized (it must check), and its commands'
+// figures: the slice computes in order ("op@slice") and their places, the DRAM bytes and stores.
+struct Emitted {
+  Schedule s;
+  std::vector<std::string> computes;
+  std::vector<std::uint32_t> index;  // of each compute in s.commands
+  std::uint64_t in = 0, out = 0, stores = 0;
+};
+Emitted emit_block_chain(const Graph& g, const HwConfig& config,
+                         const std::vector<LayerGroup>& groups, const Chain& chain) {
+  const TensorLayouts layouts = assign_layouts(g, groups);
+  Emitter emitter(g, config, layouts);
+  emitter.emit_chain({&groups[0], &groups[1], &groups[2]}, chain);
+  Emitted e{emitter.finish(), {}, {}, 0, 0, 0};
+  Diagnostics diag("block.json");
+  finalize_schedule(e.s, config, diag);
+  EXPECT_TRUE(diag.empty());
+  for (std::uint32_t i = 0; i < e.s.commands.size(); ++i) {
+    const Command& c = e.s.commands[i];
+    if (c.engine == EngineKind::kDmaIn) e.in += c.bytes;
+    if (c.engine == EngineKind::kDmaOut) {
+      e.out += c.bytes;
+      ++e.stores;
+    }
+    if (!on_slice(c.engine)) continue;
+    e.computes.push_back(std::string(op_table()[c.op].name) + "@" + std::to_string(c.slice));
+    e.index.push_back(i);
+  }
+  return e;
 }
 
 // The channel chain of 16 channels per block on both slices, expands one block ahead.
@@ -173,33 +210,17 @@ TEST(ChannelChains, TheBlocksAlternateSlicesAndTheArrayComputesTheNextExpandFirs
   const Graph g = inverted_residual();
   const HwConfig config = load_hw_config("default");
   const std::vector<LayerGroup> groups = fuse_layer_groups(g);
-  const TensorLayouts layouts = assign_layouts(g, groups);
   const std::vector<Chain> chains = plan_block(g, config, groups, kPreferChannels16);
   ASSERT_EQ(chains.size(), 1u);
-  Emitter emitter(g, config, layouts);
-  emitter.emit_chain({&groups[0], &groups[1], &groups[2]}, chains[0]);
-  Schedule s = emitter.finish();
-  Diagnostics diag("block.json");
-  finalize_schedule(s, config, diag);
-  ASSERT_TRUE(diag.empty());
-
-  // The computes in order, "member block @ slice". 64 / 16 = 4 blocks, block j on slice j mod 2;
-  // with one block ahead on each of 2 slices, the expands of blocks 0 to 2 come before the first
-  // depthwise conv, and block j + 2's before block j + 1's depthwise conv; then the PartialSums
-  // of rows [0, 4) on slice 0 and [4, 7) on slice 1.
-  std::vector<std::string> computes;
-  std::vector<std::uint32_t> index;            // of each compute in s.commands
-  std::map<std::string, std::uint64_t> loads;  // DMA_IN bytes by program
-  std::uint64_t in = 0, out = 0;
-  for (std::uint32_t i = 0; i < s.commands.size(); ++i) {
-    const Command& c = s.commands[i];
-    if (c.engine == EngineKind::kDmaIn) in += c.bytes;
-    if (c.engine == EngineKind::kDmaOut) out += c.bytes;
-    if (!on_slice(c.engine)) continue;
-    computes.push_back(std::string(op_table()[c.op].name) + "@" + std::to_string(c.slice));
-    index.push_back(i);
-  }
-  EXPECT_EQ(computes,
+  const Emitted e = emit_block_chain(g, config, groups, chains[0]);
+  const Schedule& s = e.s;
+  const std::vector<std::uint32_t>& index = e.index;
+  const std::uint64_t in = e.in, out = e.out;
+  // The computes in order, "op@slice". 64 / 16 = 4 blocks, block j on slice j mod 2; with one
+  // block ahead on each of 2 slices, the expands of blocks 0 to 2 come before the first depthwise
+  // conv, and block j + 2's before block j + 1's depthwise conv; then the PartialSums of rows
+  // [0, 4) on slice 0 and [4, 7) on slice 1.
+  EXPECT_EQ(e.computes,
             (std::vector<std::string>{"Conv@0", "Conv@1", "Conv@0",           // expand 0, 1, 2
                                       "DepthwiseConv@0", "Conv@0",            // block 0
                                       "Conv@1", "DepthwiseConv@1", "Conv@1",  // expand 3, block 1
@@ -259,17 +280,14 @@ TEST(ChannelChains, TheBlocksAlternateSlicesAndTheArrayComputesTheNextExpandFirs
   EXPECT_EQ(in, 1568u + 1568u + 2048u + 576u + 2048u);
   EXPECT_EQ(out, 1568u);
   // MACs: 49 x 32 x 64 + 49 x 64 x 9 + 49 x 64 x 32 = 100352 + 28224 + 100352, the graph's.
-  std::uint64_t macs = 0;
-  for (const Command& c : s.commands) macs += c.macs + c.vector_macs;
-  EXPECT_EQ(macs, 228928u);
-  EXPECT_EQ(macs, graph_macs(g));
+  EXPECT_EQ(schedule_macs(s), 228928u);
+  EXPECT_EQ(schedule_macs(s), graph_macs(g));
 }
 
 TEST(ChannelChains, SplitOutputsNeedNoPartialSumAndHalfTheAccumulators) {
   const Graph g = inverted_residual();
   const HwConfig config = load_hw_config("default");
   const std::vector<LayerGroup> groups = fuse_layer_groups(g);
-  const TensorLayouts layouts = assign_layouts(g, groups);
   const ChainCost split = [](const Chain& c) {
     return std::optional<std::uint64_t>(
         c.channel_block == 16 && c.slices == 0 && c.ahead == 1 && c.split_outputs ? 1 : 10);
@@ -281,33 +299,16 @@ TEST(ChannelChains, SplitOutputsNeedNoPartialSumAndHalfTheAccumulators) {
   // an output of 784; 2 blocks each of the expand's and the depthwise conv's outputs, 3136; two
   // steps' weights, 2 x (16 x 32 + 16 x 9 + 16 x 16) = 1824. Once: the input and the residual.
   EXPECT_EQ(chains[0].reserved_bytes, 1568u + 2 * (3136u + 784u + 3136u + 1824u) + 1568u);
-  Emitter emitter(g, config, layouts);
-  emitter.emit_chain({&groups[0], &groups[1], &groups[2]}, chains[0]);
-  Schedule s = emitter.finish();
-  Diagnostics diag("block.json");
-  finalize_schedule(s, config, diag);
-  ASSERT_TRUE(diag.empty());
-  std::vector<std::string> computes;
-  std::vector<std::uint32_t> index;
-  std::uint64_t in = 0, out = 0, stores = 0;
-  for (std::uint32_t i = 0; i < s.commands.size(); ++i) {
-    const Command& c = s.commands[i];
-    if (c.engine == EngineKind::kDmaIn) in += c.bytes;
-    if (c.engine == EngineKind::kDmaOut) {
-      out += c.bytes;
-      ++stores;
-    }
-    if (!on_slice(c.engine)) continue;
-    computes.push_back(std::string(op_table()[c.op].name) + "@" + std::to_string(c.slice));
-    index.push_back(i);
-  }
+  const Emitted e = emit_block_chain(g, config, groups, chains[0]);
+  const Schedule& s = e.s;
+  const std::vector<std::uint32_t>& index = e.index;
   // Every block's project step runs on both slices, the block's own slice last; no PartialSum.
-  EXPECT_EQ(computes, (std::vector<std::string>{
-                          "Conv@0", "Conv@1", "Conv@0",                     // expand 0, 1, 2
-                          "DepthwiseConv@0", "Conv@1", "Conv@0",            // block 0
-                          "Conv@1", "DepthwiseConv@1", "Conv@0", "Conv@1",  // expand 3, block 1
-                          "DepthwiseConv@0", "Conv@1", "Conv@0",            // block 2
-                          "DepthwiseConv@1", "Conv@0", "Conv@1"}));         // block 3
+  EXPECT_EQ(e.computes, (std::vector<std::string>{
+                            "Conv@0", "Conv@1", "Conv@0",                     // expand 0, 1, 2
+                            "DepthwiseConv@0", "Conv@1", "Conv@0",            // block 0
+                            "Conv@1", "DepthwiseConv@1", "Conv@0", "Conv@1",  // expand 3, block 1
+                            "DepthwiseConv@0", "Conv@1", "Conv@0",            // block 2
+                            "DepthwiseConv@1", "Conv@0", "Conv@1"}));         // block 3
   // Block 0's step on slice 0 frees its depthwise block after slice 1's step read it.
   EXPECT_THAT(s.commands[index[5]].deps, ::testing::Contains(index[4]));
   EXPECT_EQ(s.commands[index[4]].free.size(), 1u);  // its weights only
@@ -321,19 +322,16 @@ TEST(ChannelChains, SplitOutputsNeedNoPartialSumAndHalfTheAccumulators) {
   }
   // The same bytes as with partial sums: the input and its residual share per slice (2 x 784),
   // the weights once (the project's 2048 as 8 shares of 256); each slice stores its channels.
-  EXPECT_EQ(in, 1568u + 1568u + 2048u + 576u + 2048u);
-  EXPECT_EQ(out, 1568u);
-  EXPECT_EQ(stores, 2u);
-  std::uint64_t macs = 0;
-  for (const Command& c : s.commands) macs += c.macs + c.vector_macs;
-  EXPECT_EQ(macs, graph_macs(g));
+  EXPECT_EQ(e.in, 1568u + 1568u + 2048u + 576u + 2048u);
+  EXPECT_EQ(e.out, 1568u);
+  EXPECT_EQ(e.stores, 2u);
+  EXPECT_EQ(schedule_macs(s), graph_macs(g));
 }
 
 TEST(ChannelChains, OnOneSliceTheAccumulatorIsStoredWithNoPartialSum) {
   const Graph g = inverted_residual();
   const HwConfig config = load_hw_config("default");
   const std::vector<LayerGroup> groups = fuse_layer_groups(g);
-  const TensorLayouts layouts = assign_layouts(g, groups);
   const ChainCost one_slice = [](const Chain& c) {
     return std::optional<std::uint64_t>(
         c.channel_block == 16 && c.slices == 1 && c.ahead == 1 ? 1 : 10);
@@ -346,26 +344,16 @@ TEST(ChannelChains, OnOneSliceTheAccumulatorIsStoredWithNoPartialSum) {
   // 1568 + (6272 + 3136 + 2336) + 1568 (the residual).
   EXPECT_EQ(chains[0].mappings[2].k_step, 16u);
   EXPECT_EQ(chains[0].reserved_bytes, 1568u + 6272u + 3136u + 2336u + 1568u);
-  Emitter emitter(g, config, layouts);
-  emitter.emit_chain({&groups[0], &groups[1], &groups[2]}, chains[0]);
-  Schedule s = emitter.finish();
-  Diagnostics diag("block.json");
-  finalize_schedule(s, config, diag);
-  ASSERT_TRUE(diag.empty());
-  std::uint64_t sums = 0, stores = 0, out = 0;
-  for (const Command& c : s.commands) {
-    if (on_slice(c.engine)) {
-      EXPECT_EQ(c.slice, 0u);
-      if (c.op == find_op("PartialSum")) ++sums;
-    }
-    if (c.engine == EngineKind::kDmaOut) {
-      ++stores;
-      out += c.bytes;
-    }
+  const Emitted e = emit_block_chain(g, config, groups, chains[0]);
+  std::uint64_t sums = 0;
+  for (const Command& c : e.s.commands) {
+    if (!on_slice(c.engine)) continue;
+    EXPECT_EQ(c.slice, 0u);
+    if (c.op == find_op("PartialSum")) ++sums;
   }
   EXPECT_EQ(sums, 0u);
-  EXPECT_EQ(stores, 1u);
-  EXPECT_EQ(out, 1568u);
+  EXPECT_EQ(e.stores, 1u);
+  EXPECT_EQ(e.out, 1568u);
 }
 
 TEST(ChannelChains, TheCompilerChoosesThemWhereTheyEstimateFaster) {
@@ -383,9 +371,7 @@ TEST(ChannelChains, TheCompilerChoosesThemWhereTheyEstimateFaster) {
   const std::uint64_t cycles = estimate(s, config).total_cycles();
   EXPECT_GE(cycles, 23231u);
   EXPECT_LT(cycles, 44399u);
-  std::uint64_t macs = 0;
-  for (const Command& c : s.commands) macs += c.macs + c.vector_macs;
-  EXPECT_EQ(macs, graph_macs(g));
+  EXPECT_EQ(schedule_macs(s), graph_macs(g));
 }
 
 TEST(ChannelChains, EveryOptionChecksHoldsItsReservationAndKeepsTheGraphsMacs) {
@@ -439,9 +425,7 @@ TEST(ChannelChains, EveryOptionChecksHoldsItsReservationAndKeepsTheGraphsMacs) {
         }
         EXPECT_GT(peak, 0u) << what;
         EXPECT_LE(peak, chain.reserved_bytes) << what;
-        std::uint64_t macs = 0;
-        for (const Command& c : s.commands) macs += c.macs + c.vector_macs;
-        EXPECT_EQ(macs, graph_macs(g)) << what;
+        EXPECT_EQ(schedule_macs(s), graph_macs(g)) << what;
         ++emitted;
       }
     }

@@ -81,33 +81,27 @@ struct Emitter::ChannelChainRun {
     return j >= 2 * slices ? computes[i][j - 2 * slices] : kNone;
   }
 
-  void emit_expand(std::uint64_t j) {
-    const SpatialLayer& e = expand();
-    em.program_ = programs[0];
+  // Member i's (the expand's or the depthwise conv's) compute of block j over the whole map. The
+  // expand reads the input map; the depthwise conv reads the expand's block, which it frees.
+  void emit_block(std::size_t i, std::uint64_t j) {
+    const SpatialLayer& m = s[i];
+    em.program_ = programs[i];
     const std::uint64_t u = block_units(j);
     std::vector<std::string> frees;
-    std::vector<CommandIndex> deps = input_loads;
-    deps.insert(deps.end(), after_room.begin(), after_room.end());
-    load_weights(0, e.chunk_weight_bytes(u), two_back(0, j), frees, deps);
-    Command c = compute(e.op, slice_of(j), e.tile_shape(e.oh, e.ow, u));
-    outputs[0][j] = em.buffer_name();
-    c.alloc.push_back({outputs[0][j], std::max<std::uint64_t>(e.output_bytes(e.oh, e.ow, u), 1)});
+    std::vector<CommandIndex> deps;
+    if (i == 0) {
+      deps = input_loads;
+      deps.insert(deps.end(), after_room.begin(), after_room.end());
+    } else {
+      frees.push_back(outputs[0][j]);
+      deps.push_back(computes[0][j]);
+    }
+    load_weights(i, m.chunk_weight_bytes(u), two_back(i, j), frees, deps);
+    Command c = compute(m.op, slice_of(j), m.tile_shape(m.oh, m.ow, u));
+    outputs[i][j] = em.buffer_name();
+    c.alloc.push_back({outputs[i][j], std::max<std::uint64_t>(m.output_bytes(m.oh, m.ow, u), 1)});
     c.free = std::move(frees);
-    computes[0][j] = em.emit(std::move(c), "S", em.s_, *members[0], std::move(deps));
-  }
-
-  void emit_depthwise(std::uint64_t j) {
-    const SpatialLayer& d = depthwise();
-    em.program_ = programs[1];
-    const std::uint64_t u = block_units(j);
-    std::vector<std::string> frees = {outputs[0][j]};
-    std::vector<CommandIndex> deps = {computes[0][j]};
-    load_weights(1, d.chunk_weight_bytes(u), two_back(1, j), frees, deps);
-    Command c = compute(d.op, slice_of(j), d.tile_shape(d.oh, d.ow, u));
-    outputs[1][j] = em.buffer_name();
-    c.alloc.push_back({outputs[1][j], std::max<std::uint64_t>(d.output_bytes(d.oh, d.ow, u), 1)});
-    c.free = std::move(frees);
-    computes[1][j] = em.emit(std::move(c), "S", em.s_, *members[1], std::move(deps));
+    computes[i][j] = em.emit(std::move(c), "S", em.s_, *members[i], std::move(deps));
   }
 
   // The project's step over block j on slice q (of the chain's): split, its share of the output
@@ -250,8 +244,8 @@ void Emitter::emit_channel_chain(const std::vector<const LayerGroup*>& members, 
   const std::uint64_t lead = chain.ahead * run.slices;
   std::uint64_t expanded = 0;
   for (std::uint64_t j = 0; j < run.blocks; ++j) {
-    for (; expanded < run.blocks && expanded <= j + lead; ++expanded) run.emit_expand(expanded);
-    run.emit_depthwise(j);
+    for (; expanded < run.blocks && expanded <= j + lead; ++expanded) run.emit_block(0, expanded);
+    run.emit_block(1, j);
     if (!run.split) {
       run.emit_project(j, j % run.slices, true);
       continue;
