@@ -5,8 +5,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -24,74 +26,72 @@
 #include "sim/ir/ops.h"
 #include "sim/util/error.h"
 
+#include "tests/schedule_support.h"
+
 namespace npusim {
 namespace {
 
+using test::graph_macs;
+using test::schedule_macs;
+
 // x [1, 32, 7, 7] int8 -> expand (1x1, 32 -> 64) + Relu -> depthwise (3x3, 64, pad 1) + Relu ->
-// project (1x1, 64 -> 32) + Add x: MobileNetV2's inverted residual block at a small size.
+// project (1x1, 64 -> 32) + Add x: MobileNetV2's inverted residual block at a small size. With
+// `tail`, a 1x1 conv of the block's output follows.
 Graph inverted_residual(std::uint64_t channels = 32, std::uint64_t expanded = 64,
                         std::uint64_t size = 7, std::uint64_t stride = 1, bool residual = true,
-                        std::uint64_t out_channels = 0) {
-  if (out_channels == 0) out_channels = channels;
-  const std::uint64_t out_size = (size + 2 - 3) / stride + 1;  // the depthwise conv's, pad 1
-  residual = residual && stride == 1 && out_channels == channels;
-  const std::string c = std::to_string(channels), e = std::to_string(expanded),
-                    h = std::to_string(size), o = std::to_string(out_size),
-                    k = std::to_string(out_channels), st = std::to_string(stride);
-  const std::string doc = R"({
-    "format": "npusim-graph", "version": 1, "name": "block",
-    "tensors": [
-      {"name": "x", "dtype": "int8", "shape": [1, )" +
-                          c + ", " + h + ", " + h + R"(]},
-      {"name": "we", "dtype": "int8", "shape": [)" +
-                          e + ", " + c + R"(, 1, 1], "constant": true},
-      {"name": "e", "dtype": "int8", "shape": [1, )" +
-                          e + ", " + h + ", " + h + R"(]},
-      {"name": "er", "dtype": "int8", "shape": [1, )" +
-                          e + ", " + h + ", " + h + R"(]},
-      {"name": "wd", "dtype": "int8", "shape": [)" +
-                          e + R"(, 1, 3, 3], "constant": true},
-      {"name": "d", "dtype": "int8", "shape": [1, )" +
-                          e + ", " + o + ", " + o + R"(]},
-      {"name": "dr", "dtype": "int8", "shape": [1, )" +
-                          e + ", " + o + ", " + o + R"(]},
-      {"name": "wp", "dtype": "int8", "shape": [)" +
-                          k + ", " + e + R"(, 1, 1], "constant": true},
-      {"name": "p", "dtype": "int8", "shape": [1, )" +
-                          k + ", " + o + ", " + o + R"(]},
-      {"name": "y", "dtype": "int8", "shape": [1, )" +
-                          k + ", " + o + ", " + o + R"(]}
-    ],
-    "inputs": ["x"], "outputs": [")" +
-                          std::string(residual ? "y" : "p") + R"("],
-    "layers": [
-      {"name": "expand", "op": "Conv", "inputs": ["x", "we"], "outputs": ["e"],
-       "attrs": {"kernel_shape": [1, 1]}},
-      {"name": "expand.relu", "op": "Relu", "inputs": ["e"], "outputs": ["er"]},
-      {"name": "dw", "op": "Conv", "inputs": ["er", "wd"], "outputs": ["d"],
-       "attrs": {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "strides": [)" +
-                          st + ", " + st + R"(], "group": )" + e + R"(}},
-      {"name": "dw.relu", "op": "Relu", "inputs": ["d"], "outputs": ["dr"]},
-      {"name": "project", "op": "Conv", "inputs": ["dr", "wp"], "outputs": ["p"],
-       "attrs": {"kernel_shape": [1, 1]}})" +
-                          std::string(residual ? R"(,
-      {"name": "add", "op": "Add", "inputs": ["p", "x"], "outputs": ["y"]})"
-                                               : "") +
-                          R"(
-    ]})";
-  return parse_graph_json(Json::parse(doc), "block.json");
-}
-
-std::uint64_t schedule_macs(const Schedule& s) {
-  std::uint64_t macs = 0;
-  for (const Command& c : s.commands) macs += c.macs + c.vector_macs;
-  return macs;
-}
-
-std::uint64_t graph_macs(const Graph& g) {
-  std::uint64_t macs = 0;
-  for (const Layer& l : g.layers) macs += layer_macs(g, l);
-  return macs;
+                        std::uint64_t out_channels = 0, bool tail = false) {
+  const std::uint64_t c = channels, e = expanded, h = size;
+  const std::uint64_t k = out_channels == 0 ? channels : out_channels;
+  const std::uint64_t o = (size + 2 - 3) / stride + 1;  // the depthwise conv's, pad 1
+  residual = residual && stride == 1 && k == c;
+  auto tensor = [](const std::string& name, const std::vector<std::uint64_t>& shape,
+                   bool constant = false) {
+    Json t = {{"name", name}, {"dtype", "int8"}, {"shape", shape}};
+    if (constant) t["constant"] = true;
+    return t;
+  };
+  auto layer = [](const std::string& name, const std::string& op,
+                  const std::vector<std::string>& inputs, const std::string& output) {
+    return Json{{"name", name}, {"op", op}, {"inputs", inputs}, {"outputs", Json::array({output})}};
+  };
+  Json tensors = Json::array(
+      {tensor("x", {1, c, h, h}), tensor("we", {e, c, 1, 1}, true), tensor("e", {1, e, h, h}),
+       tensor("er", {1, e, h, h}), tensor("wd", {e, 1, 3, 3}, true), tensor("d", {1, e, o, o}),
+       tensor("dr", {1, e, o, o}), tensor("wp", {k, e, 1, 1}, true), tensor("p", {1, k, o, o})});
+  const Json one_by_one = {{"kernel_shape", Json::array({1, 1})}};
+  Json layers = Json::array();
+  layers.push_back(layer("expand", "Conv", {"x", "we"}, "e"));
+  layers.back()["attrs"] = one_by_one;
+  layers.push_back(layer("expand.relu", "Relu", {"e"}, "er"));
+  layers.push_back(layer("dw", "Conv", {"er", "wd"}, "d"));
+  layers.back()["attrs"] = {{"kernel_shape", Json::array({3, 3})},
+                            {"pads", Json::array({1, 1, 1, 1})},
+                            {"strides", Json::array({stride, stride})},
+                            {"group", e}};
+  layers.push_back(layer("dw.relu", "Relu", {"d"}, "dr"));
+  layers.push_back(layer("project", "Conv", {"dr", "wp"}, "p"));
+  layers.back()["attrs"] = one_by_one;
+  std::string out = "p";
+  if (residual) {
+    tensors.push_back(tensor("y", {1, k, o, o}));
+    layers.push_back(layer("add", "Add", {"p", "x"}, "y"));
+    out = "y";
+  }
+  if (tail) {
+    tensors.push_back(tensor("wt", {k, k, 1, 1}, true));
+    tensors.push_back(tensor("q", {1, k, o, o}));
+    layers.push_back(layer("tail", "Conv", {out, "wt"}, "q"));
+    layers.back()["attrs"] = one_by_one;
+    out = "q";
+  }
+  const Json doc = {{"format", "npusim-graph"},
+                    {"version", 1},
+                    {"name", "block"},
+                    {"tensors", tensors},
+                    {"inputs", Json::array({"x"})},
+                    {"outputs", Json::array({out})},
+                    {"layers", layers}};
+  return parse_graph_json(doc, "block.json");
 }
 
 // The chains plan_chains finds in `g`'s three groups when a chain costs `chain_cost` and the
@@ -339,11 +339,11 @@ TEST(ChannelChains, OnOneSliceTheAccumulatorIsStoredWithNoPartialSum) {
   const std::vector<Chain> chains = plan_block(g, config, groups, one_slice);
   ASSERT_EQ(chains.size(), 1u);
   ASSERT_EQ(chains[0].slices, 1u);
-  // On one slice the project's mapping is K-split (its accumulator is its output), and nothing
-  // holds a second accumulator, the PartialSum's output or a second slice's blocks:
-  // 1568 + (6272 + 3136 + 2336) + 1568 (the residual).
-  EXPECT_EQ(chains[0].mappings[2].k_step, 16u);
-  EXPECT_EQ(chains[0].reserved_bytes, 1568u + 6272u + 3136u + 2336u + 1568u);
+  // On one slice nothing holds a second accumulator or a second slice's blocks: the input, 1568;
+  // the accumulator, blocks and weights (6272 + 3136 + 2336); the output the last step writes
+  // apart from the accumulator, 1568; and the residual, 1568.
+  EXPECT_EQ(chains[0].mappings[2].k_step, 0u);
+  EXPECT_EQ(chains[0].reserved_bytes, 1568u + 6272u + 3136u + 2336u + 1568u + 1568u);
   const Emitted e = emit_block_chain(g, config, groups, chains[0]);
   std::uint64_t sums = 0;
   for (const Command& c : e.s.commands) {
@@ -354,6 +354,66 @@ TEST(ChannelChains, OnOneSliceTheAccumulatorIsStoredWithNoPartialSum) {
   EXPECT_EQ(sums, 0u);
   EXPECT_EQ(e.stores, 1u);
   EXPECT_EQ(e.out, 1568u);
+}
+
+TEST(ChannelChains, AResidentInputAndAnOutputKeptOnChipMoveNothing) {
+  // The block's input resident on chip (read by the expand and as the residual) and its output
+  // left resident, on one slice, on two with partial sums and with split outputs. Only the
+  // weights move, 2048 + 576 + 2048 bytes; nothing is stored. The output stays at its own size,
+  // 7 x 7 x 32 = 1568 bytes (one buffer, or one per slice of 16 channels: 784 each), not as a
+  // 4-byte accumulator (6272).
+  const Graph g = inverted_residual();
+  const HwConfig config = load_hw_config("default");
+  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
+  const TensorLayouts layouts = assign_layouts(g, groups);
+  const std::uint32_t x = g.inputs.front();
+  struct Mode {
+    std::uint32_t slices;
+    bool split;
+    std::vector<std::uint64_t> kept;  // the output's buffers' bytes
+  };
+  for (const Mode& mode :
+       {Mode{1, false, {1568}}, Mode{0, false, {896, 672}}, Mode{0, true, {784, 784}}}) {
+    const ChainCost pick = [&](const Chain& c) {
+      return std::optional<std::uint64_t>(c.channel_block == 16 && c.slices == mode.slices &&
+                                                  c.ahead == 1 && c.split_outputs == mode.split
+                                              ? 1
+                                              : 10);
+    };
+    const std::vector<Chain> chains = plan_block(g, config, groups, pick);
+    ASSERT_EQ(chains.size(), 1u);
+    Emitter emitter(g, config, layouts);
+    emitter.assume_resident(x);
+    std::vector<Residency> residency(3);
+    residency.back().output = true;
+    emitter.emit_chain({&groups[0], &groups[1], &groups[2]}, chains[0], residency);
+    Schedule s = emitter.finish();
+    Diagnostics diag("block.json");
+    finalize_schedule(s, config, diag);
+    ASSERT_TRUE(diag.empty());
+    std::uint64_t in = 0, out = 0;
+    for (const Command& c : s.commands) {
+      if (c.engine == EngineKind::kDmaIn) in += c.bytes;
+      if (c.engine == EngineKind::kDmaOut) out += c.bytes;
+    }
+    EXPECT_EQ(in, 2048u + 576u + 2048u) << mode.slices << mode.split;
+    EXPECT_EQ(out, 0u) << mode.slices << mode.split;
+    // The output's buffers: allocated by the project (its last steps, or the PartialSums) and
+    // never freed within the chain.
+    std::map<std::string, std::uint64_t> live;
+    for (const Command& c : s.commands) {
+      for (const BufferAlloc& a : c.alloc) live[a.buffer] = a.bytes;
+      for (const std::string& f : c.free) live.erase(f);
+    }
+    std::vector<std::uint64_t> kept;
+    kept.reserve(live.size());
+    for (const auto& [name, bytes] : live) kept.push_back(bytes);
+    std::sort(kept.begin(), kept.end());
+    std::vector<std::uint64_t> expected = mode.kept;
+    std::sort(expected.begin(), expected.end());
+    EXPECT_EQ(kept, expected) << mode.slices << mode.split;
+    EXPECT_EQ(schedule_macs(s), graph_macs(g));
+  }
 }
 
 TEST(ChannelChains, TheCompilerChoosesThemWhereTheyEstimateFaster) {
@@ -374,6 +434,28 @@ TEST(ChannelChains, TheCompilerChoosesThemWhereTheyEstimateFaster) {
   EXPECT_EQ(schedule_macs(s), graph_macs(g));
 }
 
+TEST(ChannelChains, TheRowChainInItsPlaceNeverReachesPastIt) {
+  // A block without a residual, then a 1x1 conv: four groups, each read only by the next. A
+  // channel chain costs 1, a chain of rows 10 less its members (its longest, 4 members, saves
+  // most among them), the groups one after another 100. The channel chain is planned over the
+  // block; the row chain that may take its place (Chain::instead) is the best of at most its 3
+  // members, so that it cannot overlap a chain planned from the tail on.
+  const Graph g = inverted_residual(32, 64, 7, 1, false, 0, true);
+  const HwConfig config = load_hw_config("default");
+  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
+  ASSERT_EQ(groups.size(), 4u);
+  const ChainCost cost = [](const Chain& c) {
+    return std::optional<std::uint64_t>(c.channel_block > 0 ? 1 : 10 - c.mappings.size());
+  };
+  const std::vector<Chain> chains = plan_block(g, config, groups, cost);
+  ASSERT_EQ(chains.size(), 1u);
+  EXPECT_GT(chains[0].channel_block, 0u);
+  ASSERT_EQ(chains[0].instead.size(), 1u);
+  EXPECT_EQ(chains[0].instead[0].channel_block, 0u);
+  EXPECT_EQ(chains[0].instead[0].first, 0u);
+  EXPECT_EQ(chains[0].instead[0].mappings.size(), 3u);
+}
+
 TEST(ChannelChains, EveryOptionChecksHoldsItsReservationAndKeepsTheGraphsMacs) {
   // Blocks of MobileNetV2's shapes and odd ones (an expand of 40 channels: a last block of 8;
   // a stride-2 depthwise conv; no residual; a project that widens), on both built-in configs and
@@ -389,7 +471,7 @@ TEST(ChannelChains, EveryOptionChecksHoldsItsReservationAndKeepsTheGraphsMacs) {
       {160, 960, 7, 1, 160}, {160, 960, 7, 1, 320}, {16, 40, 5, 1, 16},   {8, 48, 9, 2, 24}};
   HwConfig small = load_hw_config("default");
   small.lram_bytes = std::uint64_t{128} * 1024;
-  std::size_t emitted = 0;
+  std::size_t emitted = 0, two_ahead = 0;
   for (const HwConfig& config : {load_hw_config("default"), load_hw_config("server"), small}) {
     for (const Shape& shape : shapes) {
       const Graph g = inverted_residual(shape.channels, shape.expanded, shape.size, shape.stride,
@@ -397,18 +479,23 @@ TEST(ChannelChains, EveryOptionChecksHoldsItsReservationAndKeepsTheGraphsMacs) {
       const std::vector<LayerGroup> groups = fuse_layer_groups(g);
       ASSERT_EQ(groups.size(), 3u);
       const TensorLayouts layouts = assign_layouts(g, groups);
+      // Each round ranks the options one ahead differently, so that plan_chains tries others of
+      // them two ahead; each option is kept once.
       std::vector<Chain> options;
-      const ChainCost collect = [&](const Chain& c) {
-        if (c.channel_block > 0) options.push_back(c);
-        return std::optional<std::uint64_t>(10);
-      };
-      plan_block(g, config, groups, collect);
+      std::set<std::vector<std::uint64_t>> seen;
+      for (std::uint64_t round = 0; round < 5; ++round) {
+        std::uint64_t n = 0;
+        const ChainCost collect = [&](const Chain& c) {
+          if (c.channel_block > 0 && seen.insert(chain_fields(c)).second) options.push_back(c);
+          return std::optional<std::uint64_t>(1 + (n++ + 5 - round) % 5);
+        };
+        plan_block(g, config, groups, collect);
+      }
       for (const Chain& chain : options) {
         const std::string what =
             std::to_string(shape.expanded) + " at " + std::to_string(shape.size) + ", block " +
             std::to_string(chain.channel_block) + ", slices " + std::to_string(chain.slices) +
             ", ahead " + std::to_string(chain.ahead) + (chain.split_outputs ? " split" : "");
-        EXPECT_LE(chain.reserved_bytes, config.lram_bytes / 2) << what;
         Emitter emitter(g, config, layouts);
         emitter.emit_chain({&groups[0], &groups[1], &groups[2]}, chain);
         Schedule s = emitter.finish();
@@ -427,11 +514,14 @@ TEST(ChannelChains, EveryOptionChecksHoldsItsReservationAndKeepsTheGraphsMacs) {
         EXPECT_LE(peak, chain.reserved_bytes) << what;
         EXPECT_EQ(schedule_macs(s), graph_macs(g)) << what;
         ++emitted;
+        if (chain.ahead == 2) ++two_ahead;
       }
     }
   }
-  // Options were offered: on `default` alone, 2 slice counts x 2 ahead x (1 + split) for most.
-  EXPECT_GT(emitted, 50u);
+  // Options were offered: per shape and config up to 2 widths x 2 slice counts (8 on `server`)
+  // x (1 + split) one ahead, and some two ahead.
+  EXPECT_GT(emitted, 100u);
+  EXPECT_GT(two_ahead, 20u);
 }
 
 }  // namespace

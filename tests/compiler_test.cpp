@@ -44,17 +44,8 @@ using ::testing::HasSubstr;
 
 const std::string kZoo = std::string(NPUSIM_SOURCE_DIR) + "/models/zoo/";
 
-std::uint64_t graph_macs(const Graph& g) {
-  std::uint64_t macs = 0;
-  for (const Layer& l : g.layers) macs += layer_macs(g, l);
-  return macs;
-}
-
-std::uint64_t schedule_macs(const Schedule& s) {
-  std::uint64_t macs = 0;
-  for (const Command& c : s.commands) macs += c.macs + c.vector_macs;
-  return macs;
-}
+using test::graph_macs;
+using test::schedule_macs;
 
 // conv1 (3x3, 16 -> 32, pad 1) + bn1 + relu1 on an 8x8 image, then conv2 (1x1, 32 -> 8).
 Graph two_convs() {

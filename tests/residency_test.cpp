@@ -22,8 +22,13 @@
 #include "sim/util/error.h"
 #include "sim/util/json_reader.h"
 
+#include "tests/schedule_support.h"
+
 namespace npusim {
 namespace {
+
+using test::graph_macs;
+using test::schedule_macs;
 
 // x [1,16,8,8] -> conv1 (1x1) -> a; a -> conv2 (3x3, pad 1) -> b; a -> conv3 (1x1) -> c;
 // y = Add(c, b), fused into conv3's group as its residual (b is written before that group runs).
@@ -89,18 +94,6 @@ std::uint64_t bytes_of(const Schedule& s, EngineKind engine, const std::string& 
     if (c.engine == engine && c.layer == layer) bytes += c.bytes;
   }
   return bytes;
-}
-
-// The work is the model's: array and vector MACs of the schedule against the graph's count.
-std::uint64_t schedule_macs(const Schedule& s) {
-  std::uint64_t macs = 0;
-  for (const Command& c : s.commands) macs += c.macs + c.vector_macs;
-  return macs;
-}
-std::uint64_t graph_macs(const Graph& g) {
-  std::uint64_t macs = 0;
-  for (const Layer& l : g.layers) macs += layer_macs(g, l);
-  return macs;
 }
 
 CompileOptions greedy(bool residency) {

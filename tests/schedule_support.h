@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "sim/ir/graph.h"
 #include "sim/ir/schedule.h"
 
 namespace npusim::test {
@@ -32,6 +33,18 @@ inline Json gemm(const std::string& id, std::uint32_t slice, Json deps = Json::a
 // 1024 bytes: 256 cycles on the default config with DRAM to itself (see cost_model_test).
 inline Json load(const std::string& id, Json deps = Json::array()) {
   return {{"id", id}, {"engine", "DMA_IN"}, {"bytes", 1024}, {"deps", std::move(deps)}};
+}
+
+// The work is the model's: a schedule's array and vector MACs, and the graph's count.
+inline std::uint64_t schedule_macs(const Schedule& s) {
+  std::uint64_t macs = 0;
+  for (const Command& c : s.commands) macs += c.macs + c.vector_macs;
+  return macs;
+}
+inline std::uint64_t graph_macs(const Graph& g) {
+  std::uint64_t macs = 0;
+  for (const Layer& l : g.layers) macs += layer_macs(g, l);
+  return macs;
 }
 
 // Whether command `from` reaches command `to` through dependencies.

@@ -25,8 +25,8 @@ namespace npusim {
 //    so that at most two are held per slice. The expand of a slice's block n + ahead is emitted
 //    before the project step of its block n: the array queue is in order, and so the array
 //    computes the next expand while the vector unit filters this block.
-// 3. One slice, or split outputs: the last steps load the residual, and each slice's output is
-//    stored (split, the last step writes it apart from the accumulator, which it frees). Else
+// 3. One slice, or split outputs: the last steps load the residual and write each slice's output
+//    apart from its accumulator (which they free), and each is stored. Else
 //    PartialSums add the slices' accumulators (and the residual), a piece of rows each on its
 //    slice (emit_split_tile's reduction), and each piece is stored.
 // 4. The last store frees the input and the accumulators, waits for every compute, and gives the
@@ -139,8 +139,9 @@ struct Emitter::ChannelChainRun {
       accumulators[q] = em.buffer_name();
       c.alloc.push_back({accumulators[q], p.partial_bytes(p.oh, p.ow, n)});
     }
-    // Split, the last step writes the output apart from the accumulator, which it frees.
-    if (split && last) {
+    // Split or on one slice, the last step writes the output apart from the accumulator, which
+    // it frees (so that an output kept resident holds its own bytes, not the accumulator's).
+    if (last) {
       outs[q] = em.buffer_name();
       c.alloc.push_back({outs[q], std::max<std::uint64_t>(p.output_bytes(p.oh, p.ow, n), 1)});
       frees.push_back(accumulators[q]);
@@ -161,7 +162,7 @@ struct Emitter::ChannelChainRun {
     if (split || slices == 1) {
       // (Split, each slice's channels of every row: the store's range is the rows it writes.)
       for (std::uint64_t q = 0; q < slices; ++q) {
-        ends.push_back(em.store_tile(tail, {last_step[q]}, split ? outs[q] : accumulators[q],
+        ends.push_back(em.store_tile(tail, {last_step[q]}, outs[q],
                                      p.output_bytes(p.oh, p.ow, out_units[q]), 0,
                                      p.oh * y_row_bytes, nullptr));
       }
@@ -270,6 +271,8 @@ void Emitter::emit_channel_chain(const std::vector<const LayerGroup*>& members, 
   free.insert(free.end(), run.frees_at_end.begin(), run.frees_at_end.end());
   resident_bytes_ -= chain.reserved_bytes;
   push_ring(last, chain.reserved_bytes);
+  // The blocks went round-robin over the chain's slices: the next group starts after the last.
+  group_tiles_ = run.blocks;
   end_slices();
   if (output_resident) keep_resident();
   for (const Residency& r : residency) {

@@ -32,6 +32,8 @@ namespace {
 constexpr std::uint64_t kMostTilesAhead = 2;
 // Of a run's tilings with no member ahead, how many of the cheapest are tried ahead.
 constexpr std::size_t kAheadTried = 3;
+// A channel chain's members: expand, depthwise, project.
+constexpr std::size_t kChannelChainMembers = 3;
 
 // The emission order of members `s` at `rows` per tile, and each member's most tiles live.
 // Member i's tile t needs its input rows [lo, hi) (all of them for its last tile, so that every
@@ -183,7 +185,7 @@ std::vector<Chain> fitting_chains(const HwConfig& config, const std::vector<Spat
 // 1 x 1 conv of stride 1 (no residual), a depthwise conv of multiplier 1 over all its output
 // channels, and an ungrouped 1 x 1 conv of stride 1 over all of those (its K-split steps).
 bool channel_chain_members(const std::vector<SpatialLayer>& s) {
-  if (s.size() != 3) return false;
+  if (s.size() != kChannelChainMembers) return false;
   const SpatialLayer& e = s[0];
   const SpatialLayer& d = s[1];
   const SpatialLayer& p = s[2];
@@ -220,11 +222,13 @@ std::optional<Chain> make_channel_chain(const HwConfig& config, const std::vecto
   // fewer-slices option's.
   if (blocks < slices || (split_outputs && (slices < 2 || p.units < slices))) return std::nullopt;
   // Split, a slice's project holds its share of the output channels: its accumulator, its output
-  // (the last step writes it apart, so that it may stay resident) and its weights' share.
+  // and its weights' share. Split or on one slice, the last step writes the output apart from the
+  // accumulator, so that it may stay resident at its own size.
   const std::uint64_t out_units = split_outputs ? ceil_div(p.units, slices) : p.units;
+  const bool own_output = split_outputs || slices == 1;
   const std::uint64_t per_slice =
       p.partial_bytes(p.oh, p.ow, out_units) +
-      (split_outputs ? p.output_bytes(p.oh, p.ow, out_units) : 0) +
+      (own_output ? p.output_bytes(p.oh, p.ow, out_units) : 0) +
       (ahead + 1) * (e.output_bytes(e.oh, e.ow, block) + d.output_bytes(d.oh, d.ow, block)) +
       2 * (e.chunk_weight_bytes(block) + d.chunk_weight_bytes(block) +
            p.part_weight_bytes(out_units, block));
@@ -236,7 +240,7 @@ std::optional<Chain> make_channel_chain(const HwConfig& config, const std::vecto
   c.ahead = ahead;
   c.reserved_bytes = e.input_bytes(e.oh, e.ow, e.c) + slices * per_slice +
                      p.residual_bytes(p.oh, p.ow, p.units) +
-                     (slices > 1 && !split_outputs ? p.output_bytes(p.oh, p.ow, p.units) : 0);
+                     (own_output ? 0 : p.output_bytes(p.oh, p.ow, p.units));
   if (c.reserved_bytes > cap) return std::nullopt;
   for (std::size_t i = 0; i < s.size(); ++i) {
     Mapping m;
@@ -244,10 +248,8 @@ std::optional<Chain> make_channel_chain(const HwConfig& config, const std::vecto
     m.tile_rows = s[i].oh;
     m.tile_cols = s[i].ow;
     m.tile_channel_units = i + 1 < s.size() ? block : s[i].units;
-    // On one slice the project's accumulator is its output (a K-split tile's, which cannot stay
-    // resident: plan_residency's tiles_output); on several, PartialSums or the last steps write
-    // it as tiles do.
-    m.k_step = i + 1 < s.size() || slices > 1 ? 0 : block;
+    // (The project's output is written as a tile's, by PartialSums or its last steps: a K-split
+    // mapping, whose accumulator would be its output, could not stay resident.)
     m.slices = c.slices;
     c.mappings.push_back(m);
   }
@@ -412,8 +414,12 @@ std::vector<Chain> plan_chains(const Graph& graph, const HwConfig& config,
           cheapest = std::move(option);
         }
       }
-      if (cheapest && cheapest_cycles<*plain&& * plain - cheapest_cycles> best_rows_saving) {
-        best_rows_saving = *plain - cheapest_cycles;
+      // (Of the channel chains' length at most: Chain::instead takes the place of one, so it must
+      // not reach into the chain planned after it.)
+      const std::uint64_t rows_saving =
+          cheapest && cheapest_cycles < *plain ? *plain - cheapest_cycles : 0;
+      if (count <= kChannelChainMembers && rows_saving > best_rows_saving) {
+        best_rows_saving = rows_saving;
         best_rows = cheapest;
       }
       // The channel chains' best, against the rows' (the rows on a tie).
