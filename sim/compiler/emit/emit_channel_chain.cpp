@@ -51,7 +51,7 @@ struct Emitter::ChannelChainRun {
   std::vector<std::vector<CommandIndex>> computes;  // [member < 2][block]
   std::vector<std::vector<std::string>> outputs;    // [member < 2][block]
   std::vector<std::vector<CommandIndex>> steps;     // [block][slice]: the project's steps
-  std::vector<std::string> accumulators, outs;      // per slice (outs: split, its output)
+  std::vector<std::string> accumulators, outs;      // per slice (outs: its own output)
   std::vector<CommandIndex> last_step;              // per slice
 
   const SpatialLayer& expand() const { return s[0]; }
@@ -119,8 +119,7 @@ struct Emitter::ChannelChainRun {
                    [](CommandIndex c) { return c != kNone; });
     }
     const std::uint64_t back = split ? 2 : 2 * slices;
-    load_weights(2, p.part_weight_bytes(n, u),
-                 j >= back ? steps[j - back][split ? q : j % slices] : kNone, frees, deps);
+    load_weights(2, p.part_weight_bytes(n, u), j >= back ? steps[j - back][q] : kNone, frees, deps);
     // The last step applies the residual, as a K-split tile's does, when no PartialSum will.
     const bool last = j + 1 == blocks && (split || slices == 1);
     if (last) {
@@ -132,9 +131,7 @@ struct Emitter::ChannelChainRun {
     if (last_step[q] != kNone) deps.push_back(last_step[q]);  // accumulates onto it
     ConvShape shape = p.tile_shape(p.oh, p.ow, n);
     shape.in_c = u;
-    const auto slice =
-        split ? static_cast<std::uint32_t>((em.group_base_ + q) % em.slices_) : slice_of(j);
-    Command c = compute(p.op, slice, shape);
+    Command c = compute(p.op, slice_of(q), shape);  // (q is j's slice unless split)
     if (last_step[q] == kNone) {
       accumulators[q] = em.buffer_name();
       c.alloc.push_back({accumulators[q], p.partial_bytes(p.oh, p.ow, n)});
@@ -150,7 +147,7 @@ struct Emitter::ChannelChainRun {
     last_step[q] = steps[j][q] = em.emit(std::move(c), "S", em.s_, *members[2], std::move(deps));
   }
 
-  // The output: each slice's (split), the one slice's accumulator, or the PartialSums' pieces.
+  // The output: each slice's (split, or one slice), or the PartialSums' pieces.
   // Returns the stores (or, kept on chip, the computes that wrote it); `reductions` gets the
   // PartialSums.
   std::vector<CommandIndex> emit_output(std::vector<CommandIndex>& reductions) {
