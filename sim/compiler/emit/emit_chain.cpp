@@ -288,7 +288,7 @@ void Emitter::emit_row_chain(const std::vector<const LayerGroup*>& members, cons
         }
       }
     }
-    Command c = compute(m.op, next_slice(), m.tile_shape(tr, m.ow, m.units));
+    Command c = compute(m.op, next_slice(), m.compute_shape(tr, m.ow, m.units));
     // Ties go to the round-robin's slice, so steps of equal cost spread as before.
     const std::uint32_t place =
         clock.place(c.engine, cost::slice_op_cost(c.op, c.shape, cfg_).cycles, deps,

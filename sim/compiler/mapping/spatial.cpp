@@ -177,7 +177,58 @@ ConvShape SpatialLayer::tile_shape(std::uint64_t rows, std::uint64_t cols,
   return shape;
 }
 
+Shape SpatialLayer::compute_shape(std::uint64_t rows, std::uint64_t cols,
+                                  std::uint64_t chunk_units) const {
+  if (pointwise) return ElementsShape{std::max<std::uint64_t>(1, n * rows * cols * chunk_units)};
+  return tile_shape(rows, cols, chunk_units);
+}
+
+bool pointwise_group(const Graph& graph, const LayerGroup& group) {
+  if (group.layers.size() != 1 || group.residual || group_kind(graph, group) != GroupKind::kVector)
+    return false;
+  const Layer& l = graph.layers[group.layers[0]];
+  const OpId op = find_op(l.op);
+  if (op >= op_table().size() || op_table()[op].unit != EngineKind::kVector ||
+      op_table()[op].shape != ShapeKind::kElements || l.inputs.empty() || l.outputs.size() != 1 ||
+      (!is_elementwise_op(l.op) && l.op != "Quantize" && l.op != "Dequantize")) {
+    return false;
+  }
+  const Tensor& x = graph.tensors[l.inputs[0]];
+  const Tensor& y = graph.tensors[l.outputs[0]];
+  if (x.constant || x.shape.size() != 4 || x.shape[0] != 1 || y.shape != x.shape) return false;
+  return std::all_of(l.inputs.begin() + 1, l.inputs.end(),
+                     [&](std::uint32_t t) { return graph.tensors[t].constant; });
+}
+
+namespace {
+
+SpatialLayer describe_pointwise(const Graph& graph, const LayerGroup& group,
+                                const Budgets& budgets) {
+  const Layer& l = graph.layers[group.layers[0]];
+  const Tensor& x = graph.tensors[l.inputs[0]];
+  SpatialLayer s;
+  s.op = l.op;
+  s.pointwise = true;
+  s.input = l.inputs[0];
+  s.n = x.shape[0], s.c = x.shape[1], s.h = x.shape[2], s.w = x.shape[3];
+  s.k = s.c, s.oh = s.h, s.ow = s.w;  // a window of one pixel, stride 1, no padding
+  s.in_elem_bytes = dtype_bytes(x.dtype);
+  s.out_elem_bytes = dtype_bytes(graph.tensors[group.output].dtype);
+  s.units = s.c;
+  s.out_per_unit = s.in_per_unit = 1;
+  s.out_per_group = s.k;
+  std::uint64_t const_bytes = 0;  // a Quantize's scale and zero point, say: loaded once
+  for (std::size_t i = 1; i < l.inputs.size(); ++i)
+    const_bytes += graph.tensors[l.inputs[i]].bytes();
+  s.weight_bytes_per_unit = ceil_div(const_bytes, s.units);
+  s.dma_burst_bytes = budgets.dma_burst_bytes;
+  return s;
+}
+
+}  // namespace
+
 SpatialLayer describe_spatial(const Graph& graph, const LayerGroup& group, const Budgets& budgets) {
+  if (pointwise_group(graph, group)) return describe_pointwise(graph, group, budgets);
   const Layer& l = graph.layers[group.layers[0]];
   const Tensor& x = graph.tensors[l.inputs[0]];
   const Tensor& y = graph.tensors[group.output];

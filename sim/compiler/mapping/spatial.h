@@ -17,9 +17,12 @@ struct TileWindow {
 };
 
 struct SpatialLayer {
-  std::string op;  // the schedule op: Conv, DepthwiseConv, MaxPool or AveragePool
+  std::string op;  // the schedule op: Conv, DepthwiseConv, MaxPool or AveragePool (or pointwise's)
   bool conv = false;
   bool depthwise = false;
+  // A lone element-wise vector op over an image, as a chain's first member (pointwise_group): a
+  // window of one pixel, one channel unit per channel, its constant operands as its weights.
+  bool pointwise = false;
   std::uint32_t input = 0;                   // the tensor read
   std::uint64_t n = 0, c = 0, h = 0, w = 0;  // input [N, C, H, W]
   std::uint64_t k = 0, oh = 0, ow = 0;       // output channels, rows, columns
@@ -89,6 +92,8 @@ struct SpatialLayer {
   // The shape of a tile of rows x cols output pixels and `units` channel units: the input rows
   // and columns it reads with the padding folded in, so its output is exactly its pixels.
   ConvShape tile_shape(std::uint64_t rows, std::uint64_t cols, std::uint64_t units) const;
+  // What a tile's compute command costs by: tile_shape, or a pointwise op's elements.
+  Shape compute_shape(std::uint64_t rows, std::uint64_t cols, std::uint64_t units) const;
   // Whether every tile of `m` reads all the input's pixels (one image, one tile of pixels): as one
   // block (input outer), or its chunk's channels of them (weights outer). Then the input may be
   // the last group's output kept on chip (docs/compiler.md).
@@ -140,8 +145,15 @@ struct SpatialLayer {
   }
 };
 
+// Whether `group` is one element-wise vector op (in the op table as such: Quantize, Relu, Mul,
+// ...) of an image [1, C, H, W] to one of the same shape, its other operands constants: tiles of
+// rows of it are tiles of a 1 x 1 window, so it may head a chain of rows (plan_chains). A QDQ
+// model's input QuantizeLinear is the case in point: alone it must end before the first conv
+// starts; heading the conv's chain, its rows are quantised as the conv needs them.
+bool pointwise_group(const Graph& graph, const LayerGroup& group);
+
 // The units depend on the weight budget: a group whose weights exceed a chunk is cut by output
-// channel.
+// channel. A pointwise_group is described as a window of one pixel (SpatialLayer::pointwise).
 SpatialLayer describe_spatial(const Graph& graph, const LayerGroup& group, const Budgets& budgets);
 
 // The weight loads of an input-outer mapping's first input block, in the order

@@ -90,10 +90,13 @@ std::vector<ChainStep> chain_order(const std::vector<SpatialLayer>& s,
   return order;
 }
 
-// Whether group `g` may be a chain member, and what the tiling needs to know of it.
-bool chain_member(const Graph& graph, const LayerGroup& g, const Budgets& budgets,
+// Whether group `g` may be a chain member, and what the tiling needs to know of it. A pointwise
+// vector group may be the first (its rows quantised, say, as the next member needs them); later
+// members are convs and pools, whose tiles store and load as emit_chain knows.
+bool chain_member(const Graph& graph, const LayerGroup& g, const Budgets& budgets, bool first,
                   SpatialLayer& s) {
-  if (group_kind(graph, g) != GroupKind::kSpatial) return false;
+  if (group_kind(graph, g) != GroupKind::kSpatial && !(first && pointwise_group(graph, g)))
+    return false;
   s = describe_spatial(graph, g, budgets);
   return s.n == 1 && !s.within_group;
 }
@@ -339,15 +342,15 @@ std::vector<Chain> plan_chains(const Graph& graph, const HwConfig& config,
     // A fused residual is loaded by the last member's tiles only: a member with one ends a chain.
     // The first member's input may be any layout (a view, as ShuffleNet's channel halves): its
     // tiles load it as a plain tile of the group would, waiting for its writers.
-    if (!chain_member(graph, groups[i], budgets, members[0]) || groups[i].residual) {
+    if (!chain_member(graph, groups[i], budgets, true, members[0]) || groups[i].residual) {
       ++i;
       continue;
     }
     // The longest run of members, each reading the one before alone.
     for (std::size_t j = i + 1; j < mappings.size(); ++j) {
       SpatialLayer next;
-      if (!chain_member(graph, groups[j], budgets, next) || next.input != groups[j - 1].output ||
-          !read_only_by(graph, groups[j - 1], groups[j])) {
+      if (!chain_member(graph, groups[j], budgets, false, next) ||
+          next.input != groups[j - 1].output || !read_only_by(graph, groups[j - 1], groups[j])) {
         break;
       }
       members.push_back(next);

@@ -1,0 +1,211 @@
+// A pointwise vector op heading a chain of rows (docs/compiler.md, "Chains of convolutions"): a
+// QDQ model's input QuantizeLinear quantises the rows its conv reads as the conv needs them,
+// instead of quantising the whole image before the conv starts. Expected values are worked by
+// hand from the shapes: a vector op of E elements takes ceil(E / 16) cycles on `default`'s 16
+// lanes (cost/compute.cpp, one cycle per element for Quantize), and a ws array GEMM SCALE-Sim's
+// folds of rows + rows + cols - 2 + T cycles each, the layer's total less 1.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "sim/compiler/compiler.h"
+#include "sim/compiler/emit/emitter.h"
+#include "sim/compiler/mapping/spatial.h"
+#include "sim/compiler/passes/assign_layouts.h"
+#include "sim/compiler/passes/fuse_layer_groups.h"
+#include "sim/compiler/passes/plan_chains.h"
+#include "sim/config/hw_config.h"
+#include "sim/cost/compute.h"
+#include "sim/estimator/estimator.h"
+#include "sim/frontend/graph_json.h"
+#include "sim/ir/engines.h"
+#include "sim/ir/ops.h"
+#include "sim/util/error.h"
+
+#include "tests/schedule_support.h"
+
+namespace npusim {
+namespace {
+
+using test::graph_macs;
+using test::schedule_macs;
+
+Json tensor(const std::string& name, const std::string& dtype,
+            const std::vector<std::uint64_t>& shape, bool constant = false) {
+  Json t = {{"name", name}, {"dtype", dtype}, {"shape", shape}};
+  if (constant) t["constant"] = true;
+  return t;
+}
+
+Json layer(const std::string& name, const std::string& op, const std::vector<std::string>& inputs,
+           const std::string& output) {
+  return Json{{"name", name}, {"op", op}, {"inputs", inputs}, {"outputs", Json::array({output})}};
+}
+
+Graph graph_of(Json tensors, Json layers, const std::string& out) {
+  const Json doc = {{"format", "npusim-graph"},
+                    {"version", 1},
+                    {"name", "qconv"},
+                    {"tensors", std::move(tensors)},
+                    {"inputs", Json::array({"x"})},
+                    {"outputs", Json::array({out})},
+                    {"layers", std::move(layers)}};
+  return parse_graph_json(doc, "qconv.json");
+}
+
+// x [1, 3, size, size] float32 -> Quantize (scale: a float32 constant) -> q int8 -> conv 3x3,
+// stride 2, pad 1, 3 -> 32 -> y int8 [1, 32, size/2, size/2]: the head of a QDQ MobileNetV2.
+Graph quantized_conv(std::uint64_t size) {
+  const std::uint64_t o = size / 2;
+  Json tensors =
+      Json::array({tensor("x", "float32", {1, 3, size, size}),
+                   tensor("scale", "float32", {1}, true), tensor("q", "int8", {1, 3, size, size}),
+                   tensor("w", "int8", {32, 3, 3, 3}, true), tensor("y", "int8", {1, 32, o, o})});
+  Json layers = Json::array();
+  layers.push_back(layer("quantize", "Quantize", {"x", "scale"}, "q"));
+  layers.push_back(layer("conv", "Conv", {"q", "w"}, "y"));
+  layers.back()["attrs"] = {{"kernel_shape", Json::array({3, 3})},
+                            {"pads", Json::array({1, 1, 1, 1})},
+                            {"strides", Json::array({2, 2})}};
+  return graph_of(tensors, layers, "y");
+}
+
+TEST(PointwiseChains, OnlyALoneElementwiseOpOfAnImageWithConstantOperandsIsPointwise) {
+  const Graph q = quantized_conv(8);
+  const std::vector<LayerGroup> groups = fuse_layer_groups(q);
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_TRUE(pointwise_group(q, groups[0]));
+  EXPECT_FALSE(pointwise_group(q, groups[1]));  // a conv
+
+  // Add of two activations: its second operand is not a constant.
+  Json tensors = Json::array({tensor("x", "int8", {1, 4, 6, 6}), tensor("a", "int8", {1, 4, 6, 6}),
+                              tensor("s", "int8", {1, 4, 6, 6})});
+  Json layers =
+      Json::array({layer("relu", "Relu", {"x"}, "a"), layer("add", "Add", {"a", "x"}, "s")});
+  const Graph add = graph_of(tensors, layers, "s");
+  const std::vector<LayerGroup> add_groups = fuse_layer_groups(add);
+  ASSERT_EQ(add_groups.size(), 2u);
+  EXPECT_TRUE(pointwise_group(add, add_groups[0]));  // Relu of an image
+  EXPECT_FALSE(pointwise_group(add, add_groups[1]));
+
+  // Softmax is a vector op of elements but not element-wise; a Relu of a [batch, tokens, hidden]
+  // tensor is not an image.
+  Json t2 =
+      Json::array({tensor("x", "float32", {1, 4, 6, 6}), tensor("p", "float32", {1, 4, 6, 6})});
+  const Graph softmax = graph_of(t2, Json::array({layer("sm", "Softmax", {"x"}, "p")}), "p");
+  EXPECT_FALSE(pointwise_group(softmax, fuse_layer_groups(softmax).at(0)));
+  Json t3 = Json::array({tensor("x", "float32", {1, 6, 8}), tensor("r", "float32", {1, 6, 8})});
+  const Graph rank3 = graph_of(t3, Json::array({layer("relu", "Relu", {"x"}, "r")}), "r");
+  EXPECT_FALSE(pointwise_group(rank3, fuse_layer_groups(rank3).at(0)));
+}
+
+TEST(PointwiseChains, APointwiseOpIsDescribedAsAWindowOfOnePixel) {
+  const Graph g = quantized_conv(8);
+  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
+  const SpatialLayer s = describe_spatial(g, groups[0], budgets_of(load_hw_config("default")));
+  EXPECT_TRUE(s.pointwise);
+  EXPECT_EQ(s.op, "Quantize");
+  EXPECT_EQ(s.c, 3u);
+  EXPECT_EQ(s.k, 3u);
+  EXPECT_EQ(s.oh, 8u);
+  EXPECT_EQ(s.ow, 8u);
+  EXPECT_EQ(s.kernel_h * s.kernel_w * s.stride_h * s.stride_w, 1u);
+  EXPECT_EQ(s.in_elem_bytes, 4u);   // float32 in
+  EXPECT_EQ(s.out_elem_bytes, 1u);  // int8 out
+  EXPECT_EQ(s.units, 3u);           // one per channel
+  // Its weights are the scale, 4 bytes, over 3 units: 2 bytes each, 6 loaded.
+  EXPECT_EQ(s.chunk_weight_bytes(s.units), 6u);
+  // A tile of 2 rows of 8 pixels, 3 channels: 48 float32 elements in, 48 int8 out, and a
+  // compute of 48 elements.
+  EXPECT_EQ(s.input_bytes(2, 8, s.chunk_in_c(s.units)), 192u);
+  EXPECT_EQ(s.output_bytes(2, 8, s.units), 48u);
+  const Shape shape = s.compute_shape(2, 8, s.units);
+  ASSERT_TRUE(std::holds_alternative<ElementsShape>(shape));
+  EXPECT_EQ(std::get<ElementsShape>(shape).elements, 48u);
+}
+
+TEST(PointwiseChains, TheQuantizeHeadsTheConvsChainAndItsOutputNeverGoesToDram) {
+  // quantized_conv(8) on `default` (2 slices), chained at 2 rows per tile: the quantize's tiles
+  // are rows [0, 2), [2, 4), [4, 6), [6, 8). The conv's tile 0 (output rows 0, 1) reads input
+  // rows [0, 4) (row -1 is padding), so the quantize's tiles 0 and 1 come first; its tile 1
+  // (rows 2, 3) reads [3, 8): tiles 2 and 3.
+  const Graph g = quantized_conv(8);
+  const HwConfig config = load_hw_config("default");
+  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
+  const ChainCost cost = [](const Chain& c) {
+    return std::optional<std::uint64_t>(
+        c.mappings[0].tile_rows == 2 && c.slices == 0 && c.ahead == 0 ? 1 : 10);
+  };
+  const PlainCost plain = [](std::size_t, std::size_t) {
+    return std::optional<std::uint64_t>(100);
+  };
+  const std::vector<Chain> chains =
+      plan_chains(g, config, groups, std::vector<Mapping>(2), cost, plain);
+  ASSERT_EQ(chains.size(), 1u);
+  ASSERT_EQ(chains[0].mappings.size(), 2u);
+
+  const TensorLayouts layouts = assign_layouts(g, groups);
+  Emitter emitter(g, config, layouts);
+  emitter.emit_chain({&groups[0], &groups[1]}, chains[0]);
+  Schedule s = emitter.finish();
+  Diagnostics diag("qconv.json");
+  finalize_schedule(s, config, diag);
+  ASSERT_TRUE(diag.empty());
+  std::vector<std::string> computes;
+  std::uint64_t in = 0, out = 0;
+  for (const Command& c : s.commands) {
+    if (c.engine == EngineKind::kDmaIn) in += c.bytes;
+    if (c.engine == EngineKind::kDmaOut) out += c.bytes;
+    if (!on_slice(c.engine)) continue;
+    computes.push_back(std::string(op_table()[c.op].name));
+    if (computes.back() != "Quantize") continue;
+    // 2 rows x 8 columns x 3 channels = 48 elements, 48 / 16 lanes = 3 cycles.
+    ASSERT_TRUE(std::holds_alternative<ElementsShape>(c.shape));
+    EXPECT_EQ(std::get<ElementsShape>(c.shape).elements, 48u);
+    EXPECT_EQ(cost::slice_op_cost(c.op, c.shape, config).cycles, 3u);
+  }
+  EXPECT_EQ(computes, (std::vector<std::string>{"Quantize", "Quantize", "Conv", "Quantize",
+                                                "Quantize", "Conv"}));
+  // In: the float32 image once, 8 x 8 x 3 x 4 = 768 bytes (a window of one pixel has no halo),
+  // the scale's 6 bytes and the conv's weights, 32 x 3 x 3 x 3 = 864. Out: y alone, 4 x 4 x 32 =
+  // 512 bytes; q never leaves local memory.
+  EXPECT_EQ(in, 768u + 6u + 864u);
+  EXPECT_EQ(out, 512u);
+  // MACs: 4 x 4 pixels x 32 outputs x 27 = 13824, the graph's.
+  EXPECT_EQ(schedule_macs(s), 13824u);
+  EXPECT_EQ(graph_macs(g), 13824u);
+}
+
+TEST(PointwiseChains, TheCompilerChainsTheQuantizeWhereThatEstimatesFaster) {
+  // quantized_conv(64) on `default`, whose one DMA_IN channel moves 8 bytes a cycle. Chained, the
+  // float32 image is read once, 64 x 64 x 3 x 4 = 49152 bytes, with the scale's 6 and the conv's
+  // 864 bytes of weights; q (64 x 64 x 3 = 12288 bytes) neither goes to DRAM nor comes back, and
+  // DMA_OUT writes y alone, 32 x 32 x 32 = 32768 bytes. The run takes at least DMA_IN's
+  // 50022 / 8 = 6253 cycles. The compiler keeps the chain only where the model estimates faster
+  // than without chains.
+  const Graph g = quantized_conv(64);
+  const HwConfig config = load_hw_config("default");
+  std::vector<std::string> explain;
+  CompileOptions options;
+  options.explain = &explain;
+  const Schedule s = compile_schedule(g, config, options);
+  EXPECT_THAT(explain, ::testing::Contains(::testing::HasSubstr("[quantize x2 rows")));
+  std::uint64_t in = 0, out = 0;
+  for (const Command& c : s.commands) {
+    if (c.engine == EngineKind::kDmaIn) in += c.bytes;
+    if (c.engine == EngineKind::kDmaOut) out += c.bytes;
+  }
+  EXPECT_EQ(in, 49152u + 6u + 864u);
+  EXPECT_EQ(out, 32768u);
+  const std::uint64_t cycles = estimate(s, config).total_cycles();
+  EXPECT_GE(cycles, 6253u);
+  options.chains = false;
+  options.explain = nullptr;
+  EXPECT_LT(cycles, estimate(compile_schedule(g, config, options), config).total_cycles());
+  EXPECT_EQ(schedule_macs(s), graph_macs(g));
+}
+
+}  // namespace
+}  // namespace npusim
