@@ -1016,5 +1016,26 @@ TEST(OnnxImportRealModels, MobilenetV2QdqKeepsInt8Weights) {
   EXPECT_EQ(g.tensors[g.outputs[0]].shape, (Shape{1, 1000}));
 }
 
+TEST(OnnxImportRealModels, MobilenetV2QdqQuantizesItsImageInsideTheFirstConvsChain) {
+  // The input QuantizeLinear heads the first chain on `default` (docs/compiler.md, "Chains of
+  // convolutions"): its tiles read the float32 image [1, 3, 244, 244] once, 244 x 244 x 3 x 4 =
+  // 714432 bytes, and write nothing to DRAM; the int8 image lives in local memory only while the
+  // first conv's tiles need its rows.
+  const Graph g = import_real(real("mobilenetv2_qdq_int8.onnx"));
+  std::vector<std::string> explain;
+  const Schedule s = compile_schedule(g, load_hw_config("default"), &explain);
+  EXPECT_THAT(explain, ::testing::Contains(::testing::HasSubstr("[QuantizeLinear_300 x")));
+  std::uint64_t in = 0, out = 0, computes = 0;
+  for (const Command& c : s.commands) {
+    if (s.programs.at(c.program).name != "QuantizeLinear_300") continue;
+    if (c.engine == EngineKind::kDmaIn) in += c.bytes;
+    if (c.engine == EngineKind::kDmaOut) out += c.bytes;
+    if (c.engine == EngineKind::kVector) ++computes;
+  }
+  EXPECT_EQ(in, 714432u);
+  EXPECT_EQ(out, 0u);
+  EXPECT_GT(computes, 1u);  // tiles of rows, not the whole image at once
+}
+
 }  // namespace
 }  // namespace npusim

@@ -57,7 +57,9 @@ Graph graph_of(Json tensors, Json layers, const std::string& out) {
 
 // x [1, 3, size, size] float32 -> Quantize (scale: a float32 constant) -> q int8 -> conv 3x3,
 // stride 2, pad 1, 3 -> 32 -> y int8 [1, 32, size/2, size/2]: the head of a QDQ MobileNetV2.
-Graph quantized_conv(std::uint64_t size) {
+// With `relu`, a Relu of q (a group of its own) comes between; with `tail`, a 1x1 conv 32 -> 8
+// of y follows.
+Graph quantized_conv(std::uint64_t size, bool relu = false, bool tail = false) {
   const std::uint64_t o = size / 2;
   Json tensors =
       Json::array({tensor("x", "float32", {1, 3, size, size}),
@@ -65,12 +67,30 @@ Graph quantized_conv(std::uint64_t size) {
                    tensor("w", "int8", {32, 3, 3, 3}, true), tensor("y", "int8", {1, 32, o, o})});
   Json layers = Json::array();
   layers.push_back(layer("quantize", "Quantize", {"x", "scale"}, "q"));
-  layers.push_back(layer("conv", "Conv", {"q", "w"}, "y"));
+  std::string conv_in = "q";
+  if (relu) {
+    tensors.push_back(tensor("r", "int8", {1, 3, size, size}));
+    layers.push_back(layer("relu", "Relu", {"q"}, "r"));
+    conv_in = "r";
+  }
+  layers.push_back(layer("conv", "Conv", {conv_in, "w"}, "y"));
   layers.back()["attrs"] = {{"kernel_shape", Json::array({3, 3})},
                             {"pads", Json::array({1, 1, 1, 1})},
                             {"strides", Json::array({2, 2})}};
-  return graph_of(tensors, layers, "y");
+  std::string out = "y";
+  if (tail) {
+    tensors.push_back(tensor("wt", "int8", {8, 32, 1, 1}, true));
+    tensors.push_back(tensor("z", "int8", {1, 8, o, o}));
+    layers.push_back(layer("tail", "Conv", {"y", "wt"}, "z"));
+    layers.back()["attrs"] = {{"kernel_shape", Json::array({1, 1})}};
+    out = "z";
+  }
+  return graph_of(tensors, layers, out);
 }
+
+const PlainCost kPlain100 = [](std::size_t, std::size_t) {
+  return std::optional<std::uint64_t>(100);
+};
 
 TEST(PointwiseChains, OnlyALoneElementwiseOpOfAnImageWithConstantOperandsIsPointwise) {
   const Graph q = quantized_conv(8);
@@ -115,8 +135,8 @@ TEST(PointwiseChains, APointwiseOpIsDescribedAsAWindowOfOnePixel) {
   EXPECT_EQ(s.in_elem_bytes, 4u);   // float32 in
   EXPECT_EQ(s.out_elem_bytes, 1u);  // int8 out
   EXPECT_EQ(s.units, 3u);           // one per channel
-  // Its weights are the scale, 4 bytes, over 3 units: 2 bytes each, 6 loaded.
-  EXPECT_EQ(s.chunk_weight_bytes(s.units), 6u);
+  // Its weights are the scale's 4 bytes, loaded whole.
+  EXPECT_EQ(s.chunk_weight_bytes(s.units), 4u);
   // A tile of 2 rows of 8 pixels, 3 channels: 48 float32 elements in, 48 int8 out, and a
   // compute of 48 elements.
   EXPECT_EQ(s.input_bytes(2, 8, s.chunk_in_c(s.units)), 192u);
@@ -169,9 +189,9 @@ TEST(PointwiseChains, TheQuantizeHeadsTheConvsChainAndItsOutputNeverGoesToDram) 
   EXPECT_EQ(computes, (std::vector<std::string>{"Quantize", "Quantize", "Conv", "Quantize",
                                                 "Quantize", "Conv"}));
   // In: the float32 image once, 8 x 8 x 3 x 4 = 768 bytes (a window of one pixel has no halo),
-  // the scale's 6 bytes and the conv's weights, 32 x 3 x 3 x 3 = 864. Out: y alone, 4 x 4 x 32 =
+  // the scale's 4 bytes and the conv's weights, 32 x 3 x 3 x 3 = 864. Out: y alone, 4 x 4 x 32 =
   // 512 bytes; q never leaves local memory.
-  EXPECT_EQ(in, 768u + 6u + 864u);
+  EXPECT_EQ(in, 768u + 4u + 864u);
   EXPECT_EQ(out, 512u);
   // MACs: 4 x 4 pixels x 32 outputs x 27 = 13824, the graph's.
   EXPECT_EQ(schedule_macs(s), 13824u);
@@ -180,10 +200,10 @@ TEST(PointwiseChains, TheQuantizeHeadsTheConvsChainAndItsOutputNeverGoesToDram) 
 
 TEST(PointwiseChains, TheCompilerChainsTheQuantizeWhereThatEstimatesFaster) {
   // quantized_conv(64) on `default`, whose one DMA_IN channel moves 8 bytes a cycle. Chained, the
-  // float32 image is read once, 64 x 64 x 3 x 4 = 49152 bytes, with the scale's 6 and the conv's
+  // float32 image is read once, 64 x 64 x 3 x 4 = 49152 bytes, with the scale's 4 and the conv's
   // 864 bytes of weights; q (64 x 64 x 3 = 12288 bytes) neither goes to DRAM nor comes back, and
   // DMA_OUT writes y alone, 32 x 32 x 32 = 32768 bytes. The run takes at least DMA_IN's
-  // 50022 / 8 = 6253 cycles. The compiler keeps the chain only where the model estimates faster
+  // 50020 / 8 = 6253 cycles. The compiler keeps the chain only where the model estimates faster
   // than without chains.
   const Graph g = quantized_conv(64);
   const HwConfig config = load_hw_config("default");
@@ -197,7 +217,7 @@ TEST(PointwiseChains, TheCompilerChainsTheQuantizeWhereThatEstimatesFaster) {
     if (c.engine == EngineKind::kDmaIn) in += c.bytes;
     if (c.engine == EngineKind::kDmaOut) out += c.bytes;
   }
-  EXPECT_EQ(in, 49152u + 6u + 864u);
+  EXPECT_EQ(in, 49152u + 4u + 864u);
   EXPECT_EQ(out, 32768u);
   const std::uint64_t cycles = estimate(s, config).total_cycles();
   EXPECT_GE(cycles, 6253u);
@@ -205,6 +225,46 @@ TEST(PointwiseChains, TheCompilerChainsTheQuantizeWhereThatEstimatesFaster) {
   options.explain = nullptr;
   EXPECT_LT(cycles, estimate(compile_schedule(g, config, options), config).total_cycles());
   EXPECT_EQ(schedule_macs(s), graph_macs(g));
+}
+
+TEST(PointwiseChains, OnlyTheFirstMemberMayBePointwise) {
+  // quantize -> relu -> conv: both vector groups are pointwise, but a chain from the quantize
+  // would have the relu as a later member, whose tiles are stored as an image's rows only when
+  // it is the last. So the one chain is relu -> conv, from group 1.
+  const Graph g = quantized_conv(8, /*relu=*/true);
+  const HwConfig config = load_hw_config("default");
+  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
+  ASSERT_EQ(groups.size(), 3u);
+  const ChainCost cost = [](const Chain&) { return std::optional<std::uint64_t>(1); };
+  const std::vector<Chain> chains =
+      plan_chains(g, config, groups, std::vector<Mapping>(3), cost, kPlain100);
+  ASSERT_EQ(chains.size(), 1u);
+  EXPECT_EQ(chains[0].first, 1u);
+  EXPECT_EQ(chains[0].mappings.size(), 2u);
+}
+
+TEST(PointwiseChains, AChainFromTheNextGroupThatSavesMoreIsKeptInstead) {
+  // quantize -> conv -> tail conv. A chain from the quantize costs 50 and one from the conv 10,
+  // against 100 for their members one after another: the quantize's saves 50, the conv's 90. A
+  // chain headed by the quantize would take the conv's place; the conv's is kept instead.
+  const Graph g = quantized_conv(8, false, /*tail=*/true);
+  const HwConfig config = load_hw_config("default");
+  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
+  ASSERT_EQ(groups.size(), 3u);
+  const ChainCost cost = [](const Chain& c) {
+    return std::optional<std::uint64_t>(c.first == 0 ? 50 : 10);
+  };
+  std::vector<Chain> chains =
+      plan_chains(g, config, groups, std::vector<Mapping>(3), cost, kPlain100);
+  ASSERT_EQ(chains.size(), 1u);
+  EXPECT_EQ(chains[0].first, 1u);
+  // And the other way round: the chain from the quantize is kept.
+  const ChainCost prefer_head = [](const Chain& c) {
+    return std::optional<std::uint64_t>(c.first == 0 ? 10 : 50);
+  };
+  chains = plan_chains(g, config, groups, std::vector<Mapping>(3), prefer_head, kPlain100);
+  ASSERT_EQ(chains.size(), 1u);
+  EXPECT_EQ(chains[0].first, 0u);
 }
 
 }  // namespace

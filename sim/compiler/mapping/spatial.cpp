@@ -131,6 +131,7 @@ std::uint64_t SpatialLayer::output_bytes(std::uint64_t rows, std::uint64_t cols,
 }
 
 std::uint64_t SpatialLayer::chunk_weight_bytes(std::uint64_t chunk_units) const {
+  if (pointwise) return pointwise_constant_bytes;  // loaded whole (a chain member has all units)
   return chunk_units * weight_bytes_per_unit;
 }
 
@@ -217,10 +218,9 @@ SpatialLayer describe_pointwise(const Graph& graph, const LayerGroup& group,
   s.units = s.c;
   s.out_per_unit = s.in_per_unit = 1;
   s.out_per_group = s.k;
-  std::uint64_t const_bytes = 0;  // a Quantize's scale and zero point, say: loaded once
+  // A Quantize's scale and zero point, say: loaded once, whole.
   for (std::size_t i = 1; i < l.inputs.size(); ++i)
-    const_bytes += graph.tensors[l.inputs[i]].bytes();
-  s.weight_bytes_per_unit = ceil_div(const_bytes, s.units);
+    s.pointwise_constant_bytes += graph.tensors[l.inputs[i]].bytes();
   s.dma_burst_bytes = budgets.dma_burst_bytes;
   return s;
 }

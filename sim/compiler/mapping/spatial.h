@@ -23,6 +23,7 @@ struct SpatialLayer {
   // A lone element-wise vector op over an image, as a chain's first member (pointwise_group): a
   // window of one pixel, one channel unit per channel, its constant operands as its weights.
   bool pointwise = false;
+  std::uint64_t pointwise_constant_bytes = 0;  // its constant operands (chunk_weight_bytes)
   std::uint32_t input = 0;                   // the tensor read
   std::uint64_t n = 0, c = 0, h = 0, w = 0;  // input [N, C, H, W]
   std::uint64_t k = 0, oh = 0, ow = 0;       // output channels, rows, columns

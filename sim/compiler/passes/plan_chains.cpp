@@ -335,16 +335,18 @@ std::vector<Chain> plan_chains(const Graph& graph, const HwConfig& config,
                                const std::vector<Mapping>& mappings, const ChainCost& chain_cost,
                                const PlainCost& plain_cost) {
   const Budgets budgets = budgets_of(config);
-  std::vector<Chain> chains;
-  std::size_t i = 0;
-  while (i + 1 < mappings.size()) {
+  struct Planned {
+    Chain chain;
+    std::uint64_t saving = 0;
+  };
+  // The chain from group i that saves the most against its members one after another, if any.
+  auto best_from = [&](std::size_t i) -> std::optional<Planned> {
     std::vector<SpatialLayer> members(1);
     // A fused residual is loaded by the last member's tiles only: a member with one ends a chain.
     // The first member's input may be any layout (a view, as ShuffleNet's channel halves): its
     // tiles load it as a plain tile of the group would, waiting for its writers.
     if (!chain_member(graph, groups[i], budgets, true, members[0]) || groups[i].residual) {
-      ++i;
-      continue;
+      return std::nullopt;
     }
     // The longest run of members, each reading the one before alone.
     for (std::size_t j = i + 1; j < mappings.size(); ++j) {
@@ -440,13 +442,29 @@ std::vector<Chain> plan_chains(const Graph& graph, const HwConfig& config,
         best = std::move(cheapest);
       }
     }
-    if (!best) {
+    if (!best) return std::nullopt;
+    if (best->channel_block > 0 && best_rows) best->instead.push_back(std::move(*best_rows));
+    return Planned{std::move(*best), best_saving};
+  };
+  std::vector<Chain> chains;
+  std::size_t i = 0;
+  while (i + 1 < mappings.size()) {
+    std::optional<Planned> here = best_from(i);
+    if (!here) {
       ++i;
       continue;
     }
-    i += best->mappings.size();
-    if (best->channel_block > 0 && best_rows) best->instead.push_back(std::move(*best_rows));
-    chains.push_back(std::move(*best));
+    // A chain headed by a pointwise group takes the place of any from the group after it, which
+    // may save more (a channel chain never has such a head): the one that saves more is kept.
+    if (pointwise_group(graph, groups[i])) {
+      const std::optional<Planned> next = best_from(i + 1);
+      if (next && next->saving > here->saving) {
+        ++i;
+        continue;
+      }
+    }
+    i += here->chain.mappings.size();
+    chains.push_back(std::move(here->chain));
   }
   return chains;
 }
