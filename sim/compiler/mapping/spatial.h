@@ -24,9 +24,9 @@ struct SpatialLayer {
   // window of one pixel, one channel unit per channel, its constant operands as its weights.
   bool pointwise = false;
   std::uint64_t pointwise_constant_bytes = 0;  // its constant operands (chunk_weight_bytes)
-  std::uint32_t input = 0;                   // the tensor read
-  std::uint64_t n = 0, c = 0, h = 0, w = 0;  // input [N, C, H, W]
-  std::uint64_t k = 0, oh = 0, ow = 0;       // output channels, rows, columns
+  std::uint32_t input = 0;                     // the tensor read
+  std::uint64_t n = 0, c = 0, h = 0, w = 0;    // input [N, C, H, W]
+  std::uint64_t k = 0, oh = 0, ow = 0;         // output channels, rows, columns
   std::uint64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1;
   std::uint64_t pad_top = 0, pad_left = 0;
   std::uint64_t span_h = 1, span_w = 1;  // input rows and columns one output pixel reads
