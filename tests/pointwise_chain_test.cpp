@@ -267,5 +267,109 @@ TEST(PointwiseChains, AChainFromTheNextGroupThatSavesMoreIsKeptInstead) {
   EXPECT_EQ(chains[0].first, 0u);
 }
 
+// x [1, 8, 8, 8] float32 -> BatchNormalization -> Relu -> conv 1x1, 8 -> 16 -> y: DenseNet's
+// pre-activation (its batch norm and ReLU read the concat, then its 1x1 conv reads them).
+Graph pre_activation_conv() {
+  Json tensors = Json::array(
+      {tensor("x", "float32", {1, 8, 8, 8}), tensor("g", "float32", {8}, true),
+       tensor("b", "float32", {8}, true), tensor("m", "float32", {8}, true),
+       tensor("v", "float32", {8}, true), tensor("n", "float32", {1, 8, 8, 8}),
+       tensor("r", "float32", {1, 8, 8, 8}), tensor("w", "float32", {16, 8, 1, 1}, true),
+       tensor("y", "float32", {1, 16, 8, 8})});
+  Json layers = Json::array();
+  layers.push_back(layer("bn", "BatchNormalization", {"x", "g", "b", "m", "v"}, "n"));
+  layers.push_back(layer("relu", "Relu", {"n"}, "r"));
+  layers.push_back(layer("conv", "Conv", {"r", "w"}, "y"));
+  layers.back()["attrs"] = {{"kernel_shape", Json::array({1, 1})}};
+  return graph_of(tensors, layers, "y");
+}
+
+TEST(PointwiseChains, ABatchNormAndReluHeadRunsBothOpsOnEachTileOnItsSlice) {
+  // pre_activation_conv on `default`, chained at 2 rows per tile on both slices, none ahead: the
+  // 1x1 conv's tile t reads the head's rows [2t, 2t + 2), so the two alternate.
+  const Graph g = pre_activation_conv();
+  const HwConfig config = load_hw_config("default");
+  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
+  ASSERT_EQ(groups.size(), 2u);  // batch norm + ReLU, conv
+  ASSERT_TRUE(pointwise_group(g, groups[0]));
+  const SpatialLayer head = describe_spatial(g, groups[0], budgets_of(config));
+  EXPECT_EQ(head.op, "BatchNorm");
+  EXPECT_EQ(head.pointwise_then_ops, (std::vector<std::string>{"Relu"}));
+  EXPECT_EQ(head.chunk_weight_bytes(head.units), 4u * 8u * 4u);  // four float32 vectors of 8
+  const ChainCost cost = [](const Chain& c) {
+    return std::optional<std::uint64_t>(
+        c.mappings[0].tile_rows == 2 && c.slices == 0 && c.ahead == 0 ? 1 : 10);
+  };
+  const std::vector<Chain> chains =
+      plan_chains(g, config, groups, std::vector<Mapping>(2), cost, kPlain100);
+  ASSERT_EQ(chains.size(), 1u);
+  const TensorLayouts layouts = assign_layouts(g, groups);
+  Emitter emitter(g, config, layouts);
+  emitter.emit_chain({&groups[0], &groups[1]}, chains[0]);
+  Schedule s = emitter.finish();
+  Diagnostics diag("pre.json");
+  finalize_schedule(s, config, diag);
+  ASSERT_TRUE(diag.empty());
+  std::vector<std::string> computes;
+  std::uint64_t in = 0, out = 0;
+  for (std::uint32_t i = 0; i < s.commands.size(); ++i) {
+    const Command& c = s.commands[i];
+    if (c.engine == EngineKind::kDmaIn) in += c.bytes;
+    if (c.engine == EngineKind::kDmaOut) out += c.bytes;
+    if (!on_slice(c.engine)) continue;
+    const std::string op(op_table()[c.op].name);
+    computes.push_back(op);
+    if (op == "Conv") continue;
+    // 2 rows x 8 columns x 8 channels = 128 elements: the batch norm at 2 cycles an element over
+    // 16 lanes takes 16 cycles, the ReLU 8.
+    ASSERT_TRUE(std::holds_alternative<ElementsShape>(c.shape));
+    EXPECT_EQ(std::get<ElementsShape>(c.shape).elements, 128u);
+    EXPECT_EQ(cost::slice_op_cost(c.op, c.shape, config).cycles, op == "BatchNorm" ? 16u : 8u);
+    if (op != "Relu") continue;
+    // The ReLU runs after its batch norm, on its slice, and frees the tile's input rows.
+    const Command& bn = s.commands[i - 1];
+    EXPECT_EQ(std::string(op_table()[bn.op].name), "BatchNorm");
+    EXPECT_EQ(c.deps, (std::vector<std::uint32_t>{i - 1}));
+    EXPECT_EQ(c.slice, bn.slice);
+    EXPECT_EQ(c.free.size(), 1u);
+    EXPECT_TRUE(bn.free.empty());
+  }
+  EXPECT_EQ(computes,
+            (std::vector<std::string>{"BatchNorm", "Relu", "Conv", "BatchNorm", "Relu", "Conv",
+                                      "BatchNorm", "Relu", "Conv", "BatchNorm", "Relu", "Conv"}));
+  // In: x once, 8 x 8 x 8 x 4 = 2048 bytes, the batch norm's 128 and the conv's 16 x 8 x 4 = 512.
+  // Out: y alone, 8 x 8 x 16 x 4 = 4096; the normalised x never goes to DRAM.
+  EXPECT_EQ(in, 2048u + 128u + 512u);
+  EXPECT_EQ(out, 4096u);
+  EXPECT_EQ(schedule_macs(s), graph_macs(g));  // 8 x 8 x 16 x 8 = 8192
+  EXPECT_EQ(graph_macs(g), 8192u);
+}
+
+TEST(PointwiseChains, AFusedQuantizeFoldsIntoTheOpBeforeIt) {
+  // x float32 -> Relu -> Mul by c -> Quantize -> q int8 -> conv: one vector group whose fused
+  // Quantize is no command of its own and loads nothing (describe_vector folds its scale into the
+  // Mul), and whose tiles hold int8 outputs.
+  Json tensors =
+      Json::array({tensor("x", "float32", {1, 4, 6, 6}), tensor("r", "float32", {1, 4, 6, 6}),
+                   tensor("c", "float32", {1}, true), tensor("m", "float32", {1, 4, 6, 6}),
+                   tensor("scale", "float32", {1}, true), tensor("q", "int8", {1, 4, 6, 6}),
+                   tensor("w", "int8", {8, 4, 1, 1}, true), tensor("y", "int8", {1, 8, 6, 6})});
+  Json layers = Json::array(
+      {layer("relu", "Relu", {"x"}, "r"), layer("mul", "Mul", {"r", "c"}, "m"),
+       layer("quantize", "Quantize", {"m", "scale"}, "q"), layer("conv", "Conv", {"q", "w"}, "y")});
+  layers.back()["attrs"] = {{"kernel_shape", Json::array({1, 1})}};
+  const Graph g = graph_of(tensors, layers, "y");
+  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
+  ASSERT_EQ(groups.size(), 2u);
+  ASSERT_EQ(groups[0].layers.size(), 3u);
+  ASSERT_TRUE(pointwise_group(g, groups[0]));
+  const SpatialLayer s = describe_spatial(g, groups[0], budgets_of(load_hw_config("default")));
+  EXPECT_EQ(s.op, "Relu");
+  EXPECT_EQ(s.pointwise_then_ops, (std::vector<std::string>{"Mul"}));
+  EXPECT_EQ(s.chunk_weight_bytes(s.units), 4u);  // c alone
+  EXPECT_EQ(s.in_elem_bytes, 4u);
+  EXPECT_EQ(s.out_elem_bytes, 1u);
+}
+
 }  // namespace
 }  // namespace npusim

@@ -61,6 +61,14 @@ class StepClock {
   std::uint64_t last_end_ = 0;
 };
 
+// A chain step's compute cycles: `c`'s, and a pointwise head's fused ops' after it.
+std::uint64_t step_cycles(const Command& c, const SpatialLayer& m, const HwConfig& config) {
+  std::uint64_t cycles = cost::slice_op_cost(c.op, c.shape, config).cycles;
+  for (const std::string& op : m.pointwise_then_ops)
+    cycles += cost::slice_op_cost(find_op(op), c.shape, config).cycles;
+  return cycles;
+}
+
 // Whether every read of `t` from DRAM waits for all its writers, whatever byte range it names: a
 // graph input (it has none) or a view's output (emit_view: every writer of what it views). Told
 // from the graph, not the writers so far, so that a chain costed alone (an emitter with none yet)
@@ -159,6 +167,21 @@ void Emitter::free_chain_input(ChainInput& in, std::uint64_t tile, CommandIndex 
     sched_.commands[compute].free.push_back(l->buffer);
     l = in.live.erase(l);
   }
+}
+
+Emitter::CommandIndex Emitter::emit_step(Command c, const std::vector<std::string>& then_ops,
+                                         const LayerGroup& group, std::vector<CommandIndex> deps) {
+  std::vector<std::string> frees;
+  if (!then_ops.empty()) std::swap(frees, c.free);
+  const std::uint32_t slice = c.slice;
+  const Shape shape = c.shape;
+  CommandIndex last = emit(std::move(c), "S", s_, group, std::move(deps));
+  for (std::size_t i = 0; i < then_ops.size(); ++i) {
+    Command then = compute(then_ops[i], slice, shape);
+    if (i + 1 == then_ops.size()) then.free.swap(frees);
+    last = emit(std::move(then), "S", s_, group, {last});
+  }
+  return last;
 }
 
 // Every member's weights, one load each after `room`, into buffers named in `buffers`; kNone for
@@ -290,9 +313,8 @@ void Emitter::emit_row_chain(const std::vector<const LayerGroup*>& members, cons
     }
     Command c = compute(m.op, next_slice(), m.compute_shape(tr, m.ow, m.units));
     // Ties go to the round-robin's slice, so steps of equal cost spread as before.
-    const std::uint32_t place =
-        clock.place(c.engine, cost::slice_op_cost(c.op, c.shape, cfg_).cycles, deps,
-                    (c.slice + slices_ - group_base_) % slices_);
+    const std::uint32_t place = clock.place(c.engine, step_cycles(c, m, cfg_), deps,
+                                            (c.slice + slices_ - group_base_) % slices_);
     c.slice = (group_base_ + place) % slices_;
     const std::string out_buffer = buffer_name();
     c.alloc.push_back({out_buffer, std::max<std::uint64_t>(out_bytes, 1)});
@@ -310,7 +332,7 @@ void Emitter::emit_row_chain(const std::vector<const LayerGroup*>& members, cons
     }
     const std::vector<CommandIndex> readers_done = last_per_queue(readers);
     deps.insert(deps.end(), readers_done.begin(), readers_done.end());
-    const CommandIndex comp = emit(std::move(c), "S", s_, group, std::move(deps));
+    const CommandIndex comp = emit_step(std::move(c), m.pointwise_then_ops, group, std::move(deps));
     clock.placed(comp);
     computes.push_back(comp);
     for (const std::size_t w : reads) written[i - 1][w].readers.push_back(comp);

@@ -1,9 +1,11 @@
 #include "sim/compiler/mapping/spatial.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 #include <vector>
 
+#include "sim/compiler/mapping/vector.h"
 #include "sim/util/math.h"
 
 namespace npusim {
@@ -184,21 +186,50 @@ Shape SpatialLayer::compute_shape(std::uint64_t rows, std::uint64_t cols,
   return tile_shape(rows, cols, chunk_units);
 }
 
+namespace {
+
+// The schedule op of layer `l` of a pointwise group, if it is one: an element-wise op the op
+// table runs on the vector unit by elements.
+std::optional<std::string> pointwise_op(const Layer& l) {
+  if (!is_elementwise_op(l.op) && l.op != "Quantize" && l.op != "Dequantize") return std::nullopt;
+  if (l.outputs.size() != 1 || l.inputs.empty()) return std::nullopt;
+  const std::string op = vector_schedule_op(l.op);
+  const OpId id = find_op(op);
+  if (id >= op_table().size() || op_table()[id].unit != EngineKind::kVector ||
+      op_table()[id].shape != ShapeKind::kElements) {
+    return std::nullopt;
+  }
+  return op;
+}
+
+}  // namespace
+
 bool pointwise_group(const Graph& graph, const LayerGroup& group) {
-  if (group.layers.size() != 1 || group.residual || group_kind(graph, group) != GroupKind::kVector)
-    return false;
-  const Layer& l = graph.layers[group.layers[0]];
-  const OpId op = find_op(l.op);
-  if (op >= op_table().size() || op_table()[op].unit != EngineKind::kVector ||
-      op_table()[op].shape != ShapeKind::kElements || l.inputs.empty() || l.outputs.size() != 1 ||
-      (!is_elementwise_op(l.op) && l.op != "Quantize" && l.op != "Dequantize")) {
+  if (group.residual || group_kind(graph, group) != GroupKind::kVector) return false;
+  const Layer& head = graph.layers[group.layers[0]];
+  const Tensor& x = graph.tensors[head.inputs.empty() ? 0 : head.inputs[0]];
+  const Tensor& y = graph.tensors[group.output];
+  if (head.inputs.empty() || x.constant || x.shape.size() != 4 || x.shape[0] != 1 ||
+      y.shape != x.shape) {
     return false;
   }
-  const Tensor& x = graph.tensors[l.inputs[0]];
-  const Tensor& y = graph.tensors[l.outputs[0]];
-  if (x.constant || x.shape.size() != 4 || x.shape[0] != 1 || y.shape != x.shape) return false;
-  return std::all_of(l.inputs.begin() + 1, l.inputs.end(),
-                     [&](std::uint32_t t) { return graph.tensors[t].constant; });
+  // Each layer reads the one before (the head: x) and constants only.
+  std::uint32_t chain = head.inputs[0];
+  for (const std::uint32_t l : group.layers) {
+    const Layer& layer = graph.layers[l];
+    if (!pointwise_op(layer)) return false;
+    bool reads_chain = false;
+    for (const std::uint32_t t : layer.inputs) {
+      if (t == chain && !reads_chain) {
+        reads_chain = true;
+      } else if (!graph.tensors[t].constant) {
+        return false;
+      }
+    }
+    if (!reads_chain || graph.tensors[layer.outputs[0]].shape != x.shape) return false;
+    chain = layer.outputs[0];
+  }
+  return chain == group.output;
 }
 
 namespace {
@@ -208,8 +239,14 @@ SpatialLayer describe_pointwise(const Graph& graph, const LayerGroup& group,
   const Layer& l = graph.layers[group.layers[0]];
   const Tensor& x = graph.tensors[l.inputs[0]];
   SpatialLayer s;
-  s.op = l.op;
+  s.op = vector_schedule_op(l.op);
   s.pointwise = true;
+  // The fused layers' ops, each a command after the one before on the tile (a fused Quantize
+  // folds into the op before it, as describe_vector has it).
+  for (std::size_t i = 1; i < group.layers.size(); ++i) {
+    const Layer& fused = graph.layers[group.layers[i]];
+    if (fused.op != "Quantize") s.pointwise_then_ops.push_back(vector_schedule_op(fused.op));
+  }
   s.input = l.inputs[0];
   s.n = x.shape[0], s.c = x.shape[1], s.h = x.shape[2], s.w = x.shape[3];
   s.k = s.c, s.oh = s.h, s.ow = s.w;  // a window of one pixel, stride 1, no padding
@@ -218,9 +255,15 @@ SpatialLayer describe_pointwise(const Graph& graph, const LayerGroup& group,
   s.units = s.c;
   s.out_per_unit = s.in_per_unit = 1;
   s.out_per_group = s.k;
-  // A Quantize's scale and zero point, say: loaded once, whole.
-  for (std::size_t i = 1; i < l.inputs.size(); ++i)
-    s.pointwise_constant_bytes += graph.tensors[l.inputs[i]].bytes();
+  // A Quantize's scale and zero point, a batch norm's four vectors: loaded once, whole. (Not a
+  // fused Quantize's: folded into the op before it, as describe_vector has it.)
+  for (std::size_t i = 0; i < group.layers.size(); ++i) {
+    const Layer& layer = graph.layers[group.layers[i]];
+    if (i > 0 && layer.op == "Quantize") continue;
+    for (const std::uint32_t t : layer.inputs) {
+      if (graph.tensors[t].constant) s.pointwise_constant_bytes += graph.tensors[t].bytes();
+    }
+  }
   s.dma_burst_bytes = budgets.dma_burst_bytes;
   return s;
 }

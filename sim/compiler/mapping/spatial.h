@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "sim/compiler/mapping/map_space.h"
 
@@ -23,10 +24,11 @@ struct SpatialLayer {
   // A lone element-wise vector op over an image, as a chain's first member (pointwise_group): a
   // window of one pixel, one channel unit per channel, its constant operands as its weights.
   bool pointwise = false;
-  std::uint64_t pointwise_constant_bytes = 0;  // its constant operands (chunk_weight_bytes)
-  std::uint32_t input = 0;                     // the tensor read
-  std::uint64_t n = 0, c = 0, h = 0, w = 0;    // input [N, C, H, W]
-  std::uint64_t k = 0, oh = 0, ow = 0;         // output channels, rows, columns
+  std::uint64_t pointwise_constant_bytes = 0;   // its constant operands (chunk_weight_bytes)
+  std::vector<std::string> pointwise_then_ops;  // its fused layers' ops, after `op`, per tile
+  std::uint32_t input = 0;                      // the tensor read
+  std::uint64_t n = 0, c = 0, h = 0, w = 0;     // input [N, C, H, W]
+  std::uint64_t k = 0, oh = 0, ow = 0;          // output channels, rows, columns
   std::uint64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1;
   std::uint64_t pad_top = 0, pad_left = 0;
   std::uint64_t span_h = 1, span_w = 1;  // input rows and columns one output pixel reads
@@ -146,8 +148,9 @@ struct SpatialLayer {
   }
 };
 
-// Whether `group` is one element-wise vector op (in the op table as such: Quantize, Relu, Mul,
-// ...) of an image [1, C, H, W] to one of the same shape, its other operands constants: tiles of
+// Whether `group` is element-wise vector ops (in the op table as such: Quantize, Relu, Mul,
+// BatchNorm, ...), each reading the one before, of an image [1, C, H, W] to one of the same
+// shape, their other operands constants (a pre-activation batch norm and ReLU): tiles of
 // rows of it are tiles of a 1 x 1 window, so it may head a chain of rows (plan_chains). A QDQ
 // model's input QuantizeLinear is the case in point: alone it must end before the first conv
 // starts; heading the conv's chain, its rows are quantised as the conv needs them.

@@ -5,16 +5,12 @@
 #include "sim/util/math.h"
 
 namespace npusim {
-namespace {
 
-// The schedule op that runs a vector-class graph op.
 std::string vector_schedule_op(const std::string& graph_op) {
   if (graph_op == "BatchNormalization") return "BatchNorm";
   if (classify_op(graph_op) == OpClass::kCopy) return "Copy";
   return graph_op;
 }
-
-}  // namespace
 
 std::uint64_t VectorLayer::share(std::uint64_t bytes, std::uint64_t r0, std::uint64_t r1,
                                  std::uint64_t rows_total) {

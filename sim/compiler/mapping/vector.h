@@ -29,6 +29,10 @@ enum class Feed : std::uint8_t {
   kOnce,      // a smaller constant: once per layer, through the weight budget
 };
 
+// The schedule op that runs a vector-class graph op (BatchNormalization: BatchNorm; a copy-class
+// op: Copy; else the graph op).
+std::string vector_schedule_op(const std::string& graph_op);
+
 struct VectorOperand {
   std::uint32_t tensor = 0;
   Feed feed = Feed::kShare;
