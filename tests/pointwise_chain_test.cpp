@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/compiler/compiler.h"
@@ -92,6 +93,24 @@ const PlainCost kPlain100 = [](std::size_t, std::size_t) {
   return std::optional<std::uint64_t>(100);
 };
 
+// The one chain plan_chains finds in `g`'s two groups under `cost` (against 100 for the two one
+// after the other), and that chain emitted alone and finalized: it must check.
+std::pair<Chain, Schedule> chain_two(const Graph& g, const HwConfig& config,
+                                     const std::vector<LayerGroup>& groups, const ChainCost& cost) {
+  const std::vector<Chain> chains =
+      plan_chains(g, config, groups, std::vector<Mapping>(2), cost, kPlain100);
+  EXPECT_EQ(chains.size(), 1u);
+  if (chains.empty()) return {};
+  const TensorLayouts layouts = assign_layouts(g, groups);
+  Emitter emitter(g, config, layouts);
+  emitter.emit_chain({&groups[0], &groups[1]}, chains[0]);
+  Schedule s = emitter.finish();
+  Diagnostics diag(g.source_file);
+  finalize_schedule(s, config, diag);
+  EXPECT_TRUE(diag.empty());
+  return {chains[0], std::move(s)};
+}
+
 TEST(PointwiseChains, OnlyALoneElementwiseOpOfAnImageWithConstantOperandsIsPointwise) {
   const Graph q = quantized_conv(8);
   const std::vector<LayerGroup> groups = fuse_layer_groups(q);
@@ -158,21 +177,15 @@ TEST(PointwiseChains, TheQuantizeHeadsTheConvsChainAndItsOutputNeverGoesToDram) 
     return std::optional<std::uint64_t>(
         c.mappings[0].tile_rows == 2 && c.slices == 0 && c.ahead == 0 ? 1 : 10);
   };
-  const PlainCost plain = [](std::size_t, std::size_t) {
-    return std::optional<std::uint64_t>(100);
-  };
-  const std::vector<Chain> chains =
-      plan_chains(g, config, groups, std::vector<Mapping>(2), cost, plain);
-  ASSERT_EQ(chains.size(), 1u);
-  ASSERT_EQ(chains[0].mappings.size(), 2u);
-
-  const TensorLayouts layouts = assign_layouts(g, groups);
-  Emitter emitter(g, config, layouts);
-  emitter.emit_chain({&groups[0], &groups[1]}, chains[0]);
-  Schedule s = emitter.finish();
-  Diagnostics diag("qconv.json");
-  finalize_schedule(s, config, diag);
-  ASSERT_TRUE(diag.empty());
+  auto [chain, s] = chain_two(g, config, groups, cost);
+  ASSERT_EQ(chain.mappings.size(), 2u);
+  // The conv's tile 1 is its last: it frees all four of the quantize's tiles, so four are live.
+  // Reserved: the weights (the scale's 4 bytes, the conv's 864) and four int8 tiles of the
+  // quantize, 2 x 8 x 3 = 48 bytes each. On the ring, per slice (2), the larger of a quantize
+  // tile's float32 rows, 2 x 8 x 3 x 4 = 192 bytes, and a conv tile's output, 2 x 4 x 32 = 256.
+  EXPECT_EQ(chain.live_tiles[0], 4u);
+  EXPECT_EQ(chain.reserved_bytes, 4u + 864u + 4u * 48u);
+  EXPECT_EQ(chain.ring_bytes, 2u * 256u);
   std::vector<std::string> computes;
   std::uint64_t in = 0, out = 0;
   for (const Command& c : s.commands) {
@@ -300,16 +313,8 @@ TEST(PointwiseChains, ABatchNormAndReluHeadRunsBothOpsOnEachTileOnItsSlice) {
     return std::optional<std::uint64_t>(
         c.mappings[0].tile_rows == 2 && c.slices == 0 && c.ahead == 0 ? 1 : 10);
   };
-  const std::vector<Chain> chains =
-      plan_chains(g, config, groups, std::vector<Mapping>(2), cost, kPlain100);
-  ASSERT_EQ(chains.size(), 1u);
-  const TensorLayouts layouts = assign_layouts(g, groups);
-  Emitter emitter(g, config, layouts);
-  emitter.emit_chain({&groups[0], &groups[1]}, chains[0]);
-  Schedule s = emitter.finish();
-  Diagnostics diag("pre.json");
-  finalize_schedule(s, config, diag);
-  ASSERT_TRUE(diag.empty());
+  auto [chain, s] = chain_two(g, config, groups, cost);
+  ASSERT_EQ(chain.mappings.size(), 2u);
   std::vector<std::string> computes;
   std::uint64_t in = 0, out = 0;
   for (std::uint32_t i = 0; i < s.commands.size(); ++i) {
