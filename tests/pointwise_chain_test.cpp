@@ -138,6 +138,15 @@ TEST(PointwiseChains, OnlyALoneElementwiseOpOfAnImageWithConstantOperandsIsPoint
   Json t3 = Json::array({tensor("x", "float32", {1, 6, 8}), tensor("r", "float32", {1, 6, 8})});
   const Graph rank3 = graph_of(t3, Json::array({layer("relu", "Relu", {"x"}, "r")}), "r");
   EXPECT_FALSE(pointwise_group(rank3, fuse_layer_groups(rank3).at(0)));
+  // LRN normalises across the channels of one pixel, all of which a chain member's tile holds: it
+  // is pointwise. A tile of 2 rows x 6 columns x 4 channels is 48 elements; at LRN's 6 cycles an
+  // element over `default`'s 16 lanes, 18 cycles.
+  const Graph lrn = graph_of(t2, Json::array({layer("lrn", "LRN", {"x"}, "p")}), "p");
+  const HwConfig config = load_hw_config("default");
+  ASSERT_TRUE(pointwise_group(lrn, fuse_layer_groups(lrn).at(0)));
+  const SpatialLayer s = describe_spatial(lrn, fuse_layer_groups(lrn).at(0), budgets_of(config));
+  EXPECT_EQ(s.op, "LRN");
+  EXPECT_EQ(cost::slice_op_cost(find_op(s.op), s.compute_shape(2, 6, s.units), config).cycles, 18u);
 }
 
 TEST(PointwiseChains, APointwiseOpIsDescribedAsAWindowOfOnePixel) {

@@ -188,10 +188,12 @@ Shape SpatialLayer::compute_shape(std::uint64_t rows, std::uint64_t cols,
 
 namespace {
 
-// The schedule op of layer `l` of a pointwise group, if it is one: an element-wise op the op
-// table runs on the vector unit by elements.
+// The schedule op of layer `l` of a pointwise group, if it is one: an op the op table runs on
+// the vector unit by elements, each output element from its own pixel: element-wise, or LRN
+// (across the channels of one pixel, all of which a chain member's tile holds).
 std::optional<std::string> pointwise_op(const Layer& l) {
-  if (!is_elementwise_op(l.op) && l.op != "Quantize" && l.op != "Dequantize") return std::nullopt;
+  if (!is_elementwise_op(l.op) && l.op != "Quantize" && l.op != "Dequantize" && l.op != "LRN")
+    return std::nullopt;
   if (l.outputs.size() != 1 || l.inputs.empty()) return std::nullopt;
   const std::string op = vector_schedule_op(l.op);
   const OpId id = find_op(op);
