@@ -249,20 +249,56 @@ TEST(PointwiseChains, TheCompilerChainsTheQuantizeWhereThatEstimatesFaster) {
   EXPECT_EQ(schedule_macs(s), graph_macs(g));
 }
 
-TEST(PointwiseChains, OnlyTheFirstMemberMayBePointwise) {
-  // quantize -> relu -> conv: both vector groups are pointwise, but a chain from the quantize
-  // would have the relu as a later member, whose tiles are stored as an image's rows only when
-  // it is the last. So the one chain is relu -> conv, from group 1.
-  const Graph g = quantized_conv(8, /*relu=*/true);
+TEST(PointwiseChains, APointwiseMemberIsNeverTheLast) {
+  // quantize -> relu -> conv: both vector groups are pointwise and may be members, but not the
+  // last, whose tiles are stored as an image's rows. Every chain costs 1 against 100: from the
+  // quantize, [quantize, relu] is no option and all three members save 99; from the relu, [relu,
+  // conv] saves no more, so the chain of three is kept.
   const HwConfig config = load_hw_config("default");
+  const ChainCost cost = [](const Chain&) { return std::optional<std::uint64_t>(1); };
+  const Graph g = quantized_conv(8, /*relu=*/true);
   const std::vector<LayerGroup> groups = fuse_layer_groups(g);
   ASSERT_EQ(groups.size(), 3u);
-  const ChainCost cost = [](const Chain&) { return std::optional<std::uint64_t>(1); };
-  const std::vector<Chain> chains =
+  std::vector<Chain> chains =
       plan_chains(g, config, groups, std::vector<Mapping>(3), cost, kPlain100);
   ASSERT_EQ(chains.size(), 1u);
-  EXPECT_EQ(chains[0].first, 1u);
-  EXPECT_EQ(chains[0].mappings.size(), 2u);
+  EXPECT_EQ(chains[0].first, 0u);
+  EXPECT_EQ(chains[0].mappings.size(), 3u);
+  {
+    // Emitted: only x (8 x 8 x 3 x 4 = 768 bytes), the scale's 4 and the conv's 864 bytes of
+    // weights, and y (4 x 4 x 32 = 512) move; q and r stay on chip, each relu tile after the
+    // quantize tile of its rows.
+    const TensorLayouts layouts = assign_layouts(g, groups);
+    Emitter emitter(g, config, layouts);
+    emitter.emit_chain({&groups[0], &groups[1], &groups[2]}, chains[0]);
+    Schedule s = emitter.finish();
+    Diagnostics diag("qconv.json");
+    finalize_schedule(s, config, diag);
+    ASSERT_TRUE(diag.empty());
+    std::uint64_t in = 0, out = 0;
+    for (const Command& c : s.commands) {
+      if (c.engine == EngineKind::kDmaIn) in += c.bytes;
+      if (c.engine == EngineKind::kDmaOut) out += c.bytes;
+      if (on_slice(c.engine) && op_table()[c.op].name == "Relu") {
+        ASSERT_FALSE(c.deps.empty());
+        EXPECT_EQ(op_table()[s.commands[c.deps.back()].op].name, "Quantize");
+      }
+    }
+    EXPECT_EQ(in, 768u + 4u + 864u);
+    EXPECT_EQ(out, 512u);
+    EXPECT_EQ(schedule_macs(s), graph_macs(g));
+  }
+  // x -> Quantize -> q -> Relu -> r: two pointwise groups and nothing to end a chain.
+  Json tensors =
+      Json::array({tensor("x", "float32", {1, 3, 8, 8}), tensor("q", "int8", {1, 3, 8, 8}),
+                   tensor("r", "int8", {1, 3, 8, 8})});
+  Json layers =
+      Json::array({layer("quantize", "Quantize", {"x"}, "q"), layer("relu", "Relu", {"q"}, "r")});
+  const Graph two = graph_of(tensors, layers, "r");
+  const std::vector<LayerGroup> two_groups = fuse_layer_groups(two);
+  ASSERT_EQ(two_groups.size(), 2u);
+  chains = plan_chains(two, config, two_groups, std::vector<Mapping>(2), cost, kPlain100);
+  EXPECT_TRUE(chains.empty());
 }
 
 TEST(PointwiseChains, AChainFromTheNextGroupThatSavesMoreIsKeptInstead) {

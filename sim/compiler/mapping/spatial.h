@@ -21,8 +21,8 @@ struct SpatialLayer {
   std::string op;  // the schedule op: Conv, DepthwiseConv, MaxPool or AveragePool (or pointwise's)
   bool conv = false;
   bool depthwise = false;
-  // A lone element-wise vector op over an image, as a chain's first member (pointwise_group): a
-  // window of one pixel, one channel unit per channel, its constant operands as its weights.
+  // Element-wise vector ops over an image, as a chain member (pointwise_group): a window of one
+  // pixel, one channel unit per channel, its constant operands as its weights.
   bool pointwise = false;
   std::uint64_t pointwise_constant_bytes = 0;   // its constant operands (chunk_weight_bytes)
   std::vector<std::string> pointwise_then_ops;  // its fused layers' ops, after `op`, per tile
@@ -149,9 +149,10 @@ struct SpatialLayer {
 };
 
 // Whether `group` is element-wise vector ops (in the op table as such: Quantize, Relu, Mul,
-// BatchNorm, ...), each reading the one before, of an image [1, C, H, W] to one of the same
-// shape, their other operands constants (a pre-activation batch norm and ReLU): tiles of
-// rows of it are tiles of a 1 x 1 window, so it may head a chain of rows (plan_chains). A QDQ
+// BatchNorm, ...) or LRN, each reading the one before, of an image [1, C, H, W] to one of the
+// same shape, their other operands constants (a pre-activation batch norm and ReLU): tiles of
+// rows of it are tiles of a 1 x 1 window, so it may be a member of a chain of rows, not the last
+// (plan_chains). A QDQ
 // model's input QuantizeLinear is the case in point: alone it must end before the first conv
 // starts; heading the conv's chain, its rows are quantised as the conv needs them.
 bool pointwise_group(const Graph& graph, const LayerGroup& group);

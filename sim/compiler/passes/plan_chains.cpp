@@ -90,13 +90,12 @@ std::vector<ChainStep> chain_order(const std::vector<SpatialLayer>& s,
   return order;
 }
 
-// Whether group `g` may be a chain member, and what the tiling needs to know of it. A pointwise
-// vector group may be the first (its rows quantised, say, as the next member needs them); later
-// members are convs and pools, whose tiles store and load as emit_chain knows.
-bool chain_member(const Graph& graph, const LayerGroup& g, const Budgets& budgets, bool first,
+// Whether group `g` may be a chain member, and what the tiling needs to know of it: a conv or
+// pool, or a pointwise vector group (its rows quantised or normalised, say, as the next member
+// needs them), which is never the last (plan_chains).
+bool chain_member(const Graph& graph, const LayerGroup& g, const Budgets& budgets,
                   SpatialLayer& s) {
-  if (group_kind(graph, g) != GroupKind::kSpatial && !(first && pointwise_group(graph, g)))
-    return false;
+  if (group_kind(graph, g) != GroupKind::kSpatial && !pointwise_group(graph, g)) return false;
   s = describe_spatial(graph, g, budgets);
   return s.n == 1 && !s.within_group;
 }
@@ -345,13 +344,13 @@ std::vector<Chain> plan_chains(const Graph& graph, const HwConfig& config,
     // A fused residual is loaded by the last member's tiles only: a member with one ends a chain.
     // The first member's input may be any layout (a view, as ShuffleNet's channel halves): its
     // tiles load it as a plain tile of the group would, waiting for its writers.
-    if (!chain_member(graph, groups[i], budgets, true, members[0]) || groups[i].residual) {
+    if (!chain_member(graph, groups[i], budgets, members[0]) || groups[i].residual) {
       return std::nullopt;
     }
     // The longest run of members, each reading the one before alone.
     for (std::size_t j = i + 1; j < mappings.size(); ++j) {
       SpatialLayer next;
-      if (!chain_member(graph, groups[j], budgets, false, next) ||
+      if (!chain_member(graph, groups[j], budgets, next) ||
           next.input != groups[j - 1].output || !read_only_by(graph, groups[j - 1], groups[j])) {
         break;
       }
@@ -365,6 +364,9 @@ std::vector<Chain> plan_chains(const Graph& graph, const HwConfig& config,
     for (std::size_t count = 2; count <= members.size(); ++count) {
       const std::vector<SpatialLayer> run(members.begin(),
                                           members.begin() + static_cast<std::ptrdiff_t>(count));
+      // The last member's tiles are stored as rows of an image, which a pointwise group's output
+      // need not be laid out as.
+      if (run.back().pointwise) continue;
       std::vector<Chain> options = fitting_chains(config, run, i);
       const bool by_channels = channel_chain_members(run);
       // (The plain cost is the dear part: emitted only if needed.)

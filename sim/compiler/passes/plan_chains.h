@@ -90,7 +90,7 @@ using PlainCost = std::function<std::optional<std::uint64_t>(std::size_t first, 
 // The chains of `groups` (of which the first mappings.size() are mapped), earliest first, none
 // overlapping. Members: spatial groups of one image, not cut within a group (the first member's
 // input in any layout; it reuses its halo where emit_chain knows its rows' writers; the first may
-// be a pointwise_group, as a QDQ model's input quantize); each member
+// be a pointwise_group, as a QDQ model's input quantize, and so may any but the last); each member
 // after the first reads the one before as its spatial input and nothing else reads that; only the
 // last may have a fused residual. From each group, every run length from two members up and every
 // row and slice count that fits (fitting_chains in plan_chains.cpp) is costed alone, and the one
