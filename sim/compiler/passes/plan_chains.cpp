@@ -350,8 +350,8 @@ std::vector<Chain> plan_chains(const Graph& graph, const HwConfig& config,
     // The longest run of members, each reading the one before alone.
     for (std::size_t j = i + 1; j < mappings.size(); ++j) {
       SpatialLayer next;
-      if (!chain_member(graph, groups[j], budgets, next) ||
-          next.input != groups[j - 1].output || !read_only_by(graph, groups[j - 1], groups[j])) {
+      if (!chain_member(graph, groups[j], budgets, next) || next.input != groups[j - 1].output ||
+          !read_only_by(graph, groups[j - 1], groups[j])) {
         break;
       }
       members.push_back(next);
