@@ -421,5 +421,38 @@ TEST(PointwiseChains, AFusedQuantizeFoldsIntoTheOpBeforeIt) {
   EXPECT_EQ(s.out_elem_bytes, 1u);
 }
 
+TEST(PointwiseChains, AConvsChainThroughAPointwiseGroupGivesWayToItsChainThatSavesMore) {
+  // conv a (3x3, pad 1) + Relu -> Sigmoid (a group of its own) -> conv b (1x1): a chain from a
+  // runs through the Sigmoid and costs 50; one from the Sigmoid costs 10, against 100 for the
+  // members one after another. The chain from a would take the Sigmoid's place: the Sigmoid's,
+  // saving 90 against 50, is kept.
+  Json tensors =
+      Json::array({tensor("x", "int8", {1, 8, 8, 8}), tensor("wa", "int8", {8, 8, 3, 3}, true),
+                   tensor("a", "int8", {1, 8, 8, 8}), tensor("ar", "int8", {1, 8, 8, 8}),
+                   tensor("s", "int8", {1, 8, 8, 8}), tensor("wb", "int8", {8, 8, 1, 1}, true),
+                   tensor("y", "int8", {1, 8, 8, 8})});
+  Json layers = Json::array();
+  layers.push_back(layer("a", "Conv", {"x", "wa"}, "a"));
+  layers.back()["attrs"] = {{"kernel_shape", Json::array({3, 3})},
+                            {"pads", Json::array({1, 1, 1, 1})}};
+  layers.push_back(layer("a.relu", "Relu", {"a"}, "ar"));
+  layers.push_back(layer("sigmoid", "Sigmoid", {"ar"}, "s"));
+  layers.push_back(layer("b", "Conv", {"s", "wb"}, "y"));
+  layers.back()["attrs"] = {{"kernel_shape", Json::array({1, 1})}};
+  const Graph g = graph_of(tensors, layers, "y");
+  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
+  ASSERT_EQ(groups.size(), 3u);
+  ASSERT_TRUE(pointwise_group(g, groups[1]));
+  const HwConfig config = load_hw_config("default");
+  const ChainCost cost = [](const Chain& c) {
+    return std::optional<std::uint64_t>(c.first == 0 ? 50 : 10);
+  };
+  const std::vector<Chain> chains =
+      plan_chains(g, config, groups, std::vector<Mapping>(3), cost, kPlain100);
+  ASSERT_EQ(chains.size(), 1u);
+  EXPECT_EQ(chains[0].first, 1u);
+  EXPECT_EQ(chains[0].mappings.size(), 2u);
+}
+
 }  // namespace
 }  // namespace npusim

@@ -61,7 +61,7 @@ class StepClock {
   std::uint64_t last_end_ = 0;
 };
 
-// A chain step's compute cycles: `c`'s, and a pointwise head's fused ops' after it.
+// A chain step's compute cycles: `c`'s, and a pointwise member's fused ops' after it.
 std::uint64_t step_cycles(const Command& c, const SpatialLayer& m, const HwConfig& config) {
   std::uint64_t cycles = cost::slice_op_cost(c.op, c.shape, config).cycles;
   for (const std::string& op : m.pointwise_then_ops)

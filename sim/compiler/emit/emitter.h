@@ -171,7 +171,7 @@ class Emitter {
   // After the first member's tile `tile` was emitted as `compute`: it frees the lent rows it is
   // the last to read, once every tile that read them has ended.
   void free_chain_input(ChainInput& in, std::uint64_t tile, CommandIndex compute);
-  // A chain step's compute `c` after `deps`, then a pointwise head's fused ops (`then_ops`), each
+  // A chain step's compute `c` after `deps`, then a pointwise member's fused ops (`then_ops`), each
   // on its slice after the one before, the last freeing what `c` would; returns the last.
   CommandIndex emit_step(Command c, const std::vector<std::string>& then_ops,
                          const LayerGroup& group, std::vector<CommandIndex> deps);

@@ -456,14 +456,19 @@ std::vector<Chain> plan_chains(const Graph& graph, const HwConfig& config,
       ++i;
       continue;
     }
-    // A chain headed by a pointwise group takes the place of any from the group after it, which
-    // may save more (a channel chain never has such a head): the one that saves more is kept.
-    if (pointwise_group(graph, groups[i])) {
-      const std::optional<Planned> next = best_from(i + 1);
-      if (next && next->saving > here->saving) {
-        ++i;
-        continue;
-      }
+    // A chain through a pointwise group takes the place of any chain from it (from the group
+    // after it, when it heads this one), which may save more: a conv's chain through a lone
+    // Sigmoid would otherwise displace the Sigmoid's own, better chain, and a channel chain never
+    // has a pointwise head. The one that saves more is kept.
+    bool displaced = false;
+    for (std::size_t j = i; j < i + here->chain.mappings.size() && !displaced; ++j) {
+      if (!pointwise_group(graph, groups[j])) continue;
+      const std::optional<Planned> other = best_from(j == i ? i + 1 : j);
+      displaced = other && other->saving > here->saving;
+    }
+    if (displaced) {
+      ++i;
+      continue;
     }
     i += here->chain.mappings.size();
     chains.push_back(std::move(here->chain));
