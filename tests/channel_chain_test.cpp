@@ -391,13 +391,8 @@ TEST(ChannelChains, AResidentInputAndAnOutputKeptOnChipMoveNothing) {
     Diagnostics diag("block.json");
     finalize_schedule(s, config, diag);
     ASSERT_TRUE(diag.empty());
-    std::uint64_t in = 0, out = 0;
-    for (const Command& c : s.commands) {
-      if (c.engine == EngineKind::kDmaIn) in += c.bytes;
-      if (c.engine == EngineKind::kDmaOut) out += c.bytes;
-    }
-    EXPECT_EQ(in, 2048u + 576u + 2048u) << mode.slices << mode.split;
-    EXPECT_EQ(out, 0u) << mode.slices << mode.split;
+    EXPECT_EQ(test::dram_bytes(s).in, 2048u + 576u + 2048u) << mode.slices << mode.split;
+    EXPECT_EQ(test::dram_bytes(s).out, 0u) << mode.slices << mode.split;
     // The output's buffers: allocated by the project (its last steps, or the PartialSums) and
     // never freed within the chain.
     std::map<std::string, std::uint64_t> live;

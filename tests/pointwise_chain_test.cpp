@@ -30,6 +30,7 @@
 namespace npusim {
 namespace {
 
+using test::dram_bytes;
 using test::graph_macs;
 using test::schedule_macs;
 
@@ -93,22 +94,31 @@ const PlainCost kPlain100 = [](std::size_t, std::size_t) {
   return std::optional<std::uint64_t>(100);
 };
 
+// `chain` of `g`'s groups emitted alone and finalized: it must check.
+Schedule emit_alone(const Graph& g, const HwConfig& config, const std::vector<LayerGroup>& groups,
+                    const Chain& chain) {
+  std::vector<const LayerGroup*> members;
+  for (std::size_t i = 0; i < chain.mappings.size(); ++i)
+    members.push_back(&groups[chain.first + i]);
+  const TensorLayouts layouts = assign_layouts(g, groups);
+  Emitter emitter(g, config, layouts);
+  emitter.emit_chain(members, chain);
+  Schedule s = emitter.finish();
+  Diagnostics diag(g.source_file);
+  finalize_schedule(s, config, diag);
+  EXPECT_TRUE(diag.empty());
+  return s;
+}
+
 // The one chain plan_chains finds in `g`'s two groups under `cost` (against 100 for the two one
-// after the other), and that chain emitted alone and finalized: it must check.
+// after the other), and that chain emitted alone.
 std::pair<Chain, Schedule> chain_two(const Graph& g, const HwConfig& config,
                                      const std::vector<LayerGroup>& groups, const ChainCost& cost) {
   const std::vector<Chain> chains =
       plan_chains(g, config, groups, std::vector<Mapping>(2), cost, kPlain100);
   EXPECT_EQ(chains.size(), 1u);
   if (chains.empty()) return {};
-  const TensorLayouts layouts = assign_layouts(g, groups);
-  Emitter emitter(g, config, layouts);
-  emitter.emit_chain({&groups[0], &groups[1]}, chains[0]);
-  Schedule s = emitter.finish();
-  Diagnostics diag(g.source_file);
-  finalize_schedule(s, config, diag);
-  EXPECT_TRUE(diag.empty());
-  return {chains[0], std::move(s)};
+  return {chains[0], emit_alone(g, config, groups, chains[0])};
 }
 
 TEST(PointwiseChains, OnlyALoneElementwiseOpOfAnImageWithConstantOperandsIsPointwise) {
@@ -196,10 +206,7 @@ TEST(PointwiseChains, TheQuantizeHeadsTheConvsChainAndItsOutputNeverGoesToDram) 
   EXPECT_EQ(chain.reserved_bytes, 4u + 864u + 4u * 48u);
   EXPECT_EQ(chain.ring_bytes, 2u * 256u);
   std::vector<std::string> computes;
-  std::uint64_t in = 0, out = 0;
   for (const Command& c : s.commands) {
-    if (c.engine == EngineKind::kDmaIn) in += c.bytes;
-    if (c.engine == EngineKind::kDmaOut) out += c.bytes;
     if (!on_slice(c.engine)) continue;
     computes.push_back(std::string(op_table()[c.op].name));
     if (computes.back() != "Quantize") continue;
@@ -213,8 +220,8 @@ TEST(PointwiseChains, TheQuantizeHeadsTheConvsChainAndItsOutputNeverGoesToDram) 
   // In: the float32 image once, 8 x 8 x 3 x 4 = 768 bytes (a window of one pixel has no halo),
   // the scale's 4 bytes and the conv's weights, 32 x 3 x 3 x 3 = 864. Out: y alone, 4 x 4 x 32 =
   // 512 bytes; q never leaves local memory.
-  EXPECT_EQ(in, 768u + 4u + 864u);
-  EXPECT_EQ(out, 512u);
+  EXPECT_EQ(dram_bytes(s).in, 768u + 4u + 864u);
+  EXPECT_EQ(dram_bytes(s).out, 512u);
   // MACs: 4 x 4 pixels x 32 outputs x 27 = 13824, the graph's.
   EXPECT_EQ(schedule_macs(s), 13824u);
   EXPECT_EQ(graph_macs(g), 13824u);
@@ -234,13 +241,8 @@ TEST(PointwiseChains, TheCompilerChainsTheQuantizeWhereThatEstimatesFaster) {
   options.explain = &explain;
   const Schedule s = compile_schedule(g, config, options);
   EXPECT_THAT(explain, ::testing::Contains(::testing::HasSubstr("[quantize x2 rows")));
-  std::uint64_t in = 0, out = 0;
-  for (const Command& c : s.commands) {
-    if (c.engine == EngineKind::kDmaIn) in += c.bytes;
-    if (c.engine == EngineKind::kDmaOut) out += c.bytes;
-  }
-  EXPECT_EQ(in, 49152u + 4u + 864u);
-  EXPECT_EQ(out, 32768u);
+  EXPECT_EQ(dram_bytes(s).in, 49152u + 4u + 864u);
+  EXPECT_EQ(dram_bytes(s).out, 32768u);
   const std::uint64_t cycles = estimate(s, config).total_cycles();
   EXPECT_GE(cycles, 6253u);
   options.chains = false;
@@ -268,24 +270,15 @@ TEST(PointwiseChains, APointwiseMemberIsNeverTheLast) {
     // Emitted: only x (8 x 8 x 3 x 4 = 768 bytes), the scale's 4 and the conv's 864 bytes of
     // weights, and y (4 x 4 x 32 = 512) move; q and r stay on chip, each relu tile after the
     // quantize tile of its rows.
-    const TensorLayouts layouts = assign_layouts(g, groups);
-    Emitter emitter(g, config, layouts);
-    emitter.emit_chain({&groups[0], &groups[1], &groups[2]}, chains[0]);
-    Schedule s = emitter.finish();
-    Diagnostics diag("qconv.json");
-    finalize_schedule(s, config, diag);
-    ASSERT_TRUE(diag.empty());
-    std::uint64_t in = 0, out = 0;
+    const Schedule s = emit_alone(g, config, groups, chains[0]);
     for (const Command& c : s.commands) {
-      if (c.engine == EngineKind::kDmaIn) in += c.bytes;
-      if (c.engine == EngineKind::kDmaOut) out += c.bytes;
       if (on_slice(c.engine) && op_table()[c.op].name == "Relu") {
         ASSERT_FALSE(c.deps.empty());
         EXPECT_EQ(op_table()[s.commands[c.deps.back()].op].name, "Quantize");
       }
     }
-    EXPECT_EQ(in, 768u + 4u + 864u);
-    EXPECT_EQ(out, 512u);
+    EXPECT_EQ(dram_bytes(s).in, 768u + 4u + 864u);
+    EXPECT_EQ(dram_bytes(s).out, 512u);
     EXPECT_EQ(schedule_macs(s), graph_macs(g));
   }
   // x -> Quantize -> q -> Relu -> r: two pointwise groups and nothing to end a chain.
@@ -361,11 +354,8 @@ TEST(PointwiseChains, ABatchNormAndReluHeadRunsBothOpsOnEachTileOnItsSlice) {
   auto [chain, s] = chain_two(g, config, groups, cost);
   ASSERT_EQ(chain.mappings.size(), 2u);
   std::vector<std::string> computes;
-  std::uint64_t in = 0, out = 0;
   for (std::uint32_t i = 0; i < s.commands.size(); ++i) {
     const Command& c = s.commands[i];
-    if (c.engine == EngineKind::kDmaIn) in += c.bytes;
-    if (c.engine == EngineKind::kDmaOut) out += c.bytes;
     if (!on_slice(c.engine)) continue;
     const std::string op(op_table()[c.op].name);
     computes.push_back(op);
@@ -389,8 +379,8 @@ TEST(PointwiseChains, ABatchNormAndReluHeadRunsBothOpsOnEachTileOnItsSlice) {
                                       "BatchNorm", "Relu", "Conv", "BatchNorm", "Relu", "Conv"}));
   // In: x once, 8 x 8 x 8 x 4 = 2048 bytes, the batch norm's 128 and the conv's 16 x 8 x 4 = 512.
   // Out: y alone, 8 x 8 x 16 x 4 = 4096; the normalised x never goes to DRAM.
-  EXPECT_EQ(in, 2048u + 128u + 512u);
-  EXPECT_EQ(out, 4096u);
+  EXPECT_EQ(dram_bytes(s).in, 2048u + 128u + 512u);
+  EXPECT_EQ(dram_bytes(s).out, 4096u);
   EXPECT_EQ(schedule_macs(s), graph_macs(g));  // 8 x 8 x 16 x 8 = 8192
   EXPECT_EQ(graph_macs(g), 8192u);
 }

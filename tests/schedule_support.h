@@ -47,6 +47,19 @@ inline std::uint64_t graph_macs(const Graph& g) {
   return macs;
 }
 
+// The bytes a schedule moves between DRAM and local memory: DMA_IN's and DMA_OUT's.
+struct DramBytes {
+  std::uint64_t in = 0, out = 0;
+};
+inline DramBytes dram_bytes(const Schedule& s) {
+  DramBytes b;
+  for (const Command& c : s.commands) {
+    if (c.engine == EngineKind::kDmaIn) b.in += c.bytes;
+    if (c.engine == EngineKind::kDmaOut) b.out += c.bytes;
+  }
+  return b;
+}
+
 // Whether command `from` reaches command `to` through dependencies.
 inline bool reaches(const std::vector<Command>& cmds, std::uint32_t from, std::uint32_t to) {
   std::vector<std::uint32_t> stack = {from};

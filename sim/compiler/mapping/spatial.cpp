@@ -1,7 +1,6 @@
 #include "sim/compiler/mapping/spatial.h"
 
 #include <algorithm>
-#include <optional>
 #include <utility>
 #include <vector>
 
@@ -188,20 +187,15 @@ Shape SpatialLayer::compute_shape(std::uint64_t rows, std::uint64_t cols,
 
 namespace {
 
-// The schedule op of layer `l` of a pointwise group, if it is one: an op the op table runs on
-// the vector unit by elements, each output element from its own pixel: element-wise, or LRN
-// (across the channels of one pixel, all of which a chain member's tile holds).
-std::optional<std::string> pointwise_op(const Layer& l) {
+// Whether layer `l` may be in a pointwise group: an op the op table runs on the vector unit by
+// elements, each output element from its own pixel: element-wise, or LRN (across the channels of
+// one pixel, all of which a chain member's tile holds).
+bool pointwise_op(const Layer& l) {
   if (!is_elementwise_op(l.op) && l.op != "Quantize" && l.op != "Dequantize" && l.op != "LRN")
-    return std::nullopt;
-  if (l.outputs.size() != 1 || l.inputs.empty()) return std::nullopt;
-  const std::string op = vector_schedule_op(l.op);
-  const OpId id = find_op(op);
-  if (id >= op_table().size() || op_table()[id].unit != EngineKind::kVector ||
-      op_table()[id].shape != ShapeKind::kElements) {
-    return std::nullopt;
-  }
-  return op;
+    return false;
+  const OpId id = find_op(vector_schedule_op(l.op));
+  return l.outputs.size() == 1 && !l.inputs.empty() && id < op_table().size() &&
+         op_table()[id].unit == EngineKind::kVector && op_table()[id].shape == ShapeKind::kElements;
 }
 
 }  // namespace
@@ -209,13 +203,13 @@ std::optional<std::string> pointwise_op(const Layer& l) {
 bool pointwise_group(const Graph& graph, const LayerGroup& group) {
   if (group.residual || group_kind(graph, group) != GroupKind::kVector) return false;
   const Layer& head = graph.layers[group.layers[0]];
-  const Tensor& x = graph.tensors[head.inputs.empty() ? 0 : head.inputs[0]];
-  const Tensor& y = graph.tensors[group.output];
-  if (head.inputs.empty() || x.constant || x.shape.size() != 4 || x.shape[0] != 1 ||
-      y.shape != x.shape) {
+  if (head.inputs.empty()) return false;
+  const Tensor& x = graph.tensors[head.inputs[0]];
+  if (x.constant || x.shape.size() != 4 || x.shape[0] != 1 ||
+      graph.tensors[group.output].shape != x.shape) {
     return false;
   }
-  // Each layer reads the one before (the head: x) and constants only.
+  // Each layer reads the one before (the head: x), once, and constants only.
   std::uint32_t chain = head.inputs[0];
   for (const std::uint32_t l : group.layers) {
     const Layer& layer = graph.layers[l];
@@ -243,11 +237,16 @@ SpatialLayer describe_pointwise(const Graph& graph, const LayerGroup& group,
   SpatialLayer s;
   s.op = vector_schedule_op(l.op);
   s.pointwise = true;
-  // The fused layers' ops, each a command after the one before on the tile (a fused Quantize
-  // folds into the op before it, as describe_vector has it).
-  for (std::size_t i = 1; i < group.layers.size(); ++i) {
-    const Layer& fused = graph.layers[group.layers[i]];
-    if (fused.op != "Quantize") s.pointwise_then_ops.push_back(vector_schedule_op(fused.op));
+  // Each fused layer's op is a command after the one before on the tile, and every layer's
+  // constants (a Quantize's scale and zero point, a batch norm's four vectors) load once, whole;
+  // but a fused Quantize folds into the op before it, as describe_vector has it: neither.
+  for (std::size_t i = 0; i < group.layers.size(); ++i) {
+    const Layer& layer = graph.layers[group.layers[i]];
+    if (i > 0 && layer.op == "Quantize") continue;
+    if (i > 0) s.pointwise_then_ops.push_back(vector_schedule_op(layer.op));
+    for (const std::uint32_t t : layer.inputs) {
+      if (graph.tensors[t].constant) s.pointwise_constant_bytes += graph.tensors[t].bytes();
+    }
   }
   s.input = l.inputs[0];
   s.n = x.shape[0], s.c = x.shape[1], s.h = x.shape[2], s.w = x.shape[3];
@@ -257,15 +256,6 @@ SpatialLayer describe_pointwise(const Graph& graph, const LayerGroup& group,
   s.units = s.c;
   s.out_per_unit = s.in_per_unit = 1;
   s.out_per_group = s.k;
-  // A Quantize's scale and zero point, a batch norm's four vectors: loaded once, whole. (Not a
-  // fused Quantize's: folded into the op before it, as describe_vector has it.)
-  for (std::size_t i = 0; i < group.layers.size(); ++i) {
-    const Layer& layer = graph.layers[group.layers[i]];
-    if (i > 0 && layer.op == "Quantize") continue;
-    for (const std::uint32_t t : layer.inputs) {
-      if (graph.tensors[t].constant) s.pointwise_constant_bytes += graph.tensors[t].bytes();
-    }
-  }
   s.dma_burst_bytes = budgets.dma_burst_bytes;
   return s;
 }

@@ -152,9 +152,9 @@ struct SpatialLayer {
 // BatchNorm, ...) or LRN, each reading the one before, of an image [1, C, H, W] to one of the
 // same shape, their other operands constants (a pre-activation batch norm and ReLU): tiles of
 // rows of it are tiles of a 1 x 1 window, so it may be a member of a chain of rows, not the last
-// (plan_chains). A QDQ
-// model's input QuantizeLinear is the case in point: alone it must end before the first conv
-// starts; heading the conv's chain, its rows are quantised as the conv needs them.
+// (plan_chains). A QDQ model's input QuantizeLinear is the case in point: alone it must end
+// before the first conv starts; heading the conv's chain, its rows are quantised as the conv
+// needs them.
 bool pointwise_group(const Graph& graph, const LayerGroup& group);
 
 // The units depend on the weight budget: a group whose weights exceed a chunk is cut by output

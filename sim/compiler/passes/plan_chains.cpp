@@ -338,8 +338,9 @@ std::vector<Chain> plan_chains(const Graph& graph, const HwConfig& config,
     Chain chain;
     std::uint64_t saving = 0;
   };
-  // The chain from group i that saves the most against its members one after another, if any.
-  auto best_from = [&](std::size_t i) -> std::optional<Planned> {
+  // The chain from group i that saves the most against its members one after another, if any
+  // (plan_from; best_from remembers it: the displacement check below asks for some twice).
+  auto plan_from = [&](std::size_t i) -> std::optional<Planned> {
     std::vector<SpatialLayer> members(1);
     // A fused residual is loaded by the last member's tiles only: a member with one ends a chain.
     // The first member's input may be any layout (a view, as ShuffleNet's channel halves): its
@@ -448,10 +449,15 @@ std::vector<Chain> plan_chains(const Graph& graph, const HwConfig& config,
     if (best->channel_block > 0 && best_rows) best->instead.push_back(std::move(*best_rows));
     return Planned{std::move(*best), best_saving};
   };
+  std::vector<std::optional<std::optional<Planned>>> planned(mappings.size());
+  auto best_from = [&](std::size_t i) -> const std::optional<Planned>& {
+    if (!planned[i]) planned[i] = plan_from(i);
+    return *planned[i];
+  };
   std::vector<Chain> chains;
   std::size_t i = 0;
   while (i + 1 < mappings.size()) {
-    std::optional<Planned> here = best_from(i);
+    const std::optional<Planned>& here = best_from(i);
     if (!here) {
       ++i;
       continue;
@@ -463,15 +469,15 @@ std::vector<Chain> plan_chains(const Graph& graph, const HwConfig& config,
     bool displaced = false;
     for (std::size_t j = i; j < i + here->chain.mappings.size() && !displaced; ++j) {
       if (!pointwise_group(graph, groups[j])) continue;
-      const std::optional<Planned> other = best_from(j == i ? i + 1 : j);
+      const std::optional<Planned>& other = best_from(j == i ? i + 1 : j);
       displaced = other && other->saving > here->saving;
     }
     if (displaced) {
       ++i;
       continue;
     }
+    chains.push_back(here->chain);
     i += here->chain.mappings.size();
-    chains.push_back(std::move(here->chain));
   }
   return chains;
 }
