@@ -503,8 +503,10 @@ class DeviceCompiler {
   }
 
   // `m` with `chains` (not empty): the members take the chains' mappings, and the model is
-  // emitted with the residency plan the estimate says is fastest.
-  Final emit_with_chains(const Mapped& m, const std::vector<Chain>& chains) const {
+  // emitted with the residency plan the estimate says is fastest, or with `only` (emit_best's: no
+  // cycles if that plan keeps nothing).
+  Final emit_with_chains(const Mapped& m, const std::vector<Chain>& chains,
+                         std::optional<PlanChoice> only = std::nullopt) const {
     Mapped chained = m;
     std::size_t members = 0;
     for (const Chain& c : chains) {
@@ -514,8 +516,8 @@ class DeviceCompiler {
       members += c.mappings.size();
     }
     unkeep_around(chained, chains);
-    Emitted e = emit_best(chained, &chains);
-    if (!e.cycles) e.cycles = estimated_cycles(e.schedule, config_);
+    Emitted e = emit_best(chained, &chains, only);
+    if (!e.cycles && !only) e.cycles = estimated_cycles(e.schedule, config_);
     // Each chain: its first group, members, rows per tile and slices (the members' own explain
     // lines show the mappings they have without chains).
     std::string which;
@@ -540,15 +542,21 @@ class DeviceCompiler {
     return Final{std::move(chained), std::move(e), chains};
   }
 
-  // When all of `chained`'s chains together lose to `plain_cycles`, some may still win in the
-  // model (each was costed alone, as the plan would find it, but together they hold room and
-  // serialise what the plain model overlaps): they are added one at a time, in order, each kept
-  // if the model estimates faster with it (a channel chain that is not, its run's chain of rows
-  // if that is). Returns the best so found, if any beats the plain one.
+  // When all of `chained`'s chains together lose to `plain` (the model without them), some may
+  // still win in the model (each was costed alone, as the plan would find it, but together they
+  // hold room and serialise what the plain model overlaps): they are added one at a time, in
+  // order, each kept if the model estimates faster with it (a channel chain that is not, its run's
+  // chain of rows if that is). Returns the best so found, if any beats the plain one.
+  // Each trial is emitted under `plain`'s residency plan alone: one whole-model emission, not
+  // emit_best's five or six (DenseNet-121 on `server` tries 29 chains, and this took a third of
+  // its compile). The chains kept are then emitted once with every plan, the faster kept.
   std::optional<Final> chains_one_by_one(const Mapped& m, const std::vector<Chain>& chains,
-                                         std::uint64_t plain_cycles) const {
+                                         const Emitted& plain) const {
+    if (!plain.cycles) return std::nullopt;
+    const std::optional<PlanChoice> screen =
+        plain.plan.share != 0 ? std::optional<PlanChoice>(plain.plan) : std::nullopt;
     std::optional<Final> best;
-    std::uint64_t best_cycles = plain_cycles;
+    std::uint64_t best_cycles = *plain.cycles;
     std::vector<Chain> kept;
     for (const Chain& planned : chains) {
       // A channel chain that loses here gives way to its run's chain of rows (Chain::instead).
@@ -557,7 +565,7 @@ class DeviceCompiler {
       for (const Chain* c : options) {
         std::vector<Chain> trial = kept;
         trial.push_back(*c);
-        Final f = emit_with_chains(m, trial);
+        Final f = emit_with_chains(m, trial, screen);
         if (f.e.cycles && *f.e.cycles < best_cycles) {
           best_cycles = *f.e.cycles;
           kept = std::move(trial);
@@ -565,6 +573,10 @@ class DeviceCompiler {
           break;
         }
       }
+    }
+    if (best && screen) {
+      Final every_plan = emit_with_chains(m, kept);
+      if (every_plan.e.cycles && *every_plan.e.cycles < best_cycles) best = std::move(every_plan);
     }
     return best;
   }
@@ -576,7 +588,7 @@ class DeviceCompiler {
   void add_chains_after_remap(Final& f, const std::vector<Chain>& planned,
                               std::string& line) const {
     if (!f.chains.empty() || planned.empty() || !f.e.cycles) return;
-    std::optional<Final> some = chains_one_by_one(f.m, planned, *f.e.cycles);
+    std::optional<Final> some = chains_one_by_one(f.m, planned, f.e);
     if (!some) return;
     line += "; after remapping, one by one: " + std::to_string(some->chains.size()) + " of " +
             std::to_string(planned.size()) + " chain(s), " + std::to_string(*some->e.cycles) +
@@ -991,7 +1003,7 @@ class DeviceCompiler {
     if (chained && !best.cycles) best.cycles = estimated_cycles(best.schedule, config_);
     if (chained && chained->chains.size() > 1 && chained->e.cycles && best.cycles &&
         *chained->e.cycles >= *best.cycles) {
-      if (std::optional<Final> some = chains_one_by_one(m, chained->chains, *best.cycles)) {
+      if (std::optional<Final> some = chains_one_by_one(m, chained->chains, best)) {
         some->e.report += "; one by one of " + std::to_string(chained->chains.size()) +
                           " (all: " + std::to_string(*chained->e.cycles) + ")";
         chained = std::move(some);
