@@ -13,6 +13,7 @@
 #include "sim/compiler/compiler.h"
 #include "sim/compiler/emit/emitter.h"
 #include "sim/compiler/mapping/mapping.h"
+#include "sim/compiler/mapping/matmul.h"
 #include "sim/compiler/mapping/spatial.h"
 #include "sim/compiler/passes/assign_layouts.h"
 #include "sim/compiler/passes/fuse_layer_groups.h"
@@ -21,6 +22,7 @@
 #include "sim/estimator/estimator.h"
 #include "sim/frontend/graph_json.h"
 #include "sim/ir/engines.h"
+#include "sim/ir/ops.h"
 #include "sim/ir/schedule.h"
 #include "sim/util/json_reader.h"
 
@@ -386,6 +388,159 @@ TEST(Prefetch, TilesThatPassTheTilesHalfStopAPlan) {
   } catch (const Emitter::PrefetchDoesNotFit& e) {
     EXPECT_EQ(e.group_name, "conv3");
   }
+}
+
+TEST(Prefetch, AClaimPastTheTilesHalfBeforeAnyPrefetchSpillsAsWithout) {
+  // conv2 (16 -> 32) in tiles of all 8 rows, weights outer: 8 x 8 x 16 = 1024 bytes in and
+  // 8 x 8 x 32 = 2048 out, a claim of 3072 on the 2048-byte tiles' half (L = 4096). Nothing is
+  // prefetched yet when it claims (the loads go after conv2's commands), so it spills into the
+  // chunks' half as it does without prefetch; the prefetches of conv3's first two 512-byte loads
+  // (32 x 16 weights each) then wait until the live tiles fit the tiles' half again.
+  const Graph g = conv_chain({16, 32, 128});
+  const HwConfig config = parse_hw_config(R"({"lram_kib": 4})", "small.json");
+  const std::vector<Mapping> mappings = {spatial(2, 16, LoopOrder::kWeightsOuter),
+                                         spatial(8, 32, LoopOrder::kWeightsOuter),
+                                         spatial(1, 16, LoopOrder::kInputOuter)};
+  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
+  const TensorLayouts layouts = assign_layouts(g, groups);
+  auto emit = [&](bool after) {
+    Emitter emitter(g, config, layouts);
+    emitter.prefetch_after_group(after);
+    for (std::size_t k = 0; k < 2; ++k) emitter.prefetch(groups[1], groups[2], k, 512);
+    for (std::size_t i = 0; i < mappings.size(); ++i) emitter.emit_group(groups[i], mappings[i]);
+    return emitter.finish();
+  };
+  // First in conv2, the loads are held when its tile claims: the plan stops at conv2.
+  try {
+    emit(false);
+    FAIL() << "expected PrefetchDoesNotFit";
+  } catch (const Emitter::PrefetchDoesNotFit& e) {
+    EXPECT_EQ(e.group_name, "conv2");
+    EXPECT_TRUE(e.held);
+  }
+  Schedule s = emit(true);
+  // conv2's one tile (one per slice would be two tiles of 4 rows; 8 rows is one): its store.
+  std::vector<std::size_t> conv2_stores, prefetches;
+  for (std::size_t i = 0; i < s.commands.size(); ++i) {
+    const Command& c = s.commands[i];
+    if (c.program != 1) continue;
+    if (c.engine == EngineKind::kDmaOut) conv2_stores.push_back(i);
+    if (c.engine == EngineKind::kDmaIn && c.layer == "conv3") prefetches.push_back(i);
+  }
+  ASSERT_EQ(prefetches.size(), 2u);
+  ASSERT_FALSE(conv2_stores.empty());
+  for (const std::size_t i : prefetches) {
+    EXPECT_EQ(s.commands[i].bytes, 512u);
+    const auto& deps = s.commands[i].deps;
+    const auto store = static_cast<std::uint32_t>(conv2_stores.back());
+    EXPECT_NE(std::find(deps.begin(), deps.end(), store), deps.end()) << i;
+  }
+  Diagnostics diag("chain.json");
+  finalize_schedule(s, config, diag);
+  ASSERT_TRUE(diag.empty());
+  const profiler::Timeline t = estimate(s, config);
+  EXPECT_FALSE(profiler::lram_occupancy(make_workload(s, config), t).overflow);
+}
+
+namespace {
+
+// x [1, 64] -> mm1 (w1 [64, 64]) -> t -> mm2 (w2 [64, 48]) -> y, int8.
+Graph two_matmuls() {
+  const Json doc = {
+      {"format", "npusim-graph"},
+      {"version", 1},
+      {"name", "gemv"},
+      {"tensors",
+       {{{"name", "x"}, {"shape", {1, 64}}},
+        {{"name", "w1"}, {"shape", {64, 64}}, {"constant", true}},
+        {{"name", "t"}, {"shape", {1, 64}}},
+        {{"name", "w2"}, {"shape", {64, 48}}, {"constant", true}},
+        {{"name", "y"}, {"shape", {1, 48}}}}},
+      {"inputs", {"x"}},
+      {"outputs", {"y"}},
+      {"layers",
+       {{{"name", "mm1"}, {"op", "MatMul"}, {"inputs", {"x", "w1"}}, {"outputs", {"t"}}},
+        {{"name", "mm2"}, {"op", "MatMul"}, {"inputs", {"t", "w2"}}, {"outputs", {"y"}}}}}};
+  return parse_graph_json(doc, "gemv.json");
+}
+
+Mapping matmul(std::uint64_t cols, LoopOrder order) {
+  Mapping m;
+  m.kind = MappingKind::kMatMul;
+  m.tile_rows = 1;
+  m.tile_cols = cols;
+  m.order = order;
+  return m;
+}
+
+}  // namespace
+
+TEST(Prefetch, AnInputOuterMatMulsFirstRowTileChunksArePrefetched) {
+  const Graph g = two_matmuls();
+  const std::vector<LayerGroup> groups = fuse_layer_groups(g);
+  const MatMulLayer mm2 = describe_matmul(g, groups[1]);
+  // 48 columns in chunks of 16: 3 loads of 64 x 16 = 1024 bytes (int8, no bias).
+  EXPECT_EQ(first_row_tile_weight_loads(g, mm2, matmul(16, LoopOrder::kInputOuter)),
+            std::vector<std::uint64_t>(3, 1024));
+  // 48 / 32: a chunk of 32 columns and one of 16.
+  EXPECT_EQ(first_row_tile_weight_loads(g, mm2, matmul(32, LoopOrder::kInputOuter)),
+            (std::vector<std::uint64_t>{2048, 1024}));
+  // Weights outer loads shared chunks, and a split reduction parts: neither is prefetched.
+  EXPECT_TRUE(first_row_tile_weight_loads(g, mm2, matmul(16, LoopOrder::kWeightsOuter)).empty());
+  Mapping split = matmul(16, LoopOrder::kInputOuter);
+  split.k_parts = 2;
+  EXPECT_TRUE(first_row_tile_weight_loads(g, mm2, split).empty());
+
+  // mm2's first two chunks loaded by mm1's program (L = 8192: the chunks' half holds them); mm1
+  // in chunks of 32 columns (2 x 2048 bytes of w1).
+  const HwConfig config = parse_hw_config(R"({"lram_kib": 8})", "small.json");
+  const TensorLayouts layouts = assign_layouts(g, groups);
+  auto emit = [&](std::size_t prefetched) {
+    Emitter emitter(g, config, layouts);
+    for (std::size_t k = 0; k < prefetched; ++k) emitter.prefetch(groups[0], groups[1], k, 1024);
+    emitter.emit_group(groups[0], matmul(32, LoopOrder::kInputOuter));
+    emitter.emit_group(groups[1], matmul(16, LoopOrder::kInputOuter));
+    return emitter.finish();
+  };
+  const Schedule plain = emit(0);
+  Schedule s = emit(2);
+  std::vector<std::size_t> prefetches;
+  std::size_t mm2_loads = 0, plain_mm2_loads = 0;
+  for (std::size_t i = 0; i < s.commands.size(); ++i) {
+    const Command& c = s.commands[i];
+    if (c.engine != EngineKind::kDmaIn || c.layer != "mm2") continue;
+    if (c.program == 0) prefetches.push_back(i);
+    mm2_loads += c.program == 1 && c.bytes == 1024;
+  }
+  for (const Command& c : plain.commands) {
+    plain_mm2_loads += c.engine == EngineKind::kDmaIn && c.program == 1 && c.bytes == 1024;
+  }
+  ASSERT_EQ(prefetches.size(), 2u);
+  // Without prefetch mm2 loads its 3 chunks; with it, the third only.
+  EXPECT_EQ(plain_mm2_loads, 3u);
+  EXPECT_EQ(mm2_loads, 1u);
+  // Each prefetched chunk is read by one of mm2's Gemms, which waits for it and frees it; the
+  // Gemms of chunks 0 and 1 read them in order.
+  std::vector<std::string> gemm_frees;
+  for (std::size_t k = 0; k < prefetches.size(); ++k) {
+    const std::string& buffer = s.commands[prefetches[k]].alloc.at(0).buffer;
+    const auto reader = std::find_if(s.commands.begin(), s.commands.end(), [&](const Command& c) {
+      return on_slice(c.engine) && std::find(c.free.begin(), c.free.end(), buffer) != c.free.end();
+    });
+    ASSERT_NE(reader, s.commands.end()) << k;
+    EXPECT_EQ(reader->layer, "mm2");
+    EXPECT_EQ(reader->op, find_op("Gemm"));
+    const auto self = static_cast<std::uint32_t>(prefetches[k]);
+    EXPECT_NE(std::find(reader->deps.begin(), reader->deps.end(), self), reader->deps.end());
+  }
+  // Nothing more moves: x 64 + w1 4096 + t 64 + w2 3 x 1024 bytes either way.
+  EXPECT_EQ(dma_in_bytes(plain), 64u + 4096u + 64u + 3u * 1024u);
+  EXPECT_EQ(dma_in_bytes(s), dma_in_bytes(plain));
+  Diagnostics diag("gemv.json");
+  finalize_schedule(s, config, diag);
+  ASSERT_TRUE(diag.empty());
+  const profiler::Timeline t = estimate(s, config);
+  EXPECT_FALSE(profiler::lram_occupancy(make_workload(s, config), t).overflow);
 }
 
 }  // namespace npusim

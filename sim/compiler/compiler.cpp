@@ -36,6 +36,7 @@
 #include "sim/compiler/mapping/global_pool.h"
 #include "sim/compiler/mapping/group_signature.h"
 #include "sim/compiler/mapping/map_space.h"
+#include "sim/compiler/mapping/matmul.h"
 #include "sim/compiler/mapping/spatial.h"
 #include "sim/compiler/passes/assign_layouts.h"
 #include "sim/compiler/passes/fuse_layer_groups.h"
@@ -713,6 +714,9 @@ class DeviceCompiler {
       if (m.kind == MappingKind::kSpatial) {
         slots[i].load_bytes =
             first_block_weight_loads(describe_spatial(graph_, groups_[i], budgets_), m);
+      } else if (m.kind == MappingKind::kMatMul) {
+        slots[i].load_bytes =
+            first_row_tile_weight_loads(graph_, describe_matmul(graph_, groups_[i]), m);
       }
     }
     // Each group's program (groups that emit nothing have none), and its DMA_IN window: from its

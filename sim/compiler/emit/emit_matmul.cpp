@@ -1,6 +1,8 @@
 // Emission of MatMul: row tiles over column chunks of B, and K-split tiles (docs/compiler.md,
 // "MatMul", "K-split MatMul").
 #include <algorithm>
+#include <optional>
+#include <vector>
 
 #include "sim/compiler/emit/emitter.h"
 #include "sim/compiler/mapping/matmul.h"
@@ -72,10 +74,17 @@ void Emitter::emit_matmul(const LayerGroup& group, const Mapping& mapping) {
           const std::uint64_t c0 = ch * cols, nc = std::min(mm.n, c0 + cols) - c0;
           const Piece b_chunk{mm.b, b.constant ? 0 : b_lo, b.constant ? 0 : b_hi,
                               nc * mm.bytes_per_col};
+          // The first row tile's chunks of constant weights may have been prefetched
+          // (first_row_tile_weight_loads): taken in the order they were planned.
+          std::optional<Prefetched> pre;
+          if (b.constant && p == 0 && r0 == 0) pre = take_prefetched(group, b_chunk.bytes);
+          std::vector<Piece> pieces;
+          if (!pre) pieces.push_back(b_chunk);
           computes.push_back(
-              tile(next_slice(), group, {b_chunk}, "Gemm", GemmShape{1, r1 - r0, nc, mm.k}, shared,
+              tile(next_slice(), group, pieces, "Gemm", GemmShape{1, r1 - r0, nc, mm.k}, shared,
                    (r1 - r0) * nc * mm.out_elem_bytes, (y_base + r0) * y_row_bytes,
-                   (y_base + r1) * y_row_bytes, ch == chunks - 1 ? &computes : nullptr));
+                   (y_base + r1) * y_row_bytes, ch == chunks - 1 ? &computes : nullptr, {}, nullptr,
+                   pre ? &*pre : nullptr));
         }
       }
     }

@@ -409,6 +409,7 @@ void Emitter::emit_prefetches(const LayerGroup& at) {
       if (const CommandIndex wait = ring_within_budget(); wait != kNone) deps.push_back(wait);
     }
     prefetched_bytes_ += o.bytes;
+    any_prefetched_ = true;
     Command load = dma(EngineKind::kDmaIn, o.bytes);
     Prefetched p;
     p.buffer = buffer_name();
@@ -569,14 +570,21 @@ std::vector<Emitter::CommandIndex> Emitter::ksplit_step_waits(const KSplitTile& 
 // What a new tile of `bytes` must wait for: the store of the newest tile that must be gone so
 // that the live tiles of all slices, this one included, hold at most half the local memory
 // (docs/compiler.md, "Memory budgets"); kNone if none must. At most 8 tiles per slice are live.
-Emitter::CommandIndex Emitter::ring_wait(std::uint64_t bytes) const {
+Emitter::CommandIndex Emitter::ring_wait(std::uint64_t bytes) {
   const std::uint64_t budget = ring_budget();
   // A claim past the tiles' half spills into the chunks' half, which prefetched weights may fill:
-  // with prefetch the driver plans again instead (split input-outer waves can pass ring_need).
+  // once any prefetch was loaded, the driver plans again instead (split input-outer waves and
+  // chains can pass ring_need). Before the first, the chunks' half holds what it would without
+  // prefetch, and the claim spills as it would there; every later chunk and prefetch then waits
+  // until the live tiles fit the tiles' half again, as after tiles that took the whole memory
+  // (end_whole_memory).
   if (prefetching() && bytes > budget) {
-    throw PrefetchDoesNotFit(*group_, prefetched_bytes_ > 0,
-                             "tiles of " + std::to_string(bytes) + " bytes pass the " +
-                                 std::to_string(budget) + " left of the tiles' half");
+    if (any_prefetched_) {
+      throw PrefetchDoesNotFit(*group_, prefetched_bytes_ > 0,
+                               "tiles of " + std::to_string(bytes) + " bytes pass the " +
+                                   std::to_string(budget) + " left of the tiles' half");
+    }
+    chunks_wait_for_ring_ = true;
   }
   const std::size_t depth = 8 * std::size_t{slices_};
   std::uint64_t live = bytes;
@@ -600,7 +608,8 @@ Emitter::CommandIndex Emitter::tile(std::uint32_t slice, const LayerGroup& group
                                     Shape shape, CommandIndex weights, std::uint64_t out_bytes,
                                     std::uint64_t out_lo, std::uint64_t out_hi,
                                     const std::vector<CommandIndex>* other_readers,
-                                    const std::vector<std::string>& then_ops, const Held* held) {
+                                    const std::vector<std::string>& then_ops, const Held* held,
+                                    const Prefetched* prefetched) {
   std::uint64_t tile_bytes = std::max<std::uint64_t>(out_bytes, 1);
   for (const Piece& p : pieces) tile_bytes += p.bytes;
   if (held != nullptr) tile_bytes += held->bytes;
@@ -619,6 +628,10 @@ Emitter::CommandIndex Emitter::tile(std::uint32_t slice, const LayerGroup& group
   if (ring_wait != kNone) compute_deps.push_back(ring_wait);
   if (held != nullptr)
     compute_deps.insert(compute_deps.end(), held->loads.begin(), held->loads.end());
+  if (prefetched != nullptr) {
+    compute_deps.push_back(prefetched->load);
+    in_buffers.push_back(prefetched->buffer);
+  }
   Command s = compute(op, slice, shape);
   const std::string out_buffer = buffer_name();
   s.alloc.push_back({out_buffer, std::max<std::uint64_t>(out_bytes, 1)});
@@ -633,6 +646,7 @@ Emitter::CommandIndex Emitter::tile(std::uint32_t slice, const LayerGroup& group
   const CommandIndex store = store_tile(group, {compute}, out_buffer, out_bytes, out_lo, out_hi,
                                         weights != kNone ? other_readers : nullptr);
   push_ring(store, tile_bytes);
+  if (prefetched != nullptr) settle_prefetch(store, prefetched->bytes);
   return compute;
 }
 

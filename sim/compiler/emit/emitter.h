@@ -223,21 +223,25 @@ class Emitter {
   // One tile: its pieces loaded, `op` on `slice`, then each of `then_ops` (fused element-wise
   // layers) on the same slice and shape in place, then the store. Returns the last compute.
   // `held`: input rows loaded outside `pieces` that the tile reads too (halo reuse): their bytes
-  // count in its ring entry and its compute waits for their loads.
+  // count in its ring entry and its compute waits for their loads. `prefetched`: a weight load
+  // issued earlier (take_prefetched) that the tile reads beside its pieces: its compute waits for
+  // it and frees it, and its bytes stay in the chunks' half until the tile's ring entry ends.
   struct Held {
     std::uint64_t bytes = 0;
     std::vector<CommandIndex> loads;
   };
+  struct Prefetched;  // below, with the prefetch state
   CommandIndex tile(std::uint32_t slice, const LayerGroup& group, const std::vector<Piece>& pieces,
                     const std::string& op, Shape shape, CommandIndex weights,
                     std::uint64_t out_bytes, std::uint64_t out_lo, std::uint64_t out_hi,
                     const std::vector<CommandIndex>* other_readers,
-                    const std::vector<std::string>& then_ops = {}, const Held* held = nullptr);
+                    const std::vector<std::string>& then_ops = {}, const Held* held = nullptr,
+                    const Prefetched* prefetched = nullptr);
   CommandIndex store_tile(const LayerGroup& group, std::vector<CommandIndex> after,
                           const std::string& out_buffer, std::uint64_t out_bytes,
                           std::uint64_t out_lo, std::uint64_t out_hi,
                           const std::vector<CommandIndex>* other_readers);
-  CommandIndex ring_wait(std::uint64_t bytes) const;
+  CommandIndex ring_wait(std::uint64_t bytes);
   void push_ring(CommandIndex store, std::uint64_t bytes);
   // `store`, the last of the group that read the kept output, frees it: it waits for every
   // writer of it and for the group's readers of it (the last on each slice unit's queue before
@@ -445,6 +449,7 @@ class Emitter {
   std::map<const LayerGroup*, std::vector<PrefetchOrder>> prefetch_at_;
   std::map<std::pair<const LayerGroup*, std::size_t>, Prefetched> prefetched_;
   std::uint64_t prefetched_bytes_ = 0;  // loaded and not yet read (settle_prefetch)
+  bool any_prefetched_ = false;         // some prefetch was loaded (ring_wait)
   std::size_t group_loads_ = 0;         // the current group's prefetchable loads so far
   bool prefetch_after_group_ = false;
   bool prefetching() const { return !prefetch_at_.empty(); }

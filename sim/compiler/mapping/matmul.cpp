@@ -238,6 +238,19 @@ std::uint64_t MatMulLayer::part_b_bytes(std::uint64_t cols, std::uint64_t kn, bo
   return cols * b_bytes(kn) + (first ? ceil_div(bias_bytes * cols, n) : 0);
 }
 
+std::vector<std::uint64_t> first_row_tile_weight_loads(const Graph& graph, const MatMulLayer& mm,
+                                                       const Mapping& m) {
+  std::vector<std::uint64_t> loads;
+  if (m.kind != MappingKind::kMatMul || m.order != LoopOrder::kInputOuter || m.k_parts > 1 ||
+      m.tile_cols == 0 || !graph.tensors[mm.b].constant) {
+    return loads;
+  }
+  for (std::uint64_t c0 = 0; c0 < mm.n; c0 += m.tile_cols) {
+    loads.push_back((std::min(mm.n, c0 + m.tile_cols) - c0) * mm.bytes_per_col);
+  }
+  return loads;
+}
+
 std::uint64_t MatMulLayer::part_tile_bytes(std::uint64_t rows, std::uint64_t cols,
                                            std::uint64_t parts) const {
   return part_b_bytes(cols, part_k(parts), true) +

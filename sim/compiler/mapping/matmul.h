@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "sim/compiler/mapping/map_space.h"
 
@@ -49,6 +50,13 @@ struct MatMulLayer {
 };
 
 MatMulLayer describe_matmul(const Graph& graph, const LayerGroup& group);
+
+// The loads of B's column chunks by an input-outer mapping's first row tile, in the order
+// emit_matmul issues them: one per chunk, its columns with their share of the bias. Empty unless
+// B is a constant (weights) and the reduction is not split over slices. (Weight prefetch plans on
+// them, as on first_block_weight_loads.)
+std::vector<std::uint64_t> first_row_tile_weight_loads(const Graph& graph, const MatMulLayer& mm,
+                                                       const Mapping& m);
 
 // Dims: rows, columns (then k for K-split), shrunk in that order; K-split shrinks k first for its
 // steps.
