@@ -444,18 +444,18 @@ TEST(Prefetch, AClaimPastTheTilesHalfBeforeAnyPrefetchSpillsAsWithout) {
 
 namespace {
 
-// x [1, 64] -> mm1 (w1 [64, 64]) -> t -> mm2 (w2 [64, 48]) -> y, int8.
-Graph two_matmuls() {
+// x [rows, 64] -> mm1 (w1 [64, 64]) -> t -> mm2 (w2 [64, 48]) -> y, int8.
+Graph two_matmuls(std::uint64_t rows) {
   const Json doc = {
       {"format", "npusim-graph"},
       {"version", 1},
       {"name", "gemv"},
       {"tensors",
-       {{{"name", "x"}, {"shape", {1, 64}}},
+       {{{"name", "x"}, {"shape", {rows, 64}}},
         {{"name", "w1"}, {"shape", {64, 64}}, {"constant", true}},
-        {{"name", "t"}, {"shape", {1, 64}}},
+        {{"name", "t"}, {"shape", {rows, 64}}},
         {{"name", "w2"}, {"shape", {64, 48}}, {"constant", true}},
-        {{"name", "y"}, {"shape", {1, 48}}}}},
+        {{"name", "y"}, {"shape", {rows, 48}}}}},
       {"inputs", {"x"}},
       {"outputs", {"y"}},
       {"layers",
@@ -476,65 +476,78 @@ Mapping matmul(std::uint64_t cols, LoopOrder order) {
 }  // namespace
 
 TEST(Prefetch, AnInputOuterMatMulsFirstRowTileChunksArePrefetched) {
-  const Graph g = two_matmuls();
+  // Two rows, in row tiles of one: input outer, each row tile loads every chunk of w2.
+  const Graph g = two_matmuls(2);
   const std::vector<LayerGroup> groups = fuse_layer_groups(g);
   const MatMulLayer mm2 = describe_matmul(g, groups[1]);
-  // 48 columns in chunks of 16: 3 loads of 64 x 16 = 1024 bytes (int8, no bias).
-  EXPECT_EQ(first_row_tile_weight_loads(g, mm2, matmul(16, LoopOrder::kInputOuter)),
-            std::vector<std::uint64_t>(3, 1024));
-  // 48 / 32: a chunk of 32 columns and one of 16.
+  // The first row tile's: 48 columns in chunks of 32, 64 x 32 = 2048 bytes and 64 x 16 = 1024
+  // (int8, no bias); in chunks of 16, three of 1024.
   EXPECT_EQ(first_row_tile_weight_loads(g, mm2, matmul(32, LoopOrder::kInputOuter)),
             (std::vector<std::uint64_t>{2048, 1024}));
+  EXPECT_EQ(first_row_tile_weight_loads(g, mm2, matmul(16, LoopOrder::kInputOuter)),
+            std::vector<std::uint64_t>(3, 1024));
   // Weights outer loads shared chunks, and a split reduction parts: neither is prefetched.
-  EXPECT_TRUE(first_row_tile_weight_loads(g, mm2, matmul(16, LoopOrder::kWeightsOuter)).empty());
-  Mapping split = matmul(16, LoopOrder::kInputOuter);
+  EXPECT_TRUE(first_row_tile_weight_loads(g, mm2, matmul(32, LoopOrder::kWeightsOuter)).empty());
+  Mapping split = matmul(32, LoopOrder::kInputOuter);
   split.k_parts = 2;
   EXPECT_TRUE(first_row_tile_weight_loads(g, mm2, split).empty());
 
-  // mm2's first two chunks loaded by mm1's program (L = 8192: the chunks' half holds them); mm1
-  // in chunks of 32 columns (2 x 2048 bytes of w1).
+  // mm2's two chunks of its first row tile loaded by mm1's program (L = 8192: the chunks' half
+  // holds them); mm1 in chunks of 32 columns (2 x 2048 bytes of w1).
   const HwConfig config = parse_hw_config(R"({"lram_kib": 8})", "small.json");
   const TensorLayouts layouts = assign_layouts(g, groups);
+  const std::vector<std::uint64_t> loads = {2048, 1024};
   auto emit = [&](std::size_t prefetched) {
     Emitter emitter(g, config, layouts);
-    for (std::size_t k = 0; k < prefetched; ++k) emitter.prefetch(groups[0], groups[1], k, 1024);
+    for (std::size_t k = 0; k < prefetched; ++k) {
+      emitter.prefetch(groups[0], groups[1], k, loads[k]);
+    }
     emitter.emit_group(groups[0], matmul(32, LoopOrder::kInputOuter));
-    emitter.emit_group(groups[1], matmul(16, LoopOrder::kInputOuter));
+    emitter.emit_group(groups[1], matmul(32, LoopOrder::kInputOuter));
     return emitter.finish();
   };
   const Schedule plain = emit(0);
   Schedule s = emit(2);
   std::vector<std::size_t> prefetches;
-  std::size_t mm2_loads = 0, plain_mm2_loads = 0;
+  std::vector<std::uint64_t> mm2_loads, plain_mm2_loads;
+  std::vector<const Command*> gemms;  // mm2's, in emission order
   for (std::size_t i = 0; i < s.commands.size(); ++i) {
     const Command& c = s.commands[i];
-    if (c.engine != EngineKind::kDmaIn || c.layer != "mm2") continue;
+    if (c.layer != "mm2") continue;
+    if (on_slice(c.engine) && c.op == find_op("Gemm")) gemms.push_back(&c);
+    if (c.engine != EngineKind::kDmaIn) continue;
     if (c.program == 0) prefetches.push_back(i);
-    mm2_loads += c.program == 1 && c.bytes == 1024;
+    if (c.program == 1 && c.bytes != 64) mm2_loads.push_back(c.bytes);  // (64: a row of t)
   }
   for (const Command& c : plain.commands) {
-    plain_mm2_loads += c.engine == EngineKind::kDmaIn && c.program == 1 && c.bytes == 1024;
+    if (c.engine == EngineKind::kDmaIn && c.program == 1 && c.bytes != 64) {
+      plain_mm2_loads.push_back(c.bytes);
+    }
   }
   ASSERT_EQ(prefetches.size(), 2u);
-  // Without prefetch mm2 loads its 3 chunks; with it, the third only.
-  EXPECT_EQ(plain_mm2_loads, 3u);
-  EXPECT_EQ(mm2_loads, 1u);
-  // Each prefetched chunk is read by one of mm2's Gemms, which waits for it and frees it; the
-  // Gemms of chunks 0 and 1 read them in order.
-  std::vector<std::string> gemm_frees;
-  for (std::size_t k = 0; k < prefetches.size(); ++k) {
-    const std::string& buffer = s.commands[prefetches[k]].alloc.at(0).buffer;
-    const auto reader = std::find_if(s.commands.begin(), s.commands.end(), [&](const Command& c) {
-      return on_slice(c.engine) && std::find(c.free.begin(), c.free.end(), buffer) != c.free.end();
-    });
-    ASSERT_NE(reader, s.commands.end()) << k;
-    EXPECT_EQ(reader->layer, "mm2");
-    EXPECT_EQ(reader->op, find_op("Gemm"));
-    const auto self = static_cast<std::uint32_t>(prefetches[k]);
-    EXPECT_NE(std::find(reader->deps.begin(), reader->deps.end(), self), reader->deps.end());
+  EXPECT_EQ(s.commands[prefetches[0]].bytes, 2048u);
+  EXPECT_EQ(s.commands[prefetches[1]].bytes, 1024u);
+  // Without prefetch each of the 2 row tiles loads both chunks; with it, the second row tile.
+  EXPECT_EQ(plain_mm2_loads, (std::vector<std::uint64_t>{2048, 1024, 2048, 1024}));
+  EXPECT_EQ(mm2_loads, (std::vector<std::uint64_t>{2048, 1024}));
+  // The k-th Gemm (row tile 0, chunk k) reads prefetch k: it waits for the load and frees it;
+  // the second row tile's Gemms read their own loads.
+  ASSERT_EQ(gemms.size(), 4u);
+  for (std::size_t k = 0; k < gemms.size(); ++k) {
+    for (std::size_t p = 0; p < prefetches.size(); ++p) {
+      const std::string& buffer = s.commands[prefetches[p]].alloc.at(0).buffer;
+      const auto self = static_cast<std::uint32_t>(prefetches[p]);
+      const bool frees =
+          std::find(gemms[k]->free.begin(), gemms[k]->free.end(), buffer) != gemms[k]->free.end();
+      const bool waits =
+          std::find(gemms[k]->deps.begin(), gemms[k]->deps.end(), self) != gemms[k]->deps.end();
+      EXPECT_EQ(frees, k == p) << "Gemm " << k << ", prefetch " << p;
+      EXPECT_EQ(waits, k == p) << "Gemm " << k << ", prefetch " << p;
+    }
   }
-  // Nothing more moves: x 64 + w1 4096 + t 64 + w2 3 x 1024 bytes either way.
-  EXPECT_EQ(dma_in_bytes(plain), 64u + 4096u + 64u + 3u * 1024u);
+  // Nothing more moves: x 2 x 64 + w1 2 x 4096 (mm1 input outer too) + t 2 x 64 + w2 2 x 3072
+  // bytes either way.
+  EXPECT_EQ(dma_in_bytes(plain), 128u + 2u * 4096u + 128u + 2u * 3072u);
   EXPECT_EQ(dma_in_bytes(s), dma_in_bytes(plain));
   Diagnostics diag("gemv.json");
   finalize_schedule(s, config, diag);
