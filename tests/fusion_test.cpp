@@ -927,6 +927,24 @@ TEST(Chains, ThePlainModelRemappedTakesTheChainsThatNowWinOneByOne) {
   EXPECT_NE(line.find("; after remapping, one by one: "), std::string::npos);
 }
 
+// The light VGG-19 on `server` keeps its two chains with residency planned apart from them;
+// after remapping, the plain model (whose plan has no chains to be apart from) takes one of the
+// two chains one at a time, which only a plan apart from the chain keeps. Screening each trial
+// under the plain plan alone, as the chains are in it, took neither (review, 2026-11-29): the
+// trial must be tried apart from the chains too.
+TEST(Chains, OneByOneTriesEachChainApartFromThePlainPlanToo) {
+  const Graph g = import_onnx(kShared + "light_vgg19.onnx", {});
+  std::vector<std::string> explain;
+  compile_schedule(g, load_hw_config("server"), &explain);
+  const std::string line = test::explain_line(explain, "chains\t");
+  ASSERT_FALSE(line.empty());
+  EXPECT_NE(line.find("kept: 10 tensor(s) in up to L/2 apart from the chains"), std::string::npos);
+  EXPECT_NE(line.find("; after remapping, one by one: 1 of 2 chain(s), "), std::string::npos);
+  const std::uint64_t with = test::figure_after(line, "remapped: with chains ");
+  const std::uint64_t added = test::figure_after(line, " chain(s), ");
+  EXPECT_LT(added, with);
+}
+
 // bert_toy on `server` keeps most tensors resident, and many of its groups store nothing: the
 // last compute of a group that frees a resident input waited for every other slice's readers
 // and held its own slice meanwhile. Its residency plan (64 tensors) is estimated with each free
