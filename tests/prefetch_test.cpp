@@ -92,6 +92,28 @@ TEST(PlanPrefetch, NothingIsHeldAcrossAChainOrPastTheMemoryOrTheCap) {
   EXPECT_TRUE(plan_prefetch({busy, dma_bound({100})}, 10000, 5000).empty());
 }
 
+TEST(PlanPrefetch, ALaterRoundTakesTheLoadsAfterTheEarlierRoundsWithinTheCap) {
+  // Round 1 took group 2's load 0 (100 bytes) at group 0. On the new estimate group 1, whose
+  // loads went earlier too, idles 1000 bytes and is a position.
+  const std::vector<Prefetch> earlier = {{0, 2, 0, 100}};
+  std::vector<PrefetchSlot> slots = {position(0), position(1000), dma_bound({100, 100, 100})};
+  const std::vector<std::size_t> first_load = continue_after(slots, earlier);
+  // Load 0 is left out of group 2's loads; groups 0 through 2 hold its 100 bytes.
+  EXPECT_EQ(first_load, (std::vector<std::size_t>{0, 0, 1}));
+  EXPECT_EQ(slots[2].load_bytes, (std::vector<std::uint64_t>{100, 100}));
+  for (const PrefetchSlot& s : slots) EXPECT_EQ(s.held_bytes, 100u);
+  // Cap 250: load 1 makes 100 + 100 held at groups 1 and 2, load 2 would make 300.
+  const std::vector<Prefetch> more = plan_prefetch(slots, 10000, 250, first_load);
+  ASSERT_EQ(more.size(), 1u);
+  EXPECT_TRUE(same(more[0], {1, 2, 1, 100}));  // numbered as group 2 issues it: its second load
+  const std::vector<Prefetch> all = merge_plans(earlier, more);
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_TRUE(same(all[0], {0, 2, 0, 100}));
+  EXPECT_TRUE(same(all[1], {1, 2, 1, 100}));
+  // With a cap of 450 both remaining loads fit (100 + 200 held at groups 1 and 2).
+  EXPECT_EQ(plan_prefetch(slots, 10000, 450, first_load).size(), 2u);
+}
+
 namespace {
 
 // x [1,16,8,8] -> conv1 -> t1 -> conv2 -> ... -> convN -> y, all 1x1 and int8, conv i with

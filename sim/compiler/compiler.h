@@ -51,6 +51,9 @@ struct CompileOptions {
   // Weight loads of DMA-bound groups may be brought in early, while the DMA_IN channels idle
   // (docs/compiler.md, "Weight prefetch"), when the estimate says it pays; false: never.
   bool prefetch = true;
+  // Rounds of weight prefetch, each planned on the last one's estimate while it gains (1: the
+  // first plan only).
+  int prefetch_rounds = 3;
   // The whole model may be compiled for S - 1 and S - 2 of the config's S slices too, and run on
   // those when that estimates faster (docs/compiler.md, "Fewer slices"); false: on all S.
   bool fewer_slices = true;

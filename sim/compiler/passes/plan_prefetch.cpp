@@ -5,11 +5,21 @@
 
 namespace npusim {
 
+namespace {
+
+bool in_plan_order(const Prefetch& x, const Prefetch& y) {
+  return std::tie(x.at, x.target, x.load) < std::tie(y.at, y.target, y.load);
+}
+
+}  // namespace
+
 std::vector<Prefetch> plan_prefetch(const std::vector<PrefetchSlot>& slots,
-                                    std::uint64_t lram_bytes, std::uint64_t held_cap_bytes) {
+                                    std::uint64_t lram_bytes, std::uint64_t held_cap_bytes,
+                                    const std::vector<std::size_t>& first_load) {
   // Room for one more load held at group g.
   auto fits = [&](std::size_t g, const std::vector<std::uint64_t>& held, std::uint64_t bytes) {
-    return slots[g].need_bytes + held[g] + bytes <= lram_bytes && held[g] + bytes <= held_cap_bytes;
+    return slots[g].need_bytes + held[g] + bytes <= lram_bytes &&
+           slots[g].held_bytes + held[g] + bytes <= held_cap_bytes;
   };
   std::vector<Prefetch> plan;
   std::vector<std::uint64_t> idle(slots.size()), held(slots.size(), 0);
@@ -38,13 +48,33 @@ std::vector<Prefetch> plan_prefetch(const std::vector<PrefetchSlot>& slots,
       if (!placed) break;  // its later loads are not prefetched either: a group's are a prefix
       idle[at] -= bytes;
       for (std::size_t g = fits_through; g <= b; ++g) held[g] += bytes;
-      plan.push_back({at, b, k, bytes});
+      plan.push_back({at, b, (first_load.empty() ? 0 : first_load[b]) + k, bytes});
     }
   }
-  std::sort(plan.begin(), plan.end(), [](const Prefetch& x, const Prefetch& y) {
-    return std::tie(x.at, x.target, x.load) < std::tie(y.at, y.target, y.load);
-  });
+  std::sort(plan.begin(), plan.end(), in_plan_order);
   return plan;
+}
+
+std::vector<std::size_t> continue_after(std::vector<PrefetchSlot>& slots,
+                                        const std::vector<Prefetch>& earlier) {
+  std::vector<std::size_t> first_load(slots.size(), 0);
+  for (const Prefetch& p : earlier) {
+    first_load[p.target] = std::max(first_load[p.target], p.load + 1);
+    for (std::size_t g = p.at; g <= p.target; ++g) slots[g].held_bytes += p.bytes;
+  }
+  for (std::size_t g = 0; g < slots.size(); ++g) {
+    std::vector<std::uint64_t>& loads = slots[g].load_bytes;
+    const std::size_t taken = std::min(first_load[g], loads.size());
+    loads.erase(loads.begin(), loads.begin() + static_cast<std::ptrdiff_t>(taken));
+  }
+  return first_load;
+}
+
+std::vector<Prefetch> merge_plans(std::vector<Prefetch> earlier,
+                                  const std::vector<Prefetch>& more) {
+  earlier.insert(earlier.end(), more.begin(), more.end());
+  std::sort(earlier.begin(), earlier.end(), in_plan_order);
+  return earlier;
 }
 
 std::uint64_t prefetched_bytes(const std::vector<Prefetch>& plan) {
