@@ -293,8 +293,8 @@ class DeviceCompiler {
   // group (remap_part: the groups mapped anew outside the part tried).
   Mapped map_all(bool reduction_splits, const Mapped* before = nullptr,
                  const std::vector<OnChipContext>* contexts = nullptr,
-                 const std::vector<bool>* fixed = nullptr,
-                 const std::vector<bool>* kept = nullptr) const {
+                 const std::vector<bool>* fixed = nullptr, const std::vector<bool>* kept = nullptr,
+                 bool fewer_transfers = false) const {
     Mapped m;
     m.splits_allowed = reduction_splits;
     for (std::size_t i = 0; i < groups_.size(); ++i) {
@@ -315,13 +315,14 @@ class DeviceCompiler {
       const bool is_fixed = fixed != nullptr && i < fixed->size() && (*fixed)[i];
       const bool is_kept = kept != nullptr && i < kept->size() && (*kept)[i];
       if (before != nullptr && i < before->mappings.size() &&
-          (is_fixed || is_kept || (!context.any() && before->on_chip_inputs[i] == on_chip_input))) {
+          (is_fixed || is_kept ||
+           (!fewer_transfers && !context.any() && before->on_chip_inputs[i] == on_chip_input))) {
         mapping = before->mappings[i];
         m.reasons.push_back(before->reasons[i]);
         m.ring_needs.push_back(before->ring_needs[i]);
         m.reduction_splits = m.reduction_splits || splits_reduction(mapping);
       } else {
-        mapping = choose(m, group, on_chip_input, reduction_splits, context);
+        mapping = choose(m, group, on_chip_input, reduction_splits, context, fewer_transfers);
         if (before != nullptr && i < before->mappings.size() &&
             !same_mapping(mapping, before->mappings[i])) {
           ++m.remapped;
@@ -672,6 +673,54 @@ class DeviceCompiler {
     m = std::move(*r);
     e = std::move(g);
     return true;
+  }
+
+  // The model chosen with every group that is no chain member mapped as the search's mapping with
+  // fewer DMA transfers where it named one (SearchChoice::fewer_transfers: within 1/40 of the
+  // cheapest alone), emitted under the model's residency plan, and kept when it estimates faster.
+  // Costed alone, a group cannot see that its larger loads leave DMA time to the groups around it
+  // (prefetch, the stores before it). Returns the explain line ("" when no group has one).
+  std::string remap_to_fewer_transfers(Final& f) const {
+    if (!options_.fewer_transfers || cost_search_ == nullptr || !f.e.cycles) return "";
+    std::vector<OnChipContext> contexts;
+    if (!f.e.residency.empty()) contexts = on_chip_contexts(graph_, groups_, f.e.residency);
+    std::vector<bool> fixed(f.m.mappings.size(), false);
+    for (const Chain& c : f.chains) {
+      std::fill_n(fixed.begin() + static_cast<std::ptrdiff_t>(c.first), c.mappings.size(), true);
+    }
+    std::optional<Mapped> r;
+    try {
+      r = map_all(f.m.splits_allowed, &f.m, contexts.empty() ? nullptr : &contexts, &fixed, nullptr,
+                  /*fewer_transfers=*/true);
+    } catch (const InputError&) {  // past the size limits: keep `f`
+      return "";
+    }
+    if (r->remapped == 0) return "";
+    unkeep_around(*r, f.chains);
+    const std::vector<Chain>* chains = f.chains.empty() ? nullptr : &f.chains;
+    Emitted g;
+    try {
+      if (f.e.residency.empty()) {
+        g.schedule = emit_all(*r, std::vector<Residency>(r->mappings.size()), chains,
+                              f.e.plan.stores_carry_frees);
+        g.cycles = estimated_cycles(g.schedule, config_);
+        g.plan = f.e.plan;
+      } else {
+        g = emit_best(*r, chains, f.e.plan);
+      }
+    } catch (const InputError&) {  // past the command limit as emitted: keep `f`
+      return "";
+    }
+    const bool keep = g.cycles && *g.cycles < *f.e.cycles;
+    std::string line = "transfers\t" + std::to_string(r->remapped) +
+                       " group(s) with fewer DMA transfers: " + figure_of(g.cycles) +
+                       " (before: " + std::to_string(*f.e.cycles) +
+                       "), kept: " + (keep ? "fewer transfers" : "before");
+    if (keep) {
+      f.m = std::move(*r);
+      f.e = std::move(g);
+    }
+    return line;
   }
 
   // The model chosen, emitted again with the frees of kept and resident inputs carried the other
@@ -1257,13 +1306,17 @@ class DeviceCompiler {
     std::optional<SearchChoice> search;  // the cost search's, with something to choose
     bool under_residency = false;
     std::uint64_t ring_need = 0;
+    std::uint64_t fewer_transfers_ring_need = 0;  // of search->fewer_transfers, when named
   };
 
   // The mapping of a group, its reasons and tile needs recorded in `m`. Groups with the same
   // signature (GroupSignature) choose alike, so the cost search runs once for all of them; and
   // without K-split candidates, a group whose choice with them was plain chooses it again.
+  // With `fewer_transfers`, the search's mapping with fewer DMA transfers is taken where it
+  // named one (SearchChoice::fewer_transfers).
   Mapping choose(Mapped& m, const LayerGroup& group, std::optional<std::uint32_t> on_chip_input,
-                 bool reduction_splits, const OnChipContext& context = {}) const {
+                 bool reduction_splits, const OnChipContext& context = {},
+                 bool fewer_transfers = false) const {
     Choice c;
     if (cost_search_ == nullptr) {
       c = choose_fresh(group, on_chip_input, reduction_splits, context);
@@ -1293,9 +1346,16 @@ class DeviceCompiler {
         choices_.emplace(key, c);
       }
     }
-    m.reasons.push_back(c.search ? group.name + "\t" + describe_choice(*c.search) +
-                                       (c.under_residency ? " (under residency)" : "")
-                                 : std::string());
+    std::string reason = c.search ? group.name + "\t" + describe_choice(*c.search) +
+                                        (c.under_residency ? " (under residency)" : "")
+                                  : std::string();
+    if (fewer_transfers && c.search && c.search->fewer_transfers) {
+      reason += "; taken for fewer DMA transfers: " + describe_mapping(*c.search->fewer_transfers) +
+                ": " + std::to_string(c.search->fewer_transfers_cycles) + " cycles";
+      c.mapping = *c.search->fewer_transfers;
+      c.ring_need = c.fewer_transfers_ring_need;
+    }
+    m.reasons.push_back(std::move(reason));
     m.ring_needs.push_back(c.ring_need);
     m.reduction_splits = m.reduction_splits || splits_reduction(c.mapping);
     return c.mapping;
@@ -1345,6 +1405,10 @@ class DeviceCompiler {
       c.mapping = choice.mapping;
     }
     c.ring_need = space.work ? ring_need(space.work(c.mapping), config_.lram_bytes) : 0;
+    if (space.work && c.search && c.search->fewer_transfers) {
+      c.fewer_transfers_ring_need =
+          ring_need(space.work(*c.search->fewer_transfers), config_.lram_bytes);
+    }
     return c;
   }
 
@@ -1549,13 +1613,14 @@ Compiled compile_on_all_slices(const Graph& graph, const HwConfig& config,
     }
     Final& f = finals[kept];
     remap_line = remap_lines[kept];
+    std::string transfers_line = compiler.remap_to_fewer_transfers(f);
     std::string carriers_line = compiler.carry_frees_on_stores(f);
     std::string prefetch_line = compiler.prefetch_weights(f);
     std::string queues_line = compiler.order_queues(f);
     Finished out;
     compiler.give_reasons(f.m, residency_line, out.head);
-    for (const std::string* line :
-         {&chains_line, &remap_line, &carriers_line, &prefetch_line, &queues_line}) {
+    for (const std::string* line : {&chains_line, &remap_line, &transfers_line, &carriers_line,
+                                    &prefetch_line, &queues_line}) {
       if (!line->empty()) out.tail.push_back(*line);
     }
     out.compiled = Compiled{std::move(f.e.schedule), f.e.cycles};

@@ -194,6 +194,13 @@ void EmittedCyclesMemo::add(Key k, std::optional<std::uint64_t> cycles) {
   cycles_.emplace(std::move(k), cycles);
 }
 
+std::uint64_t dma_load_count(const GroupWork& work) {
+  std::uint64_t n = 0;
+  for (const TileClass& t : work.tiles) n += t.count * t.loads;
+  for (const SharedLoad& l : work.shared) n += l.count;
+  return n;
+}
+
 namespace {
 
 // Keeps the cheapest in `choice`, the second in its runner-up; ties keep the earlier.
@@ -336,6 +343,20 @@ Ranked rank(const MapSpace& space, const HwConfig& config, const std::vector<Map
   bool first = true;
   for (std::size_t p = 0; p < picked.size(); ++p) {
     if (cycles[p]) consider(choice, candidates[ranked[picked[p]].second], *cycles[p], first);
+  }
+  if (small && !first) {
+    std::uint64_t fewest = dma_load_count(space.work(choice.mapping));
+    const std::uint64_t within = choice.cycles + choice.cycles / kFewerTransfersFraction;
+    for (std::size_t p = 0; p < picked.size(); ++p) {
+      if (!cycles[p] || *cycles[p] > within) continue;
+      const Mapping& m = candidates[ranked[picked[p]].second];
+      const std::uint64_t n = dma_load_count(space.work(m));
+      if (n < fewest) {
+        fewest = n;
+        choice.fewer_transfers = m;
+        choice.fewer_transfers_cycles = *cycles[p];
+      }
+    }
   }
   // None emitted checks: the closed form's best stands, as the closed form's.
   if (first) {

@@ -73,7 +73,21 @@ struct SearchChoice {
   std::uint64_t slower_bytes_against = 0;
   // Why it lost, when not for its bytes (a MatMul split over slices); empty: for its bytes.
   std::string slower_why;
+  // Of the mappings emitted alone, the one with the fewest DMA transfers within
+  // 1/kFewerTransfersFraction of the cheapest, when it has fewer than the cheapest: larger loads
+  // leave DMA time to the groups around it, which costing a group alone cannot see (the driver
+  // tries them in the model: DeviceCompiler::remap_to_fewer_transfers).
+  std::optional<Mapping> fewer_transfers;
+  std::uint64_t fewer_transfers_cycles = 0;
 };
+
+// A mapping with fewer DMA transfers is named (SearchChoice::fewer_transfers) within 1/this of
+// the cheapest's cycles (the QDQ MobileNetV2's last conv on `default`: 32 output channels a
+// chunk, one load each, cost 2.1 % more alone than 16 in two parts, and the model 1.0 % less).
+inline constexpr std::uint64_t kFewerTransfersFraction = 40;
+
+// The DMA transfers `work` issues: its tiles' loads and its shared loads.
+std::uint64_t dma_load_count(const GroupWork& work);
 
 // "rows 7 cols 7 units 64 weights-outer slices 8 live 8: 15515 cycles (of 42 candidates);
 // runner-up ...": one line for `npusim compile --explain`.
