@@ -20,6 +20,7 @@
 #include "sim/compiler/compiler.h"
 
 #include <algorithm>
+#include <array>
 #include <exception>
 #include <functional>
 #include <map>
@@ -294,7 +295,7 @@ class DeviceCompiler {
   Mapped map_all(bool reduction_splits, const Mapped* before = nullptr,
                  const std::vector<OnChipContext>* contexts = nullptr,
                  const std::vector<bool>* fixed = nullptr, const std::vector<bool>* kept = nullptr,
-                 bool fewer_transfers = false) const {
+                 std::optional<std::size_t> fewer_transfers = std::nullopt) const {
     Mapped m;
     m.splits_allowed = reduction_splits;
     for (std::size_t i = 0; i < groups_.size(); ++i) {
@@ -676,10 +677,11 @@ class DeviceCompiler {
   }
 
   // The model chosen with every group that is no chain member mapped as the search's mapping with
-  // fewer DMA transfers where it named one (SearchChoice::fewer_transfers: within 1/40 of the
-  // cheapest alone), emitted under the model's residency plan, and kept when it estimates faster.
-  // Costed alone, a group cannot see that its larger loads leave DMA time to the groups around it
-  // (prefetch, the stores before it). Returns the explain line ("" when no group has one).
+  // fewer DMA transfers where it named one (SearchChoice::fewer_transfers), at each level of
+  // kFewerTransfersFractions: emitted under the model's residency plan (the levels on the
+  // machine's cores at once), and the fastest kept when it estimates faster. Costed alone, a
+  // group cannot see that its larger loads leave DMA time to the groups around it (prefetch, the
+  // stores before it). Returns the explain line ("" when no group has one).
   std::string remap_to_fewer_transfers(Final& f) const {
     if (!options_.fewer_transfers || cost_search_ == nullptr || !f.e.cycles) return "";
     std::vector<OnChipContext> contexts;
@@ -688,37 +690,61 @@ class DeviceCompiler {
     for (const Chain& c : f.chains) {
       std::fill_n(fixed.begin() + static_cast<std::ptrdiff_t>(c.first), c.mappings.size(), true);
     }
-    std::optional<Mapped> r;
-    try {
-      r = map_all(f.m.splits_allowed, &f.m, contexts.empty() ? nullptr : &contexts, &fixed, nullptr,
-                  /*fewer_transfers=*/true);
-    } catch (const InputError&) {  // past the size limits: keep `f`
-      return "";
-    }
-    if (r->remapped == 0) return "";
-    unkeep_around(*r, f.chains);
-    const std::vector<Chain>* chains = f.chains.empty() ? nullptr : &f.chains;
-    Emitted g;
-    try {
-      if (f.e.residency.empty()) {
-        g.schedule = emit_all(*r, std::vector<Residency>(r->mappings.size()), chains,
-                              f.e.plan.stores_carry_frees);
-        g.cycles = estimated_cycles(g.schedule, config_);
-        g.plan = f.e.plan;
-      } else {
-        g = emit_best(*r, chains, f.e.plan);
+    // Each level's mappings, skipping a level that maps as one before it.
+    std::vector<std::pair<std::size_t, Mapped>> levels;
+    for (std::size_t level = 0; level < kFewerTransferLevels; ++level) {
+      Mapped r;
+      try {
+        r = map_all(f.m.splits_allowed, &f.m, contexts.empty() ? nullptr : &contexts, &fixed,
+                    nullptr, level);
+      } catch (const InputError&) {  // past the size limits at this level
+        continue;
       }
-    } catch (const InputError&) {  // past the command limit as emitted: keep `f`
-      return "";
+      if (r.remapped == 0) continue;
+      const bool seen = std::any_of(levels.begin(), levels.end(), [&](const auto& l) {
+        return std::equal(r.mappings.begin(), r.mappings.end(), l.second.mappings.begin(),
+                          l.second.mappings.end(), same_mapping);
+      });
+      if (seen) continue;
+      unkeep_around(r, f.chains);
+      levels.emplace_back(level, std::move(r));
     }
-    const bool keep = g.cycles && *g.cycles < *f.e.cycles;
-    std::string line = "transfers\t" + std::to_string(r->remapped) +
-                       " group(s) with fewer DMA transfers: " + figure_of(g.cycles) +
-                       " (before: " + std::to_string(*f.e.cycles) +
-                       "), kept: " + (keep ? "fewer transfers" : "before");
-    if (keep) {
-      f.m = std::move(*r);
-      f.e = std::move(g);
+    if (levels.empty()) return "";
+    const std::vector<Chain>* chains = f.chains.empty() ? nullptr : &f.chains;
+    std::vector<std::optional<Emitted>> emitted =
+        parallel_map(levels.size(), [&](std::size_t i) -> std::optional<Emitted> {
+          Mapped& r = levels[i].second;
+          Emitted g;
+          try {
+            if (f.e.residency.empty()) {
+              g.schedule = emit_all(r, std::vector<Residency>(r.mappings.size()), chains,
+                                    f.e.plan.stores_carry_frees);
+              g.cycles = estimated_cycles(g.schedule, config_);
+              g.plan = f.e.plan;
+            } else {
+              g = emit_best(r, chains, f.e.plan);
+            }
+          } catch (const InputError&) {  // past the command limit as emitted
+            return std::nullopt;
+          }
+          return g;
+        });
+    std::string line = "transfers\t";
+    std::optional<std::size_t> best;
+    for (std::size_t i = 0; i < levels.size(); ++i) {
+      const std::optional<std::uint64_t> cycles =
+          emitted[i] ? emitted[i]->cycles : std::optional<std::uint64_t>{};
+      line += (i > 0 ? "; " : "") + std::string("within 1/") +
+              std::to_string(kFewerTransfersFractions[levels[i].first]) + ", " +
+              std::to_string(levels[i].second.remapped) + " group(s): " + figure_of(cycles);
+      if (cycles && *cycles < (best ? *emitted[*best]->cycles : *f.e.cycles)) best = i;
+    }
+    line += "; before: " + std::to_string(*f.e.cycles) + "; kept: " +
+            (best ? "within 1/" + std::to_string(kFewerTransfersFractions[levels[*best].first])
+                  : std::string("before"));
+    if (best) {
+      f.m = std::move(levels[*best].second);
+      f.e = std::move(*emitted[*best]);
     }
     return line;
   }
@@ -1306,17 +1332,18 @@ class DeviceCompiler {
     std::optional<SearchChoice> search;  // the cost search's, with something to choose
     bool under_residency = false;
     std::uint64_t ring_need = 0;
-    std::uint64_t fewer_transfers_ring_need = 0;  // of search->fewer_transfers, when named
+    // Of search->fewer_transfers, where named.
+    std::array<std::uint64_t, kFewerTransferLevels> fewer_transfers_ring_needs{};
   };
 
   // The mapping of a group, its reasons and tile needs recorded in `m`. Groups with the same
   // signature (GroupSignature) choose alike, so the cost search runs once for all of them; and
   // without K-split candidates, a group whose choice with them was plain chooses it again.
-  // With `fewer_transfers`, the search's mapping with fewer DMA transfers is taken where it
-  // named one (SearchChoice::fewer_transfers).
+  // With `fewer_transfers` (a level of kFewerTransfersFractions), the search's mapping with fewer
+  // DMA transfers at that level is taken where it named one (SearchChoice::fewer_transfers).
   Mapping choose(Mapped& m, const LayerGroup& group, std::optional<std::uint32_t> on_chip_input,
                  bool reduction_splits, const OnChipContext& context = {},
-                 bool fewer_transfers = false) const {
+                 std::optional<std::size_t> fewer_transfers = std::nullopt) const {
     Choice c;
     if (cost_search_ == nullptr) {
       c = choose_fresh(group, on_chip_input, reduction_splits, context);
@@ -1349,11 +1376,13 @@ class DeviceCompiler {
     std::string reason = c.search ? group.name + "\t" + describe_choice(*c.search) +
                                         (c.under_residency ? " (under residency)" : "")
                                   : std::string();
-    if (fewer_transfers && c.search && c.search->fewer_transfers) {
-      reason += "; taken for fewer DMA transfers: " + describe_mapping(*c.search->fewer_transfers) +
-                ": " + std::to_string(c.search->fewer_transfers_cycles) + " cycles";
-      c.mapping = *c.search->fewer_transfers;
-      c.ring_need = c.fewer_transfers_ring_need;
+    if (fewer_transfers && c.search && c.search->fewer_transfers[*fewer_transfers]) {
+      const std::size_t level = *fewer_transfers;
+      reason += "; taken for fewer DMA transfers: " +
+                describe_mapping(*c.search->fewer_transfers[level]) + ": " +
+                std::to_string(c.search->fewer_transfers_cycles[level]) + " cycles";
+      c.mapping = *c.search->fewer_transfers[level];
+      c.ring_need = c.fewer_transfers_ring_needs[level];
     }
     m.reasons.push_back(std::move(reason));
     m.ring_needs.push_back(c.ring_need);
@@ -1405,9 +1434,10 @@ class DeviceCompiler {
       c.mapping = choice.mapping;
     }
     c.ring_need = space.work ? ring_need(space.work(c.mapping), config_.lram_bytes) : 0;
-    if (space.work && c.search && c.search->fewer_transfers) {
-      c.fewer_transfers_ring_need =
-          ring_need(space.work(*c.search->fewer_transfers), config_.lram_bytes);
+    for (std::size_t level = 0; level < kFewerTransferLevels && space.work && c.search; ++level) {
+      if (const std::optional<Mapping>& alt = c.search->fewer_transfers[level]) {
+        c.fewer_transfers_ring_needs[level] = ring_need(space.work(*alt), config_.lram_bytes);
+      }
     }
     return c;
   }

@@ -345,16 +345,19 @@ Ranked rank(const MapSpace& space, const HwConfig& config, const std::vector<Map
     if (cycles[p]) consider(choice, candidates[ranked[picked[p]].second], *cycles[p], first);
   }
   if (small && !first) {
-    std::uint64_t fewest = dma_load_count(space.work(choice.mapping));
-    const std::uint64_t within = choice.cycles + choice.cycles / kFewerTransfersFraction;
+    const std::uint64_t cheapest_loads = dma_load_count(space.work(choice.mapping));
+    std::vector<std::uint64_t> loads(picked.size(), 0);
     for (std::size_t p = 0; p < picked.size(); ++p) {
-      if (!cycles[p] || *cycles[p] > within) continue;
-      const Mapping& m = candidates[ranked[picked[p]].second];
-      const std::uint64_t n = dma_load_count(space.work(m));
-      if (n < fewest) {
-        fewest = n;
-        choice.fewer_transfers = m;
-        choice.fewer_transfers_cycles = *cycles[p];
+      if (cycles[p]) loads[p] = dma_load_count(space.work(candidates[ranked[picked[p]].second]));
+    }
+    for (std::size_t level = 0; level < kFewerTransferLevels; ++level) {
+      std::uint64_t fewest = cheapest_loads;
+      const std::uint64_t within = choice.cycles + choice.cycles / kFewerTransfersFractions[level];
+      for (std::size_t p = 0; p < picked.size(); ++p) {
+        if (!cycles[p] || *cycles[p] > within || loads[p] >= fewest) continue;
+        fewest = loads[p];
+        choice.fewer_transfers[level] = candidates[ranked[picked[p]].second];
+        choice.fewer_transfers_cycles[level] = *cycles[p];
       }
     }
   }

@@ -8,6 +8,8 @@
 // deterministic and prefers all slices, weights outer, the largest chunks and tiles.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -55,6 +57,15 @@ struct Shortlist {
 Shortlist shortlist(const std::vector<Mapping>& candidates,
                     const std::vector<std::pair<std::uint64_t, std::size_t>>& ranked);
 
+// The mappings with fewer DMA transfers are named (SearchChoice::fewer_transfers) within 1/100,
+// 1/40 and 1/20 of the cheapest's cycles: which groups gain from larger loads, and how much they
+// may cost alone, is the model's question (the QDQ MobileNetV2's last conv on `default`: 32
+// output channels a chunk, one load each, cost 2.1 % more alone than 16 in two parts, and the
+// model 1.0 % less; ShuffleNet on `server` gained most at 1/20, the EdgeTPU block at 1/100).
+inline constexpr std::size_t kFewerTransferLevels = 3;
+inline constexpr std::array<std::uint64_t, kFewerTransferLevels> kFewerTransfersFractions = {
+    100, 40, 20};
+
 // A search's choice with its cost and the runner-up, for `npusim compile --explain`.
 struct SearchChoice {
   Mapping mapping;
@@ -73,18 +84,13 @@ struct SearchChoice {
   std::uint64_t slower_bytes_against = 0;
   // Why it lost, when not for its bytes (a MatMul split over slices); empty: for its bytes.
   std::string slower_why;
-  // Of the mappings emitted alone, the one with the fewest DMA transfers within
-  // 1/kFewerTransfersFraction of the cheapest, when it has fewer than the cheapest: larger loads
-  // leave DMA time to the groups around it, which costing a group alone cannot see (the driver
-  // tries them in the model: DeviceCompiler::remap_to_fewer_transfers).
-  std::optional<Mapping> fewer_transfers;
-  std::uint64_t fewer_transfers_cycles = 0;
+  // Of the mappings emitted alone, for each fraction f of kFewerTransfersFractions, the one with
+  // the fewest DMA transfers within 1/f of the cheapest, when it has fewer than the cheapest:
+  // larger loads leave DMA time to the groups around it, which costing a group alone cannot see
+  // (the driver tries them in the model: DeviceCompiler::remap_to_fewer_transfers).
+  std::array<std::optional<Mapping>, kFewerTransferLevels> fewer_transfers;
+  std::array<std::uint64_t, kFewerTransferLevels> fewer_transfers_cycles{};
 };
-
-// A mapping with fewer DMA transfers is named (SearchChoice::fewer_transfers) within 1/this of
-// the cheapest's cycles (the QDQ MobileNetV2's last conv on `default`: 32 output channels a
-// chunk, one load each, cost 2.1 % more alone than 16 in two parts, and the model 1.0 % less).
-inline constexpr std::uint64_t kFewerTransfersFraction = 40;
 
 // The DMA transfers `work` issues: its tiles' loads and its shared loads.
 std::uint64_t dma_load_count(const GroupWork& work);
