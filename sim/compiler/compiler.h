@@ -52,8 +52,8 @@ struct CompileOptions {
   // (docs/compiler.md, "Weight prefetch"), when the estimate says it pays; false: never.
   bool prefetch = true;
   // Groups remapped to the search's mapping with fewer DMA transfers, within 1/100, 1/40 or 1/20
-  // of their cheapest alone, when the model estimates faster so (docs/compiler.md, "Fewer transfers");
-  // false: never.
+  // of their cheapest alone, when the model estimates faster so (docs/compiler.md, "Fewer
+  // transfers"); false: never.
   bool fewer_transfers = true;
   // Rounds of weight prefetch, each planned on the last one's estimate while it gains (1: the
   // first plan only).
