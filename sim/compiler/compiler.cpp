@@ -323,7 +323,18 @@ class DeviceCompiler {
         m.ring_needs.push_back(before->ring_needs[i]);
         m.reduction_splits = m.reduction_splits || splits_reduction(mapping);
       } else {
-        mapping = choose(m, group, on_chip_input, reduction_splits, context, fewer_transfers);
+        const bool splits_before = m.reduction_splits;
+        bool taken = false;
+        mapping =
+            choose(m, group, on_chip_input, reduction_splits, context, fewer_transfers, &taken);
+        // A group the search named no mapping with fewer transfers for keeps its mapping (remap
+        // decided it already): only the groups taken change.
+        if (fewer_transfers && !taken && before != nullptr && i < before->mappings.size()) {
+          mapping = before->mappings[i];
+          m.reasons.back() = before->reasons[i];
+          m.ring_needs.back() = before->ring_needs[i];
+          m.reduction_splits = splits_before || splits_reduction(mapping);
+        }
         if (before != nullptr && i < before->mappings.size() &&
             !same_mapping(mapping, before->mappings[i])) {
           ++m.remapped;
@@ -737,7 +748,14 @@ class DeviceCompiler {
       line += (i > 0 ? "; " : "") + std::string("within 1/") +
               std::to_string(kFewerTransfersFractions[levels[i].first]) + ", " +
               std::to_string(levels[i].second.remapped) + " group(s): " + figure_of(cycles);
-      if (cycles && *cycles < (best ? *emitted[*best]->cycles : *f.e.cycles)) best = i;
+      // As for a remapping: more than kRemapGrowthPct % more commands must gain kRemapGainPct.
+      const bool grows = cycles && emitted[i]->schedule.commands.size() * 100 >
+                                       f.e.schedule.commands.size() * (100 + kRemapGrowthPct);
+      if (grows) line += " (" + std::to_string(emitted[i]->schedule.commands.size()) + " commands)";
+      if (cycles && *cycles < (best ? *emitted[*best]->cycles : *f.e.cycles) &&
+          (!grows || (*f.e.cycles - *cycles) * 100 >= *f.e.cycles * kRemapGainPct)) {
+        best = i;
+      }
     }
     line += "; before: " + std::to_string(*f.e.cycles) + "; kept: " +
             (best ? "within 1/" + std::to_string(kFewerTransfersFractions[levels[*best].first])
@@ -1343,7 +1361,8 @@ class DeviceCompiler {
   // DMA transfers at that level is taken where it named one (SearchChoice::fewer_transfers).
   Mapping choose(Mapped& m, const LayerGroup& group, std::optional<std::uint32_t> on_chip_input,
                  bool reduction_splits, const OnChipContext& context = {},
-                 std::optional<std::size_t> fewer_transfers = std::nullopt) const {
+                 std::optional<std::size_t> fewer_transfers = std::nullopt,
+                 bool* taken = nullptr) const {
     Choice c;
     if (cost_search_ == nullptr) {
       c = choose_fresh(group, on_chip_input, reduction_splits, context);
@@ -1383,6 +1402,7 @@ class DeviceCompiler {
                 std::to_string(c.search->fewer_transfers_cycles[level]) + " cycles";
       c.mapping = *c.search->fewer_transfers[level];
       c.ring_need = c.fewer_transfers_ring_needs[level];
+      if (taken != nullptr) *taken = true;
     }
     m.reasons.push_back(std::move(reason));
     m.ring_needs.push_back(c.ring_need);

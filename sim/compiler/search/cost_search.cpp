@@ -345,10 +345,13 @@ Ranked rank(const MapSpace& space, const HwConfig& config, const std::vector<Map
     if (cycles[p]) consider(choice, candidates[ranked[picked[p]].second], *cycles[p], first);
   }
   if (small && !first) {
-    const std::uint64_t cheapest_loads = dma_load_count(space.work(choice.mapping));
+    // (As read: an input kept on chip is not loaded.)
+    const std::uint64_t cheapest_loads = dma_load_count(work_as_read(space, choice.mapping));
     std::vector<std::uint64_t> loads(picked.size(), 0);
     for (std::size_t p = 0; p < picked.size(); ++p) {
-      if (cycles[p]) loads[p] = dma_load_count(space.work(candidates[ranked[picked[p]].second]));
+      if (cycles[p]) {
+        loads[p] = dma_load_count(work_as_read(space, candidates[ranked[picked[p]].second]));
+      }
     }
     for (std::size_t level = 0; level < kFewerTransferLevels; ++level) {
       std::uint64_t fewest = cheapest_loads;
