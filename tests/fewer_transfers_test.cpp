@@ -16,6 +16,8 @@
 #include "sim/frontend/onnx_import.h"
 #include "sim/ir/engines.h"
 #include "sim/ir/schedule.h"
+#include "tests/explain_support.h"
+#include "tests/schedule_support.h"
 
 namespace npusim {
 namespace {
@@ -23,12 +25,6 @@ namespace {
 std::uint64_t count_engine(const Schedule& s, EngineKind engine) {
   return static_cast<std::uint64_t>(std::count_if(
       s.commands.begin(), s.commands.end(), [&](const Command& c) { return c.engine == engine; }));
-}
-
-std::uint64_t macs(const Schedule& s) {
-  std::uint64_t m = 0;
-  for (const Command& c : s.commands) m += c.macs + c.vector_macs;
-  return m;
 }
 
 // The number that ends just before `at` in `line` ("...: 245568 cycles": at the " cycles").
@@ -64,14 +60,11 @@ TEST(FewerTransfers, TheEdgeTpuBlocksExpandConvsTakeFewerLoadsAndTheModelIsFaste
   without.fewer_transfers = false;
   const Schedule s = compile_schedule(g, config, with);
   const Schedule plain = compile_schedule(g, config, without);
-  const auto line = std::find_if(explain.begin(), explain.end(), [](const std::string& l) {
-    return l.rfind("transfers\t", 0) == 0;
-  });
-  ASSERT_NE(line, explain.end());
+  const std::string line = test::explain_line(explain, "transfers\t");
   // "transfers\twithin 1/100, N group(s): C cycles estimated; ...; before: B; kept: within 1/F"
-  const std::size_t kept = line->find("kept: within 1/");
-  ASSERT_NE(kept, std::string::npos) << *line;
-  const std::uint64_t fraction = std::stoull(line->substr(kept + 15));
+  const std::size_t kept = line.find("kept: within 1/");
+  ASSERT_NE(kept, std::string::npos) << line;
+  const std::uint64_t fraction = std::stoull(line.substr(kept + 15));
   EXPECT_NE(std::find(kFewerTransfersFractions.begin(), kFewerTransfersFractions.end(), fraction),
             kFewerTransfersFractions.end());
   // Each group taken so was within 1/F of its cheapest alone, and no cheaper (else the search
@@ -93,7 +86,7 @@ TEST(FewerTransfers, TheEdgeTpuBlocksExpandConvsTakeFewerLoadsAndTheModelIsFaste
   EXPECT_GE(taken, 1u);
   // Fewer loads in all, the same work, faster, and within the local memory.
   EXPECT_LT(count_engine(s, EngineKind::kDmaIn), count_engine(plain, EngineKind::kDmaIn));
-  EXPECT_EQ(macs(s), macs(plain));
+  EXPECT_EQ(test::schedule_macs(s), test::schedule_macs(plain));
   const profiler::Timeline t = estimate(s, config);
   EXPECT_LT(t.total_cycles(), estimate(plain, config).total_cycles());
   EXPECT_FALSE(profiler::lram_occupancy(make_workload(s, config), t).overflow);

@@ -13,22 +13,18 @@
 #include "sim/frontend/onnx_import.h"
 #include "sim/ir/engines.h"
 #include "sim/ir/schedule.h"
+#include "tests/explain_support.h"
+#include "tests/schedule_support.h"
 
 namespace npusim {
 namespace {
 
-std::uint64_t dma_in_bytes(const Schedule& s) {
-  std::uint64_t bytes = 0;
-  for (const Command& c : s.commands) {
-    if (c.engine == EngineKind::kDmaIn) bytes += c.bytes;
-  }
-  return bytes;
-}
-
-std::uint64_t macs(const Schedule& s) {
-  std::uint64_t m = 0;
-  for (const Command& c : s.commands) m += c.macs + c.vector_macs;
-  return m;
+// The commands that run in a program before their own layer's: prefetched loads (without
+// prefetch every command is in its own layer's program).
+std::size_t loads_ahead_of_their_layer(const Schedule& x) {
+  std::size_t n = 0;
+  for (const Command& c : x.commands) n += x.programs.at(c.program).name != c.layer;
+  return n;
 }
 
 }  // namespace
@@ -44,23 +40,15 @@ TEST(PrefetchModel, SqueezeNetOnServerMovesNoMoreBytesAndKeepsTheWorkAndTheMemor
   without.prefetch = false;
   const Schedule s = compile_schedule(g, config, with);
   const Schedule plain = compile_schedule(g, config, without);
-  const auto line = std::find_if(explain.begin(), explain.end(), [](const std::string& l) {
-    return l.rfind("prefetch\t", 0) == 0;
-  });
-  ASSERT_NE(line, explain.end());
-  EXPECT_EQ(line->find("kept: none"), std::string::npos) << *line;
+  const std::string line = test::explain_line(explain, "prefetch\t");
+  ASSERT_FALSE(line.empty());
+  EXPECT_EQ(line.find("kept: none"), std::string::npos) << line;
   // The prefetched loads are named after the layers whose weights they load, in earlier
   // programs: some command of a layer runs in a program before that layer's own.
-  // Without prefetch every command is in its own layer's program.
-  const auto early = [](const Schedule& x) {
-    std::size_t n = 0;
-    for (const Command& c : x.commands) n += x.programs.at(c.program).name != c.layer;
-    return n;
-  };
-  EXPECT_GT(early(s), 0u);
-  EXPECT_EQ(early(plain), 0u);
-  EXPECT_EQ(dma_in_bytes(s), dma_in_bytes(plain));
-  EXPECT_EQ(macs(s), macs(plain));
+  EXPECT_GT(loads_ahead_of_their_layer(s), 0u);
+  EXPECT_EQ(loads_ahead_of_their_layer(plain), 0u);
+  EXPECT_EQ(test::dram_bytes(s).in, test::dram_bytes(plain).in);
+  EXPECT_EQ(test::schedule_macs(s), test::schedule_macs(plain));
   const profiler::Timeline t = estimate(s, config);
   EXPECT_LT(t.total_cycles(), estimate(plain, config).total_cycles());
   EXPECT_FALSE(profiler::lram_occupancy(make_workload(s, config), t).overflow);
@@ -84,24 +72,16 @@ TEST(PrefetchModel, ASecondRoundTakesLoadsIntoTheTimeTheFirstFreed) {
   one.prefetch_rounds = 1;
   const Schedule s = compile_schedule(g, config, rounds);
   const Schedule first = compile_schedule(g, config, one);
-  const auto line = std::find_if(explain.begin(), explain.end(), [](const std::string& l) {
-    return l.rfind("prefetch\t", 0) == 0;
-  });
-  ASSERT_NE(line, explain.end());
-  const std::size_t round2 = line->find("; round 2: ");
-  ASSERT_NE(round2, std::string::npos) << *line;
+  const std::string line = test::explain_line(explain, "prefetch\t");
+  const std::size_t round2 = line.find("; round 2: ");
+  ASSERT_NE(round2, std::string::npos) << line;
   // Round 2's part of the line (up to round 3's, if any) does not say it was not kept.
-  const std::string part = line->substr(round2, line->find("; round 3") - round2);
-  EXPECT_EQ(part.find("not"), std::string::npos) << *line;
+  const std::string part = line.substr(round2, line.find("; round 3") - round2);
+  EXPECT_EQ(part.find("not"), std::string::npos) << line;
   // Round 2 kept: more commands load ahead of their layer's program than after one round.
-  const auto early = [](const Schedule& x) {
-    std::size_t n = 0;
-    for (const Command& c : x.commands) n += x.programs.at(c.program).name != c.layer;
-    return n;
-  };
-  EXPECT_GT(early(s), early(first));
-  EXPECT_EQ(dma_in_bytes(s), dma_in_bytes(first));
-  EXPECT_EQ(macs(s), macs(first));
+  EXPECT_GT(loads_ahead_of_their_layer(s), loads_ahead_of_their_layer(first));
+  EXPECT_EQ(test::dram_bytes(s).in, test::dram_bytes(first).in);
+  EXPECT_EQ(test::schedule_macs(s), test::schedule_macs(first));
   const profiler::Timeline t = estimate(s, config);
   EXPECT_LT(t.total_cycles(), estimate(first, config).total_cycles());
   EXPECT_FALSE(profiler::lram_occupancy(make_workload(s, config), t).overflow);

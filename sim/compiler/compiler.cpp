@@ -74,6 +74,28 @@ constexpr int kPrefetchAttempts = 4;
 // A prefetch plan is tried only if moving all its bytes could save 1/200 of the model's cycles.
 constexpr long double kPrefetchMinGain = 200;
 
+// Whether a schedule of `commands` grows past `before_commands` by more than kRemapGrowthPct.
+bool grows_past_rule(std::uint64_t commands, std::uint64_t before_commands) {
+  return commands * 100 > before_commands * (100 + kRemapGrowthPct);
+}
+
+// Whether a model of `cycles` and `commands` is kept over one of `before_cycles` and
+// `before_commands` (no cycles: does not check): faster, and, with more than kRemapGrowthPct %
+// more commands, at least kRemapGainPct % faster. The rule of remappings (finer tiles gained
+// Llama-2-7B's prefill 0.4 % for 2.8 times the commands, its outputs past 100 MB), of reduction
+// splits (a part's load and Gemm where there was one of each: the 7B layer on `server` took 2.9
+// times the commands for 1.6 % fewer cycles estimated; the whole Llama-2-7B twice the commands in
+// its decode steps for 1 %) and of fewer transfers.
+bool wins_by_growth_rule(const std::optional<std::uint64_t>& cycles, std::uint64_t commands,
+                         const std::optional<std::uint64_t>& before_cycles,
+                         std::uint64_t before_commands) {
+  if (!cycles) return false;
+  if (!before_cycles) return true;
+  return *cycles < *before_cycles &&
+         (!grows_past_rule(commands, before_commands) ||
+          (*before_cycles - *cycles) * 100 >= *before_cycles * kRemapGainPct);
+}
+
 bool within_limits(const GroupSize& size) {
   return size.commands <= kMaxCommands && size.bytes <= kMaxScheduleBytes;
 }
@@ -663,14 +685,10 @@ class DeviceCompiler {
               " group(s) mapped anew: no plan for them, kept: before";
       return false;
     }
-    // Finer tiles may gain a fraction of a percent for many more commands (Llama-2-7B's prefill:
-    // 0.4 % for 2.8 times the commands, and its outputs past 100 MB): a remapping that grows the
-    // schedule by more than kRemapGrowthPct must gain at least kRemapGainPct.
     const std::uint64_t before_commands = e.schedule.commands.size();
     const std::uint64_t after_commands = g.schedule.commands.size();
-    const bool grows = after_commands * 100 > before_commands * (100 + kRemapGrowthPct);
-    const bool keep = *g.cycles < *e.cycles &&
-                      (!grows || (*e.cycles - *g.cycles) * 100 >= *e.cycles * kRemapGainPct);
+    const bool grows = grows_past_rule(after_commands, before_commands);
+    const bool keep = wins_by_growth_rule(g.cycles, after_commands, e.cycles, before_commands);
     line += (line.empty() ? "remap\t" : "; then ") + std::to_string(r->remapped) +
             " group(s) mapped anew: " + std::to_string(*g.cycles) + " cycles estimated" +
             " (before: " + std::to_string(*e.cycles) + ")" +
@@ -748,12 +766,14 @@ class DeviceCompiler {
       line += (i > 0 ? "; " : "") + std::string("within 1/") +
               std::to_string(kFewerTransfersFractions[levels[i].first]) + ", " +
               std::to_string(levels[i].second.remapped) + " group(s): " + figure_of(cycles);
-      // As for a remapping: more than kRemapGrowthPct % more commands must gain kRemapGainPct.
-      const bool grows = cycles && emitted[i]->schedule.commands.size() * 100 >
-                                       f.e.schedule.commands.size() * (100 + kRemapGrowthPct);
-      if (grows) line += " (" + std::to_string(emitted[i]->schedule.commands.size()) + " commands)";
-      if (cycles && *cycles < (best ? *emitted[*best]->cycles : *f.e.cycles) &&
-          (!grows || (*f.e.cycles - *cycles) * 100 >= *f.e.cycles * kRemapGainPct)) {
+      if (!cycles) continue;
+      const std::uint64_t commands = emitted[i]->schedule.commands.size();
+      const std::uint64_t before_commands = f.e.schedule.commands.size();
+      if (grows_past_rule(commands, before_commands)) {
+        line += " (" + std::to_string(commands) + " commands)";
+      }
+      if (wins_by_growth_rule(cycles, commands, f.e.cycles, before_commands) &&
+          (!best || *cycles < *emitted[*best]->cycles)) {
         best = i;
       }
     }
@@ -1125,10 +1145,10 @@ class DeviceCompiler {
         } catch (const InputError&) {  // past the size limits with these mappings
           continue;
         }
-        if (!part.e.cycles || *part.e.cycles >= before) continue;
-        const std::uint64_t commands = part.e.schedule.commands.size();
-        const bool grows = commands * 100 > before_commands * (100 + kRemapGrowthPct);
-        if (grows && (before - *part.e.cycles) * 100 < before * kRemapGainPct) continue;
+        if (!wins_by_growth_rule(part.e.cycles, part.e.schedule.commands.size(), before,
+                                 before_commands)) {
+          continue;
+        }
         if (best && *best->e.cycles <= *part.e.cycles) continue;
         best = std::move(part);
         best_part = p;
@@ -1552,26 +1572,6 @@ struct Finished {
 // apart, finished twice for the same choice; the choices that changed were 1.5 % apart or less.)
 constexpr std::uint64_t kSplitsCloseFraction = 64;
 
-// Whether a schedule of `commands` grows past `before_commands` by more than kRemapGrowthPct.
-bool grows_past_rule(std::uint64_t commands, std::uint64_t before_commands) {
-  return commands * 100 > before_commands * (100 + kRemapGrowthPct);
-}
-
-// Whether the model with its reduction splits is kept over the model without. The splits add
-// commands (a part's load and Gemm where there was one of each): as for a remapping, a model with
-// more than kRemapGrowthPct % more commands must be at least kRemapGainPct % faster. (The 7B layer
-// on `server` took 2.9 times the commands for 1.6 % fewer cycles estimated; the whole Llama-2-7B
-// twice the commands in its decode steps for 1 %.)
-bool splits_win(const std::optional<std::uint64_t>& with_cycles, std::uint64_t with_commands,
-                const std::optional<std::uint64_t>& without_cycles,
-                std::uint64_t without_commands) {
-  if (!with_cycles) return false;
-  if (!without_cycles) return true;
-  return *with_cycles < *without_cycles &&
-         (!grows_past_rule(with_commands, without_commands) ||
-          (*without_cycles - *with_cycles) * 100 >= *without_cycles * kRemapGainPct);
-}
-
 // Both models finished at once. An error finishing the one the estimates preferred (`with` when
 // `with_preferred`) is the compile's, as when only that one is finished; the other, failed, is
 // marked so and never kept.
@@ -1725,8 +1725,8 @@ Compiled compile_on_all_slices(const Graph& graph, const HwConfig& config,
       best.cycles && without.cycles &&
       std::max(*best.cycles, *without.cycles) - std::min(*best.cycles, *without.cycles) <=
           std::max(*best.cycles, *without.cycles) / kSplitsCloseFraction;
-  const bool keep_ksplit = splits_win(best.cycles, best.schedule.commands.size(), without.cycles,
-                                      without.schedule.commands.size());
+  const bool keep_ksplit = wins_by_growth_rule(best.cycles, best.schedule.commands.size(),
+                                               without.cycles, without.schedule.commands.size());
   // (Splits that grow the schedule past the rule must gain more than close estimates are apart:
   // those are decided by the estimates, and only one model is finished. The whole Llama-2-7B's
   // decode steps, twice the commands for 1 % fewer cycles, finished both and took 2.5 times the
@@ -1740,8 +1740,8 @@ Compiled compile_on_all_slices(const Graph& graph, const HwConfig& config,
     // The same rule as before finishing (chains and prefetch change the commands too).
     const bool keep_with =
         !both.with_failed &&
-        (both.without_failed ||
-         splits_win(w.cycles, w.schedule.commands.size(), wo.cycles, wo.schedule.commands.size()));
+        (both.without_failed || wins_by_growth_rule(w.cycles, w.schedule.commands.size(), wo.cycles,
+                                                    wo.schedule.commands.size()));
     auto finished = [](bool failed, const Compiled& c) {
       return failed ? std::string("failed") : figure_of(c.cycles);
     };
