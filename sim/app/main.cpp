@@ -75,10 +75,19 @@ int dispatch(const std::string& command, const std::vector<std::string>& args) {
   throw npusim::InputError("", "", "unknown command '" + command + "'\n" + kUsage);
 }
 
+// The heap's setup runs the program again (sim/util/heap_pages.h): before the shared libraries'
+// constructors, which the first start would otherwise run for nothing (SystemC's alone allocate
+// and clear 3 MiB).
+void set_up_heap(int /*argc*/, char** argv, char** envp) {
+  npusim::use_huge_pages_for_the_heap(argv,
+                                      envp);  // may run this program again, as the same process
+}
+__attribute__((section(".preinit_array"), used)) void (*const kSetUpHeap)(int, char**,
+                                                                          char**) = set_up_heap;
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  npusim::use_huge_pages_for_the_heap(argv);  // may run this program again, as the same process
   npusim::app::die_with_parent();
   const std::vector<std::string> all(argv + 1, argv + argc);
   if (all.empty() || all[0] == "--help" || all[0] == "-h" || all[0] == "help") {

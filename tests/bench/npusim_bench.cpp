@@ -61,10 +61,16 @@ int write_synthetic(std::uint64_t commands, const std::string& file,
   return 0;
 }
 
+// As npusim does (sim/app/main.cpp), so the figures are the CLI's.
+void set_up_heap(int /*argc*/, char** argv, char** envp) {
+  npusim::use_huge_pages_for_the_heap(argv, envp);
+}
+__attribute__((section(".preinit_array"), used)) void (*const kSetUpHeap)(int, char**,
+                                                                          char**) = set_up_heap;
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  npusim::use_huge_pages_for_the_heap(argv);  // as npusim does, so the figures are the CLI's
   npusim::configure_systemc_process();
   if (argc < 3) return usage();
   const std::string mode = argv[1];
