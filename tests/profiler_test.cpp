@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -405,6 +406,50 @@ TEST(OutputDir, ANameWrittenTwiceHoldsTheSecondWriteAfterCommit) {
   text << in.rdbuf();
   EXPECT_EQ(text.str(), "{\"second\": 2}");
   std::filesystem::remove_all(dir);
+}
+
+// A run over an earlier one's outputs: each file written replaces the old one (exchanged with it,
+// OutputDir::commit), an output this run did not write is removed, the old files leave with the
+// staging folder, and a folder where an output goes is never taken for a file: commit fails and
+// the folder stays, with what it holds.
+TEST(OutputDir, ARunOverAnEarlierOneReplacesItsFilesAndLeavesAFolderOfAnOutputsName) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "npusim_output_dir_over";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "summary.txt") << "old summary, longer than the new one";
+  std::ofstream(dir / "stats.json") << "{\"old\": 1}";
+  std::ofstream(dir / "notes.txt") << "the user's";
+  auto read = [](const fs::path& p) {
+    std::ifstream in(p);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  };
+  {
+    OutputDir out(dir);
+    out.write("summary.txt", [](std::ostream& s) { s << "new"; });
+    ASSERT_NO_THROW(out.commit());
+  }
+  EXPECT_EQ(read(dir / "summary.txt"), "new");
+  EXPECT_FALSE(fs::exists(dir / "stats.json"));      // an output this run did not write
+  EXPECT_EQ(read(dir / "notes.txt"), "the user's");  // not an output: left alone
+  std::vector<std::string> left;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
+    left.push_back(e.path().filename().string());
+  }
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(left, (std::vector<std::string>{"notes.txt", "summary.txt"}));
+  // A folder named trace.json.
+  fs::create_directories(dir / "trace.json");
+  std::ofstream(dir / "trace.json" / "inside") << "kept";
+  {
+    OutputDir out(dir);
+    out.write("trace.json", [](std::ostream& s) { s << "{}"; });
+    EXPECT_THROW(out.commit(), OutputError);
+  }
+  EXPECT_EQ(read(dir / "trace.json" / "inside"), "kept");
+  fs::remove_all(dir);
 }
 
 }  // namespace npusim::profiler
