@@ -1,6 +1,7 @@
 #include "sim/compiler/passes/plan_chains.h"
 
 #include <algorithm>
+#include <exception>
 #include <functional>
 #include <limits>
 #include <optional>
@@ -8,6 +9,7 @@
 #include "sim/compiler/mapping/map_space.h"
 #include "sim/compiler/mapping/spatial.h"
 #include "sim/util/math.h"
+#include "sim/util/parallel.h"
 
 namespace npusim {
 
@@ -454,6 +456,21 @@ std::vector<Chain> plan_chains(const Graph& graph, const HwConfig& config,
     if (!planned[i]) planned[i] = plan_from(i);
     return *planned[i];
   };
+  // Each group's best chain depends on no other's: with several cores, every group's is planned
+  // at once, before the walk below takes them (the ones it skips, inside a chain it took, are
+  // few: ResNet-50 has one chain of 2 groups); on one core, only those it asks for. One that
+  // throws is left to the walk, which throws it only if it asks for that group, as before.
+  if (worker_threads() > 1 && mappings.size() > 1) {
+    std::vector<std::optional<std::optional<Planned>>> all =
+        parallel_map(mappings.size() - 1, [&](std::size_t i) {
+          try {
+            return std::optional<std::optional<Planned>>(plan_from(i));
+          } catch (const std::exception&) {
+            return std::optional<std::optional<Planned>>();
+          }
+        });
+    for (std::size_t i = 0; i < all.size(); ++i) planned[i] = std::move(all[i]);
+  }
   std::vector<Chain> chains;
   std::size_t i = 0;
   while (i + 1 < mappings.size()) {
