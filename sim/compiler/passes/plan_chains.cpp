@@ -312,6 +312,45 @@ std::optional<std::pair<Chain, std::uint64_t>> cheapest_channel_chain(
   return best;
 }
 
+// A chain planned from a group, and what it saves against its members one after another.
+struct Planned {
+  Chain chain;
+  std::uint64_t saving = 0;
+};
+
+// The walk over `count` groups: from each group not in a chain taken, the chain `best_from` plans
+// from it, unless a chain through a pointwise group saves more from the group after.
+std::vector<Chain> take_chains(
+    const Graph& graph, const std::vector<LayerGroup>& groups, std::size_t count,
+    const std::function<const std::optional<Planned>&(std::size_t)>& best_from) {
+  std::vector<Chain> chains;
+  std::size_t i = 0;
+  while (i + 1 < count) {
+    const std::optional<Planned>& here = best_from(i);
+    if (!here) {
+      ++i;
+      continue;
+    }
+    // A chain through a pointwise group takes the place of any chain from it (from the group
+    // after it, when it heads this one), which may save more: a conv's chain through a lone
+    // Sigmoid would otherwise displace the Sigmoid's own, better chain, and a channel chain never
+    // has a pointwise head. The one that saves more is kept.
+    bool displaced = false;
+    for (std::size_t j = i; j < i + here->chain.mappings.size() && !displaced; ++j) {
+      if (!pointwise_group(graph, groups[j])) continue;
+      const std::optional<Planned>& other = best_from(j == i ? i + 1 : j);
+      displaced = other && other->saving > here->saving;
+    }
+    if (displaced) {
+      ++i;
+      continue;
+    }
+    chains.push_back(here->chain);
+    i += here->chain.mappings.size();
+  }
+  return chains;
+}
+
 }  // namespace
 
 std::vector<std::uint64_t> chain_fields(const Chain& chain) {
@@ -336,10 +375,6 @@ std::vector<Chain> plan_chains(const Graph& graph, const HwConfig& config,
                                const std::vector<Mapping>& mappings, const ChainCost& chain_cost,
                                const PlainCost& plain_cost) {
   const Budgets budgets = budgets_of(config);
-  struct Planned {
-    Chain chain;
-    std::uint64_t saving = 0;
-  };
   // The chain from group i that saves the most against its members one after another, if any
   // (plan_from; best_from remembers it: the displacement check below asks for some twice).
   auto plan_from = [&](std::size_t i) -> std::optional<Planned> {
@@ -471,32 +506,7 @@ std::vector<Chain> plan_chains(const Graph& graph, const HwConfig& config,
         });
     for (std::size_t i = 0; i < all.size(); ++i) planned[i] = std::move(all[i]);
   }
-  std::vector<Chain> chains;
-  std::size_t i = 0;
-  while (i + 1 < mappings.size()) {
-    const std::optional<Planned>& here = best_from(i);
-    if (!here) {
-      ++i;
-      continue;
-    }
-    // A chain through a pointwise group takes the place of any chain from it (from the group
-    // after it, when it heads this one), which may save more: a conv's chain through a lone
-    // Sigmoid would otherwise displace the Sigmoid's own, better chain, and a channel chain never
-    // has a pointwise head. The one that saves more is kept.
-    bool displaced = false;
-    for (std::size_t j = i; j < i + here->chain.mappings.size() && !displaced; ++j) {
-      if (!pointwise_group(graph, groups[j])) continue;
-      const std::optional<Planned>& other = best_from(j == i ? i + 1 : j);
-      displaced = other && other->saving > here->saving;
-    }
-    if (displaced) {
-      ++i;
-      continue;
-    }
-    chains.push_back(here->chain);
-    i += here->chain.mappings.size();
-  }
-  return chains;
+  return take_chains(graph, groups, mappings.size(), best_from);
 }
 
 }  // namespace npusim
