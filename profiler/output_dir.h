@@ -1,5 +1,7 @@
 // Writes a run's output files so that a failure never leaves half-written ones: every file is
-// staged in a hidden folder inside the output folder and renamed into place on commit().
+// staged in a hidden folder inside the output folder and moved into place on commit(), by a
+// rename, or over an earlier run's file by exchanging the two (the older one then leaves with
+// the staging folder).
 #pragma once
 
 #include <cstdint>

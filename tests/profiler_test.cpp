@@ -410,8 +410,9 @@ TEST(OutputDir, ANameWrittenTwiceHoldsTheSecondWriteAfterCommit) {
 
 // A run over an earlier one's outputs: each file written replaces the old one (exchanged with it,
 // OutputDir::commit), an output this run did not write is removed, the old files leave with the
-// staging folder, and a folder where an output goes is never taken for a file: commit fails and
-// the folder stays, with what it holds.
+// staging folder, a folder where an output goes is never taken for a file (commit fails and the
+// folder stays, with what it holds: exchanged, it would have left with the staging folder), and
+// a symlink there is replaced, not what it points to.
 TEST(OutputDir, ARunOverAnEarlierOneReplacesItsFilesAndLeavesAFolderOfAnOutputsName) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / "npusim_output_dir_over";
@@ -449,6 +450,20 @@ TEST(OutputDir, ARunOverAnEarlierOneReplacesItsFilesAndLeavesAFolderOfAnOutputsN
     EXPECT_THROW(out.commit(), OutputError);
   }
   EXPECT_EQ(read(dir / "trace.json" / "inside"), "kept");
+  // A symlink where an output goes is replaced itself, as a rename replaces it; what it points
+  // to is not touched.
+  const fs::path target = fs::temp_directory_path() / "npusim_output_dir_over_target";
+  std::ofstream(target) << "the target";
+  fs::create_symlink(target, dir / "runtime.csv");
+  {
+    OutputDir out(dir);
+    out.write("runtime.csv", [](std::ostream& s) { s << "rows"; });
+    ASSERT_NO_THROW(out.commit());
+  }
+  EXPECT_EQ(fs::symlink_status(dir / "runtime.csv").type(), fs::file_type::regular);
+  EXPECT_EQ(read(dir / "runtime.csv"), "rows");
+  EXPECT_EQ(read(target), "the target");
+  fs::remove(target);
   fs::remove_all(dir);
 }
 

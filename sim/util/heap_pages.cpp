@@ -1,5 +1,6 @@
 #include "sim/util/heap_pages.h"
 
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -50,20 +51,42 @@ void use_huge_pages_for_the_heap(char** argv, char** envp) {
   // entry), so nothing here allocates or reads the C library's state: the environment is the
   // one the kernel passed, the new one is built in static storage, and what does not fit is
   // left as it is (the program runs on, without the tunables).
+  // Not in a setuid, setgid or capability program (glibc drops these tunables there, and the
+  // check below would never see them: it would run itself again for ever), nor when started by
+  // the dynamic loader by name (ld-linux.so ./npusim ...: /proc/self/exe is then the loader).
+  // (AT_BASE, the loader's address, is 0 when the kernel started the loader as the program.)
+  if (::getauxval(AT_SECURE) != 0 || ::getauxval(AT_BASE) == 0) return;
   static char value[8192];
   static char* env[4096];
   std::size_t count = 0;
-  const char* tunables = nullptr;
+  // Every GLIBC_TUNABLES entry the environment holds (glibc applies each), joined into one.
+  const char* tunables[64];
+  std::size_t tunable_entries = 0;
+  auto user_sets = [&](const char* name) {
+    for (std::size_t t = 0; t < tunable_entries; ++t) {
+      if (std::strstr(tunables[t], name) != nullptr) return true;
+    }
+    return false;
+  };
+  // The tunables' older names (MALLOC_TOP_PAD_=...), which a GLIBC_TUNABLES entry would override.
+  bool user_alias[3] = {false, false, false};
+  constexpr const char* kAliases[3] = {
+      "MALLOC_MMAP_THRESHOLD_=", "MALLOC_TRIM_THRESHOLD_=", "MALLOC_TOP_PAD_="};
   for (char** e = envp; *e != nullptr; ++e) {
     if (std::strncmp(*e, "GLIBC_TUNABLES=", 15) == 0) {
-      tunables = *e + 15;
-    } else {
-      if (count + 2 >= sizeof env / sizeof env[0]) return;
-      env[count++] = *e;
+      if (tunable_entries == sizeof tunables / sizeof tunables[0]) return;
+      tunables[tunable_entries++] = *e + 15;
+      continue;
     }
+    for (std::size_t a = 0; a < 3; ++a) {
+      user_alias[a] = user_alias[a] || std::strncmp(*e, kAliases[a], std::strlen(kAliases[a])) == 0;
+    }
+    if (count + 2 >= sizeof env / sizeof env[0]) return;
+    env[count++] = *e;
   }
-  if (tunables != nullptr && std::strstr(tunables, "glibc.malloc.hugetlb") != nullptr) return;
+  if (user_sets("glibc.malloc.hugetlb")) return;
   // GLIBC_TUNABLES=<the user's>:glibc.malloc.hugetlb=1[:mmap_threshold=..][:trim_threshold=..]
+  // [:top_pad=..]
   std::size_t at = 0;
   auto append = [&](const char* text) {
     const std::size_t n = std::strlen(text);
@@ -74,17 +97,17 @@ void use_huge_pages_for_the_heap(char** argv, char** envp) {
     return true;
   };
   if (!append("GLIBC_TUNABLES=")) return;
-  if (tunables != nullptr && *tunables != '\0' && !(append(tunables) && append(":"))) return;
+  for (std::size_t t = 0; t < tunable_entries; ++t) {
+    if (*tunables[t] != '\0' && !(append(tunables[t]) && append(":"))) return;
+  }
   if (!append(kHugePages)) return;
   // Freed memory stays in the heap for reuse: no allocation is given its own mapping, and the
-  // heap's top is not given back (heap_pages.h).
-  for (const char* keep : {kMmapThreshold, kTrimThreshold}) {
-    if (tunables != nullptr && std::strstr(tunables, keep) != nullptr) continue;
-    if (!(append(":") && append(keep) && append(kKeepBytes))) return;
-  }
-  if ((tunables == nullptr || std::strstr(tunables, kTopPad) == nullptr) &&
-      !(append(":") && append(kTopPad) && append(kTopPadBytes))) {
-    return;
+  // heap's top is not given back (heap_pages.h); the heap grows in whole huge pages.
+  const char* const ours[3][2] = {
+      {kMmapThreshold, kKeepBytes}, {kTrimThreshold, kKeepBytes}, {kTopPad, kTopPadBytes}};
+  for (std::size_t o = 0; o < 3; ++o) {
+    if (user_sets(ours[o][0]) || user_alias[o]) continue;
+    if (!(append(":") && append(ours[o][0]) && append(ours[o][1]))) return;
   }
   env[count++] = value;
   env[count] = nullptr;

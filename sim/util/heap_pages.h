@@ -15,10 +15,13 @@ namespace npusim {
 // kernel passed: it then runs before the C library's and the shared libraries' constructors,
 // which the first start would otherwise run for nothing (SystemC's alone clear 3 MiB: the second
 // start took 24 ms of `npusim --version`'s 42, and takes 10 of 28 since). Unless the environment
-// already names glibc.malloc.hugetlb in GLIBC_TUNABLES (then nothing happens, so it runs once,
-// and a user's own setting wins: glibc.malloc.hugetlb=0 turns it off), adds
-// glibc.malloc.hugetlb=1, and the mmap and trim thresholds and the top pad the user did not set,
-// and executes the program again with the same arguments: the same process (pid), a fresh heap.
+// already names glibc.malloc.hugetlb in a GLIBC_TUNABLES entry (then nothing happens, so it runs
+// once, and a user's own setting wins: glibc.malloc.hugetlb=0 turns it off), joins its
+// GLIBC_TUNABLES entries into one, adds glibc.malloc.hugetlb=1 and the mmap and trim thresholds
+// and the top pad the user did not set (there, or by their MALLOC_*_ names), and executes the
+// program again with the same arguments: the same process (pid), a fresh heap. Not in a setuid,
+// setgid or capability program (glibc drops the tunables there: it would run itself again for
+// ever), nor when the dynamic loader was started by name (ld-linux.so ./npusim).
 // It allocates nothing and keeps the new environment in static storage; if that cannot be done,
 // it returns and the program runs on as it is. Without transparent huge pages (or with another
 // libc) the settings do nothing. Under AddressSanitizer it returns at once.

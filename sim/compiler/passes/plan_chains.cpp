@@ -1,7 +1,6 @@
 #include "sim/compiler/passes/plan_chains.h"
 
 #include <algorithm>
-#include <exception>
 #include <functional>
 #include <limits>
 #include <optional>
@@ -491,16 +490,19 @@ std::vector<Chain> plan_chains(const Graph& graph, const HwConfig& config,
     if (!planned[i]) planned[i] = plan_from(i);
     return *planned[i];
   };
-  // Each group's best chain depends on no other's: with several cores, every group's is planned
-  // at once, before the walk below takes them (the ones it skips, inside a chain it took, are
-  // few: ResNet-50 has one chain of 2 groups); on one core, only those it asks for. One that
-  // throws is left to the walk, which throws it only if it asks for that group, as before.
-  if (worker_threads() > 1 && mappings.size() > 1) {
+  // Each group's best chain depends on no other's: when a core is free, every group's is planned
+  // at once, before the walk takes them (the ones it skips, inside a chain it took, are few:
+  // ResNet-50 has one chain of 2 groups); else (one core, or the other busy: two models planned
+  // side by side), only those the walk asks for. One that throws is left to the walk, which
+  // throws it only if it asks for that group, as before.
+  const unsigned free_helpers = acquire_helper_threads(1);
+  release_helper_threads(free_helpers);
+  if (free_helpers > 0 && mappings.size() > 1) {
     std::vector<std::optional<std::optional<Planned>>> all =
         parallel_map(mappings.size() - 1, [&](std::size_t i) {
           try {
             return std::optional<std::optional<Planned>>(plan_from(i));
-          } catch (const std::exception&) {
+          } catch (...) {
             return std::optional<std::optional<Planned>>();
           }
         });
