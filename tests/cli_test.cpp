@@ -1526,6 +1526,20 @@ TEST_F(Cli, SweepChildDiesWithItsParent) {
   EXPECT_FALSE(fs::exists(dir_ / "sweep" / "points" / "0" / "stats.json"));
 }
 
+// Started by the dynamic loader by name, /proc/self/exe is the loader: the heap's second start
+// (sim/util/heap_pages.h) must not run it again with npusim's arguments, which made the loader
+// take --version for its own and print its version instead of npusim's.
+TEST_F(Cli, StartedByTheLoaderByNameItRunsAsItself) {
+  const fs::path loader = "/lib64/ld-linux-x86-64.so.2";
+  if (!fs::exists(loader)) GTEST_SKIP() << loader << " is not this machine's loader";
+  const std::string cmd = quote(loader.string()) + " " + quote(NPUSIM_BINARY) + " --version >" +
+                          quote((dir_ / "stdout").string()) + " 2>&1";
+  const int status = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(read_file(dir_ / "stdout"), "npusim 0.1.0\n");
+}
+
 TEST_F(Cli, HelpDescribesEachCommand) {
   const Result r = npusim({"run", "--help"});
   EXPECT_EQ(r.exit_code, 0);

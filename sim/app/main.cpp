@@ -75,15 +75,10 @@ int dispatch(const std::string& command, const std::vector<std::string>& args) {
   throw npusim::InputError("", "", "unknown command '" + command + "'\n" + kUsage);
 }
 
-// The heap's setup runs the program again (sim/util/heap_pages.h): before the shared libraries'
-// constructors, which the first start would otherwise run for nothing (SystemC's alone allocate
-// and clear 3 MiB).
-void set_up_heap(int /*argc*/, char** argv, char** envp) {
-  npusim::use_huge_pages_for_the_heap(argv,
-                                      envp);  // may run this program again, as the same process
-}
-__attribute__((section(".preinit_array"), used)) void (*const kSetUpHeap)(int, char**,
-                                                                          char**) = set_up_heap;
+// The heap's setup, which runs the program again (sim/util/heap_pages.h), before the shared
+// libraries' constructors: the first start would otherwise run them for nothing.
+__attribute__((section(".preinit_array"), used)) auto* const kSetUpHeap =
+    &npusim::use_huge_pages_for_the_heap;
 
 }  // namespace
 

@@ -36,10 +36,28 @@ constexpr const char* kKeepBytes = "=4294967296";
 constexpr const char* kTopPad = "glibc.malloc.top_pad";
 constexpr const char* kTopPadBytes = "=33554432";
 
+// The tunables set unless the user set them, with their values and their older names.
+struct Tunable {
+  const char* name;
+  const char* value;
+  const char* alias;  // MALLOC_*_=, which a GLIBC_TUNABLES entry would override
+};
+constexpr Tunable kOurs[] = {{kMmapThreshold, kKeepBytes, "MALLOC_MMAP_THRESHOLD_="},
+                             {kTrimThreshold, kKeepBytes, "MALLOC_TRIM_THRESHOLD_="},
+                             {kTopPad, kTopPadBytes, "MALLOC_TOP_PAD_="}};
+
+// Whether a variable of the environment begins with `prefix` (NAME=).
+bool env_has(char** envp, const char* prefix) {
+  for (char** e = envp; *e != nullptr; ++e) {
+    if (std::strncmp(*e, prefix, std::strlen(prefix)) == 0) return true;
+  }
+  return false;
+}
+
 }  // namespace
 #endif
 
-void use_huge_pages_for_the_heap(char** argv, char** envp) {
+void use_huge_pages_for_the_heap(int /*argc*/, char** argv, char** envp) {
 #if NPUSIM_UNDER_ASAN
   // ASan's allocator reads no glibc tunables, and a second start of a sanitized program costs
   // about 0.27 s (its shadow memory and runtime set up again), in every test that runs npusim.
@@ -68,18 +86,11 @@ void use_huge_pages_for_the_heap(char** argv, char** envp) {
     }
     return false;
   };
-  // The tunables' older names (MALLOC_TOP_PAD_=...), which a GLIBC_TUNABLES entry would override.
-  bool user_alias[3] = {false, false, false};
-  constexpr const char* kAliases[3] = {
-      "MALLOC_MMAP_THRESHOLD_=", "MALLOC_TRIM_THRESHOLD_=", "MALLOC_TOP_PAD_="};
   for (char** e = envp; *e != nullptr; ++e) {
     if (std::strncmp(*e, "GLIBC_TUNABLES=", 15) == 0) {
       if (tunable_entries == sizeof tunables / sizeof tunables[0]) return;
       tunables[tunable_entries++] = *e + 15;
       continue;
-    }
-    for (std::size_t a = 0; a < 3; ++a) {
-      user_alias[a] = user_alias[a] || std::strncmp(*e, kAliases[a], std::strlen(kAliases[a])) == 0;
     }
     if (count + 2 >= sizeof env / sizeof env[0]) return;
     env[count++] = *e;
@@ -103,11 +114,9 @@ void use_huge_pages_for_the_heap(char** argv, char** envp) {
   if (!append(kHugePages)) return;
   // Freed memory stays in the heap for reuse: no allocation is given its own mapping, and the
   // heap's top is not given back (heap_pages.h); the heap grows in whole huge pages.
-  const char* const ours[3][2] = {
-      {kMmapThreshold, kKeepBytes}, {kTrimThreshold, kKeepBytes}, {kTopPad, kTopPadBytes}};
-  for (std::size_t o = 0; o < 3; ++o) {
-    if (user_sets(ours[o][0]) || user_alias[o]) continue;
-    if (!(append(":") && append(ours[o][0]) && append(ours[o][1]))) return;
+  for (const Tunable& t : kOurs) {
+    if (user_sets(t.name) || env_has(envp, t.alias)) continue;
+    if (!(append(":") && append(t.name) && append(t.value))) return;
   }
   env[count++] = value;
   env[count] = nullptr;

@@ -11,12 +11,12 @@
 
 namespace npusim {
 
-// Call from a .preinit_array entry (sim/app/main.cpp), with the arguments and environment the
-// kernel passed: it then runs before the C library's and the shared libraries' constructors,
-// which the first start would otherwise run for nothing (SystemC's alone clear 3 MiB: the second
-// start took 24 ms of `npusim --version`'s 42, and takes 10 of 28 since). Unless the environment
-// already names glibc.malloc.hugetlb in a GLIBC_TUNABLES entry (then nothing happens, so it runs
-// once, and a user's own setting wins: glibc.malloc.hugetlb=0 turns it off), joins its
+// A .preinit_array entry (sim/app/main.cpp: the loader calls it with the arguments and the
+// environment the kernel passed): it then runs before the C library's and the shared libraries'
+// constructors, which the first start would otherwise run for nothing (SystemC's alone clear 3 MiB:
+// the second start took 24 ms of `npusim --version`'s 42, and takes 10 of 28 since). Unless the
+// environment already names glibc.malloc.hugetlb in a GLIBC_TUNABLES entry (then nothing happens,
+// so it runs once, and a user's own setting wins: glibc.malloc.hugetlb=0 turns it off), joins its
 // GLIBC_TUNABLES entries into one, adds glibc.malloc.hugetlb=1 and the mmap and trim thresholds
 // and the top pad the user did not set (there, or by their MALLOC_*_ names), and executes the
 // program again with the same arguments: the same process (pid), a fresh heap. Not in a setuid,
@@ -25,7 +25,7 @@ namespace npusim {
 // It allocates nothing and keeps the new environment in static storage; if that cannot be done,
 // it returns and the program runs on as it is. Without transparent huge pages (or with another
 // libc) the settings do nothing. Under AddressSanitizer it returns at once.
-void use_huge_pages_for_the_heap(char** argv, char** envp);
+void use_huge_pages_for_the_heap(int argc, char** argv, char** envp);
 
 // Call first thing in a thread that allocates (parallel_map's helpers): when the heap is on huge
 // pages as use_huge_pages_for_the_heap sets it up (GLIBC_TUNABLES holds glibc.malloc.hugetlb=1

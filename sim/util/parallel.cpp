@@ -56,6 +56,8 @@ unsigned acquire_helper_threads(unsigned wanted) {
 
 void release_helper_threads(unsigned count) { helper_threads_in_use -= count; }
 
+bool helper_thread_free() { return helper_threads_in_use.load() + 1 < worker_threads(); }
+
 void check_threads_setting() {
   if (threads_setting() == 0u) {
     throw InputError("", "NPUSIM_THREADS",

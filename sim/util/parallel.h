@@ -31,6 +31,8 @@ void check_threads_setting();
 // `wanted` the caller may start (0 when none is free: the call then runs its jobs itself).
 unsigned acquire_helper_threads(unsigned wanted);
 void release_helper_threads(unsigned count);
+// Whether a helper thread is free now (parallel_map would get one if it started).
+bool helper_thread_free();
 
 // fn(0), ..., fn(n - 1), each once, on up to worker_threads() threads.
 template <typename Fn>

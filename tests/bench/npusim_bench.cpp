@@ -61,12 +61,9 @@ int write_synthetic(std::uint64_t commands, const std::string& file,
   return 0;
 }
 
-// As npusim does (sim/app/main.cpp), so the figures are the CLI's.
-void set_up_heap(int /*argc*/, char** argv, char** envp) {
-  npusim::use_huge_pages_for_the_heap(argv, envp);
-}
-__attribute__((section(".preinit_array"), used)) void (*const kSetUpHeap)(int, char**,
-                                                                          char**) = set_up_heap;
+// As npusim sets its heap up (sim/app/main.cpp), so the figures are the CLI's.
+__attribute__((section(".preinit_array"), used)) auto* const kSetUpHeap =
+    &npusim::use_huge_pages_for_the_heap;
 
 }  // namespace
 

@@ -495,9 +495,7 @@ std::vector<Chain> plan_chains(const Graph& graph, const HwConfig& config,
   // ResNet-50 has one chain of 2 groups); else (one core, or the other busy: two models planned
   // side by side), only those the walk asks for. One that throws is left to the walk, which
   // throws it only if it asks for that group, as before.
-  const unsigned free_helpers = acquire_helper_threads(1);
-  release_helper_threads(free_helpers);
-  if (free_helpers > 0 && mappings.size() > 1) {
+  if (helper_thread_free() && mappings.size() > 1) {
     std::vector<std::optional<std::optional<Planned>>> all =
         parallel_map(mappings.size() - 1, [&](std::size_t i) {
           try {
